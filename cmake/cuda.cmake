@@ -1,0 +1,26 @@
+# CUDA detection. SPECDEC_CUDA=AUTO enables CUDA when a compiler is found (nvcc is looked for on
+# PATH and at /usr/local/cuda); ON requires it; OFF never uses it. Everything builds and the cpu
+# tests pass without CUDA; gpu tests skip at run time when no device is present.
+set(SPECDEC_HAVE_CUDA OFF)
+if(NOT SPECDEC_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # Hopper (H100/H200) by default; override with -DCMAKE_CUDA_ARCHITECTURES=...
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(SPECDEC_HAVE_CUDA ON)
+  elseif(SPECDEC_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "SPECDEC_CUDA=ON but no CUDA compiler was found (looked on PATH and at /usr/local/cuda/bin/nvcc)")
+  else()
+    message(STATUS "specdec: no CUDA compiler found; building without the CUDA backend")
+  endif()
+endif()

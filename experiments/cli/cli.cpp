@@ -1,0 +1,68 @@
+#include "experiments/cli/cli.hpp"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "reference/core/error.hpp"
+#include "specdec/version.hpp"
+
+namespace specdec::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = {
+      {"generate", "decode a prompt with a model and print the output and statistics", run_generate},
+      {"record", "decode a prompt and write every step to an HDF5 trace", run_record},
+      {"inspect", "summarise a checkpoint directory, a .safetensors file or a trace", run_inspect},
+      {"init-model", "write a deterministic random-weight Llama checkpoint of a named shape", run_init_model},
+      {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},
+  };
+  return list;
+}
+
+namespace {
+
+void print_usage(std::ostream& os) {
+  os << "specdec " << kVersion << " — speculative decoding reference and simulator\n\n"
+     << "usage: specdec <command> [options]   (specdec <command> --help for a command's options)\n\ncommands:\n";
+  for (const Command& c : commands()) {
+    std::string name = c.name;
+    name.resize(12, ' ');
+    os << "  " << name << c.summary << "\n";
+  }
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, CommandIO& io) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage(io.out);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    io.out << "specdec " << kVersion << "\n";
+    return 0;
+  }
+  for (const Command& c : commands()) {
+    if (args[0] != c.name) continue;
+    try {
+      return c.run(std::vector<std::string>(args.begin() + 1, args.end()), io);
+    } catch (const Error& e) {
+      io.err << "specdec " << c.name << ": error: " << e.what() << "\n";
+      return 1;
+    } catch (const std::exception& e) {  // option parsing and library errors
+      io.err << "specdec " << c.name << ": error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  io.err << "specdec: unknown command '" << args[0] << "'\n";
+  print_usage(io.err);
+  return 2;
+}
+
+int run_cli(int argc, char** argv) {
+  CommandIO io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0};
+  return run_cli(std::vector<std::string>(argv + 1, argv + argc), io);
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,137 @@
+// specdec inspect: summarise a checkpoint (directory or .safetensors file) or an HDF5 trace.
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "experiments/cli/options.hpp"
+#include "reference/core/error.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "reference/io/tensor_store.hpp"
+#include "reference/model/presets.hpp"
+#include "traces/trace.hpp"
+
+namespace specdec::cli {
+
+namespace {
+
+bool is_hdf5(const std::filesystem::path& p) {
+  static const char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::ifstream in(p, std::ios::binary);
+  char head[8] = {};
+  return std::filesystem::is_regular_file(p) && in.read(head, 8) && std::equal(head, head + 8, signature);
+}
+
+std::string join(const std::vector<int32_t>& v, size_t limit) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < limit; ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  if (v.size() > limit) s += " … (" + std::to_string(v.size()) + " in all)";
+  return s;
+}
+
+int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
+  const Trace t = read_trace(path);
+  size_t full_rows = 0, topk_rows = 0, drafted = 0;
+  for (const StepRecord& s : t.steps) {
+    for (const LogitRecord& r : s.target_logits) (r.is_full() ? full_rows : topk_rows)++;
+    drafted += s.draft_tokens.size();
+  }
+  nlohmann::json models = nlohmann::json::object();
+  for (const auto& [role, info] : t.meta.models) models[role] = {{"path", info.path}, {"fingerprint", info.fingerprint}};
+  const nlohmann::json j = {
+      {"kind", "trace"},
+      {"path", path.string()},
+      {"schema_version", t.meta.schema_version},
+      {"specdec_version", t.meta.specdec_version},
+      {"created_utc", t.meta.created_utc},
+      {"method", t.meta.method},
+      {"seed", t.meta.seed},
+      {"sampling", nlohmann::json::parse(t.meta.sampling_json)},
+      {"models", models},
+      {"prompt_tokens", t.prompt.size()},
+      {"steps", t.steps.size()},
+      {"output_tokens", t.output.size()},
+      {"draft_tokens", drafted},
+      {"stop_reason", t.stop_reason},
+      {"target_logit_rows", {{"full", full_rows}, {"topk", topk_rows}}},
+      {"prefill_ms", t.timing.prefill_ns / 1e6},
+      {"total_ms", t.timing.total_ns / 1e6},
+  };
+  if (json) {
+    io.out << j.dump() << "\n";
+    return 0;
+  }
+  io.out << "trace      " << path.string() << " (schema " << t.meta.schema_version << ", written by specdec "
+         << t.meta.specdec_version << " at " << t.meta.created_utc << ")\n"
+         << "method     " << t.meta.method << ", sampling " << t.meta.sampling_json << "\n";
+  for (const auto& [role, info] : t.meta.models) io.out << "model      " << role << ": " << info.path << " (" << info.fingerprint << ")\n";
+  io.out << "prompt     " << join(t.prompt, 16) << "\n"
+         << "output     " << join(t.output, 16) << "\n"
+         << "steps      " << t.steps.size() << ", stop: " << t.stop_reason << ", target logit rows: " << full_rows << " full, "
+         << topk_rows << " top-k\n"
+         << "timing     prefill " << t.timing.prefill_ns / 1e6 << " ms, total " << t.timing.total_ns / 1e6 << " ms\n";
+  return 0;
+}
+
+int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  const TensorStore store(path);
+  const LlamaModel m = load_llama_checkpoint(path);
+  const ModelConfig& c = m.config;
+  const auto vocab = Vocabulary::find(path);
+  nlohmann::json list = nlohmann::json::array();
+  std::set<std::string> files;
+  for (const std::string& name : store.names()) {
+    const TensorInfo& info = store.info(name);
+    files.insert(store.file_of(name).filename().string());
+    list.push_back({{"name", name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape},
+                    {"file", store.file_of(name).filename().string()}});
+  }
+  if (json) {
+    io.out << nlohmann::json{{"kind", "checkpoint"},
+                             {"path", path.string()},
+                             {"config", model_config_to_json(c)},
+                             {"parameters", parameter_count(c)},
+                             {"fingerprint", weights_fingerprint(m.weights)},
+                             {"vocabulary", vocab ? "bytes" : "none"},
+                             {"tensors", list}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  io.out << "checkpoint  " << path.string() << "\n"
+         << "model       " << c.architecture << " (" << c.model_type << "), " << std::fixed << std::setprecision(2)
+         << parameter_count(c) / 1e6 << "M parameters, stored " << c.torch_dtype << "\n"
+         << "shape       " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", intermediate "
+         << c.intermediate_size << ", heads " << c.num_attention_heads << " (KV " << c.num_key_value_heads << ", dim "
+         << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
+         << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
+         << "tensors     " << list.size() << " in " << files.size() << (files.size() == 1 ? " file\n" : " files\n")
+         << "fingerprint " << weights_fingerprint(m.weights) << "\n"
+         << "vocabulary  " << (vocab ? "bytes (vocab.json)" : "none (prompts as token ids)") << "\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "  " << t["file"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_inspect(const std::vector<std::string>& args, CommandIO& io) {
+  std::string path;
+  bool json = false, tensors = false;
+  po::options_description desc("inspect options");
+  desc.add_options()
+      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors file, or trace (.h5)")
+      ("json", po::bool_switch(&json), "print one JSON object")
+      ("tensors", po::bool_switch(&tensors), "list every tensor of a checkpoint");
+  po::positional_options_description pos;
+  pos.add("path", 1);
+  if (!parse_options(args, desc, io, "specdec inspect PATH [--json] [--tensors]", &pos)) return 0;
+  if (!std::filesystem::exists(path)) throw Error(path + ": no such file or directory");
+  if (is_hdf5(path)) return inspect_trace(path, json, io);
+  return inspect_checkpoint(path, json, tensors, io);
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,63 @@
+#pragma once
+// Option groups shared by the decoding subcommands, and the helpers that turn them into models,
+// prompts and sampling parameters.
+#include <boost/program_options.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiments/cli/cli.hpp"
+#include "reference/decoding/generation.hpp"
+#include "reference/io/vocabulary.hpp"
+#include "reference/model/transformer.hpp"
+#include "reference/sampling/sampling_params.hpp"
+
+namespace specdec::cli {
+
+namespace po = boost::program_options;
+
+struct DecodeArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  std::string method = "sequential";
+  std::string sampling = "greedy";
+  double temperature = 1.0;
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  int max_new_tokens = 32;
+  bool ignore_eos = false;
+  int threads = 0;
+  bool json = false;
+};
+
+// --model, --prompt/--prompt-ids, --method, sampling, --max-new-tokens, --ignore-eos, --threads, --json.
+void add_decode_options(po::options_description& desc, DecodeArgs& a);
+
+// Parses `args` against `desc`; returns false (after printing usage) when --help was given.
+// Unknown options and bad values throw with a message naming the option.
+bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,
+                   const std::string& usage_line, po::positional_options_description* positional = nullptr);
+
+struct LoadedModel {
+  std::string path;
+  std::unique_ptr<Transformer> model;
+  std::optional<Vocabulary> vocabulary;
+  std::string fingerprint;
+  std::string stored_dtype;
+};
+LoadedModel load_model(const std::string& path);
+
+// The prompt as token ids: --prompt-ids "1,2,3" or --prompt TEXT (needs a vocabulary).
+std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m);
+SamplingParams sampling_params(const DecodeArgs& a);
+GenerationOptions generation_options(const DecodeArgs& a);
+// Applies --threads (0 = leave the OpenMP default).
+void apply_threads(int threads);
+
+// Text for a terminal: printable ASCII and valid UTF-8 kept, everything else as \xNN escapes.
+std::string printable(const std::string& text);
+
+}  // namespace specdec::cli

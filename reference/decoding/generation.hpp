@@ -1,0 +1,33 @@
+#pragma once
+// Options and results shared by every decoding algorithm.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace specdec {
+
+struct GenerationOptions {
+  int max_new_tokens = 64;
+  bool stop_at_eos = true;
+  uint32_t sequence = 0;    // sequence id in the random counters (batch slot)
+  int cache_capacity = 0;   // 0 = prompt length + max_new_tokens (+ method headroom)
+};
+
+struct GenerationStats {
+  int target_forwards = 0;   // prefill counts as one
+  int drafter_forwards = 0;
+  int64_t prefill_ns = 0;
+  int64_t decode_ns = 0;     // everything after the prefill
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;      // generated tokens only (the prompt excluded)
+  std::string stop_reason;          // "max_tokens" | "eos"
+  GenerationStats stats;
+
+  // Decode speed: tokens produced by decode forwards (all but the first, which the prefill gives)
+  // per second of decode time. 0 when fewer than two tokens were generated.
+  double decode_tokens_per_second() const;
+};
+
+}  // namespace specdec

@@ -1,0 +1,64 @@
+#include "reference/decoding/sequential.hpp"
+
+#include <chrono>
+
+#include "reference/core/error.hpp"
+
+namespace specdec {
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+GenerationResult decode_sequential(const LanguageModel& model, const std::vector<int32_t>& prompt,
+                                   const SamplingParams& sampling, const GenerationOptions& options,
+                                   DecodeObserver* observer) {
+  const ModelConfig& c = model.config();
+  if (prompt.empty()) throw Error("generate: the prompt is empty; at least one token is needed");
+  if (options.max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0");
+  sampling.validate();
+  const int capacity = options.cache_capacity > 0 ? options.cache_capacity
+                                                  : static_cast<int>(prompt.size()) + options.max_new_tokens;
+  auto cache = model.new_cache(capacity);
+
+  GenerationResult result;
+  result.stop_reason = "max_tokens";
+  int64_t t0 = now_ns();
+  ForwardRequest prefill;
+  prefill.tokens = prompt;
+  prefill.logit_rows = {static_cast<int>(prompt.size()) - 1};
+  Matrix logits = model.forward(*cache, prefill).logits;  // (1, V)
+  int64_t step_ns = now_ns() - t0;
+  result.stats.prefill_ns = step_ns;
+  result.stats.target_forwards = 1;
+  if (observer) observer->on_prefill(prompt, step_ns);
+  const int64_t decode_start = now_ns();
+
+  for (int i = 0; i < options.max_new_tokens; ++i) {
+    const int32_t position = static_cast<int32_t>(prompt.size()) + i;
+    const int32_t token = sample_token(logits.data(), c.vocab_size, sampling, options.sequence, position);
+    result.tokens.push_back(token);
+    if (observer) {
+      observer->on_sequential_step({i, position, logits.data(), c.vocab_size, token, step_ns});
+    }
+    if (options.stop_at_eos && c.is_eos(token)) {
+      result.stop_reason = "eos";
+      break;
+    }
+    if (i + 1 == options.max_new_tokens) break;  // the last token needs no forward
+    t0 = now_ns();
+    logits = model.forward(*cache, ForwardRequest::chain({token})).logits;
+    step_ns = now_ns() - t0;
+    ++result.stats.target_forwards;
+  }
+  result.stats.decode_ns = now_ns() - decode_start;
+  if (observer) observer->on_finish(result.tokens, result.stop_reason);
+  return result;
+}
+
+}  // namespace specdec

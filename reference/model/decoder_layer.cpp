@@ -1,0 +1,82 @@
+#include "reference/model/decoder_layer.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "reference/model/ops.hpp"
+
+namespace specdec {
+
+Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& rope, const Matrix& attn_in,
+                      DenseKVCache& cache, int layer, const TokenBlock& block) {
+  const int T = static_cast<int>(attn_in.rows());
+  const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  const int group = nh / nkv;
+
+  Matrix q = ops::linear(attn_in, w.q_proj, w.q_bias);  // (T, nh·hd)
+  Matrix k = ops::linear(attn_in, w.k_proj, w.k_bias);  // (T, nkv·hd)
+  Matrix v = ops::linear(attn_in, w.v_proj, w.v_bias);  // (T, nkv·hd)
+  for (int t = 0; t < T; ++t) {
+    if (w.q_norm.size()) {  // Qwen3: RMSNorm over each head before RoPE
+      for (int h = 0; h < nh; ++h) ops::rms_norm_inplace(q.row(t).data() + h * hd, w.q_norm.data(), hd, c.rms_norm_eps);
+      for (int h = 0; h < nkv; ++h) ops::rms_norm_inplace(k.row(t).data() + h * hd, w.k_norm.data(), hd, c.rms_norm_eps);
+    }
+    rope.apply(q.row(t).data(), nh, block.angles[t]);
+    rope.apply(k.row(t).data(), nkv, block.angles[t]);
+  }
+  Matrix& K = cache.keys(layer);    // (capacity, nkv·hd)
+  Matrix& V = cache.values(layer);  // (capacity, nkv·hd)
+  K.middleRows(block.first_slot, T) = k;
+  V.middleRows(block.first_slot, T) = v;
+
+  const int cols = block.first_slot + T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  Matrix out = Matrix::Zero(T, nh * hd);  // (T, nh·hd)
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < nh; ++h) {
+      const float* qh = q.row(t).data() + h * hd;
+      const int g = h / group;  // grouped-query attention: heads share KV head g
+      const int q_pos = block.positions[t];
+      // Keys in slot order; the order of the reductions below depends only on which keys are
+      // visible, never on T, so one token alone gives the same result.
+      std::vector<int> keys;
+      std::vector<float> scores;
+      float max_score = -std::numeric_limits<float>::infinity();
+      for (int j = 0; j < cols; ++j) {
+        if (!block.mask->allowed(t, j)) continue;
+        if (c.sliding_window > 0 && q_pos - cache.position(j) >= c.sliding_window) continue;
+        const float s = ops::dot(qh, K.row(j).data() + g * hd, hd) * scale;
+        keys.push_back(j);
+        scores.push_back(s);
+        if (s > max_score) max_score = s;
+      }
+      float sum = 0.0f;
+      for (float& s : scores) {
+        s = std::exp(s - max_score);
+        sum += s;
+      }
+      float* o = out.row(t).data() + h * hd;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const float* vj = V.row(keys[i]).data() + g * hd;
+        for (int d = 0; d < hd; ++d) o[d] += scores[i] * vj[d];
+      }
+      const float inv = keys.empty() ? 0.0f : 1.0f / sum;
+      for (int d = 0; d < hd; ++d) o[d] *= inv;
+    }
+  }
+  return ops::linear(out, w.o_proj, w.o_bias);
+}
+
+Matrix mlp(const LayerWeights& w, const Matrix& x) {
+  return ops::linear(ops::swiglu(ops::linear(x, w.gate_proj, w.gate_bias), ops::linear(x, w.up_proj, w.up_bias)),
+                     w.down_proj, w.down_bias);
+}
+
+Matrix decoder_layer(const LayerWeights& w, const ModelConfig& c, const Rope& rope, const Matrix& residual,
+                     const Matrix& attn_in, DenseKVCache& cache, int layer, const TokenBlock& block) {
+  Matrix h = residual + self_attention(w, c, rope, attn_in, cache, layer, block);
+  return h + mlp(w, ops::rms_norm(h, w.post_attention_layernorm, c.rms_norm_eps));
+}
+
+}  // namespace specdec

@@ -1,0 +1,45 @@
+#pragma once
+// The model interface the decoding algorithms are written against. A backend (reference, cpu,
+// cuda) implements it; algorithms never see how the forward is computed.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "reference/core/tensor.hpp"
+#include "reference/model/attention_mask.hpp"
+#include "reference/model/kv_cache.hpp"
+#include "reference/model/model_config.hpp"
+
+namespace specdec {
+
+// One forward call: T new tokens appended to the cache at explicit positions under an explicit mask.
+struct ForwardRequest {
+  std::vector<int32_t> tokens;        // (T)
+  std::vector<int32_t> positions;     // (T) absolute positions for RoPE; empty = cache length + t
+  std::optional<AttentionMask> mask;  // (T, C + T); absent = causal
+  std::vector<int> logit_rows;        // rows (of the T) whose logits are returned, in this order
+  bool final_hidden = false;          // return the last hidden state after the final norm (EAGLE-1)
+  // Hidden states to return, as indices into Hugging Face's output_hidden_states: i < L is the
+  // state entering layer i (0 = embeddings), L is the output after the final norm (EAGLE-3).
+  std::vector<int> aux_layers;
+
+  // A causal chain of tokens continuing the cache, with logits for every row.
+  static ForwardRequest chain(std::vector<int32_t> tokens);
+};
+
+struct ForwardResult {
+  Matrix logits;        // (logit_rows.size(), V)
+  Matrix final_hidden;  // (T, H) when requested
+  Matrix aux_hidden;    // (T, aux_layers.size() · H), concatenated in the order requested
+};
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual std::unique_ptr<KVCache> new_cache(int capacity) const = 0;
+  // Appends the request's tokens to `cache` (which must come from this model's new_cache).
+  virtual ForwardResult forward(KVCache& cache, const ForwardRequest& request) const = 0;
+};
+
+}  // namespace specdec

@@ -1,0 +1,172 @@
+#include "reference/model/transformer.hpp"
+
+#include <string>
+
+#include "reference/core/error.hpp"
+#include "reference/model/decoder_layer.hpp"
+#include "reference/model/ops.hpp"
+
+namespace specdec {
+
+namespace {
+
+std::string shape_str(Eigen::Index r, Eigen::Index c) { return "[" + std::to_string(r) + ", " + std::to_string(c) + "]"; }
+
+void expect_matrix(const Matrix& m, int rows, int cols, const std::string& name, const std::string& source) {
+  if (m.rows() != rows || m.cols() != cols) {
+    throw Error(source + ": tensor " + name + " has shape " + shape_str(m.rows(), m.cols()) + ", expected " +
+                shape_str(rows, cols) + " from the config");
+  }
+}
+
+void expect_vector(const Vector& v, int n, bool required, const std::string& name, const std::string& source) {
+  if (!required && v.size() == 0) return;
+  if (v.size() != n) {
+    throw Error(source + ": tensor " + name + " has " + std::to_string(v.size()) + " elements, expected " +
+                std::to_string(n) + (required ? "" : " (or none)"));
+  }
+}
+
+}  // namespace
+
+ForwardRequest ForwardRequest::chain(std::vector<int32_t> tokens) {
+  ForwardRequest r;
+  r.logit_rows.resize(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) r.logit_rows[i] = static_cast<int>(i);
+  r.tokens = std::move(tokens);
+  return r;
+}
+
+void check_llama_weights(const ModelConfig& c, const LlamaWeights& w, const std::string& source) {
+  const int H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  expect_matrix(w.embed_tokens, V, H, "model.embed_tokens.weight", source);
+  if (static_cast<int>(w.layers.size()) != c.num_hidden_layers) {
+    throw Error(source + ": " + std::to_string(w.layers.size()) + " layers of weights, config says num_hidden_layers = " +
+                std::to_string(c.num_hidden_layers));
+  }
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    const LayerWeights& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    expect_vector(l.input_layernorm, H, true, p + "input_layernorm.weight", source);
+    expect_matrix(l.q_proj, c.q_dim(), H, p + "self_attn.q_proj.weight", source);
+    expect_matrix(l.k_proj, c.kv_dim(), H, p + "self_attn.k_proj.weight", source);
+    expect_matrix(l.v_proj, c.kv_dim(), H, p + "self_attn.v_proj.weight", source);
+    expect_matrix(l.o_proj, H, c.q_dim(), p + "self_attn.o_proj.weight", source);
+    expect_vector(l.q_bias, c.q_dim(), c.attention_bias, p + "self_attn.q_proj.bias", source);
+    expect_vector(l.k_bias, c.kv_dim(), c.attention_bias, p + "self_attn.k_proj.bias", source);
+    expect_vector(l.v_bias, c.kv_dim(), c.attention_bias, p + "self_attn.v_proj.bias", source);
+    expect_vector(l.o_bias, H, c.o_proj_bias, p + "self_attn.o_proj.bias", source);
+    expect_vector(l.q_norm, c.head_dim, c.qk_norm, p + "self_attn.q_norm.weight", source);
+    expect_vector(l.k_norm, c.head_dim, c.qk_norm, p + "self_attn.k_norm.weight", source);
+    expect_vector(l.post_attention_layernorm, H, true, p + "post_attention_layernorm.weight", source);
+    expect_matrix(l.gate_proj, I, H, p + "mlp.gate_proj.weight", source);
+    expect_matrix(l.up_proj, I, H, p + "mlp.up_proj.weight", source);
+    expect_matrix(l.down_proj, H, I, p + "mlp.down_proj.weight", source);
+    expect_vector(l.gate_bias, I, c.mlp_bias, p + "mlp.gate_proj.bias", source);
+    expect_vector(l.up_bias, I, c.mlp_bias, p + "mlp.up_proj.bias", source);
+    expect_vector(l.down_bias, H, c.mlp_bias, p + "mlp.down_proj.bias", source);
+  }
+  expect_vector(w.norm, H, true, "model.norm.weight", source);
+  if (!c.tie_word_embeddings) expect_matrix(w.lm_head, V, H, "lm_head.weight", source);
+}
+
+Transformer::Transformer(ModelConfig config, LlamaWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)), rope_(config_) {
+  check_llama_weights(config_, weights_, "model");
+  if (config_.tie_word_embeddings) weights_.lm_head.resize(0, 0);
+}
+
+std::unique_ptr<KVCache> Transformer::new_cache(int capacity) const {
+  return std::make_unique<DenseKVCache>(config_.num_hidden_layers, config_.kv_dim(), capacity);
+}
+
+TokenBlock make_token_block(const ForwardRequest& request, const Rope& rope, int first_slot,
+                            std::optional<AttentionMask>& mask_storage) {
+  const int T = static_cast<int>(request.tokens.size());
+  TokenBlock block;
+  block.first_slot = first_slot;
+  if (request.positions.empty()) {
+    for (int t = 0; t < T; ++t) block.positions.push_back(first_slot + t);
+  } else {
+    if (static_cast<int>(request.positions.size()) != T) {
+      throw Error("forward: " + std::to_string(request.positions.size()) + " positions given for " +
+                  std::to_string(T) + " tokens");
+    }
+    block.positions = request.positions;
+  }
+  for (int32_t p : block.positions) {
+    if (p < 0) throw Error("forward: negative position " + std::to_string(p));
+    block.angles.push_back(rope.angles(p));
+  }
+  if (request.mask) {
+    if (request.mask->rows() != T || request.mask->cols() != first_slot + T) {
+      throw Error("forward: attention mask is " + std::to_string(request.mask->rows()) + "x" +
+                  std::to_string(request.mask->cols()) + ", expected " + std::to_string(T) + "x" +
+                  std::to_string(first_slot + T) + " (new tokens x cache length + new tokens)");
+    }
+    block.mask = &*request.mask;
+  } else {
+    mask_storage = AttentionMask::causal(first_slot, T);
+    block.mask = &*mask_storage;
+  }
+  return block;
+}
+
+ForwardResult Transformer::forward(KVCache& cache_base, const ForwardRequest& request) const {
+  auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
+  if (!cache) throw Error("forward: the KV cache was not created by the reference backend");
+  const ModelConfig& c = config_;
+  const int T = static_cast<int>(request.tokens.size());
+  const int H = c.hidden_size, L = c.num_hidden_layers;
+  if (T == 0) throw Error("forward: no tokens given");
+  for (int r : request.logit_rows) {
+    if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
+  }
+  for (int a : request.aux_layers) {
+    if (a < 0 || a > L) {
+      throw Error("forward: hidden-state index " + std::to_string(a) + " outside [0, " + std::to_string(L) +
+                  "] (0 = embeddings, " + std::to_string(L) + " = after the final norm)");
+    }
+  }
+
+  std::optional<AttentionMask> mask_storage;
+  TokenBlock block = make_token_block(request, rope_, cache->length(), mask_storage);
+
+  Matrix x(T, H);  // x: (T, H) residual stream
+  for (int t = 0; t < T; ++t) {
+    const int32_t tok = request.tokens[t];
+    if (tok < 0 || tok >= c.vocab_size) {
+      throw Error("forward: token id " + std::to_string(tok) + " outside the vocabulary [0, " +
+                  std::to_string(c.vocab_size) + ")");
+    }
+    x.row(t) = weights_.embed_tokens.row(tok);
+  }
+  const int first = cache->append(T, block.positions.data());
+  (void)first;
+
+  ForwardResult result;
+  const int n_aux = static_cast<int>(request.aux_layers.size());
+  if (n_aux) result.aux_hidden.resize(T, static_cast<Eigen::Index>(n_aux) * H);
+  auto record_aux = [&](int index, const Matrix& state) {
+    for (int a = 0; a < n_aux; ++a)
+      if (request.aux_layers[a] == index) result.aux_hidden.middleCols(static_cast<Eigen::Index>(a) * H, H) = state;
+  };
+
+  for (int l = 0; l < L; ++l) {
+    record_aux(l, x);
+    const LayerWeights& w = weights_.layers[l];
+    x = decoder_layer(w, c, rope_, x, ops::rms_norm(x, w.input_layernorm, c.rms_norm_eps), *cache, l, block);
+  }
+  Matrix h = ops::rms_norm(x, weights_.norm, c.rms_norm_eps);  // h: (T, H) after the final norm
+  record_aux(L, h);
+
+  if (!request.logit_rows.empty()) {
+    Matrix rows(request.logit_rows.size(), H);
+    for (size_t i = 0; i < request.logit_rows.size(); ++i) rows.row(i) = h.row(request.logit_rows[i]);
+    result.logits = ops::linear(rows, weights_.output_head());  // (R, V)
+  }
+  if (request.final_hidden) result.final_hidden = std::move(h);
+  return result;
+}
+
+}  // namespace specdec

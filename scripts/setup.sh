@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package specdec needs. Idempotent: packages already present are skipped,
+# and apt is only consulted when something is missing.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libeigen3-dev libhdf5-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev
+  python3 python3-numpy python3-h5py python3-matplotlib
+)
+if [ "${SPECDEC_WITH_TORCH:-0}" = 1 ]; then
+  packages+=(python3-torch libopenblas0-pthread)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
