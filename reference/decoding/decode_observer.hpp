@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "reference/acceptance/acceptor.hpp"
+#include "reference/acceptance/draft_tree.hpp"
+#include "reference/core/tensor.hpp"
+
 namespace specdec {
 
 // One step of sequential decoding: the target's logits row and the token chosen from it.
@@ -18,11 +22,27 @@ struct SequentialStep {
   int64_t step_ns = 0;     // wall time of the forward that produced these logits
 };
 
+// One step of speculative decoding: the proposal, the target's verification and the outcome.
+struct SpeculativeStep {
+  int index = 0;
+  int32_t root_position = 0;     // absolute position of the depth-1 draft tokens
+  int32_t pending_token = 0;     // the last emitted token, fed to the target with the drafts
+  const DraftTree* tree = nullptr;
+  const std::vector<std::vector<double>>* draft_probs = nullptr;  // empty for deterministic drafts
+  const Matrix* target_logits = nullptr;  // (N + 1, V): at the pending token, then after each node
+  const VerifyResult* verify = nullptr;
+  std::vector<int32_t> emitted;  // what this step appended to the output (cut at EOS / max tokens)
+  int drafter_forwards = 0;
+  int64_t draft_ns = 0;
+  int64_t verify_ns = 0;
+};
+
 class DecodeObserver {
  public:
   virtual ~DecodeObserver() = default;
   virtual void on_prefill(const std::vector<int32_t>& /*prompt*/, int64_t /*prefill_ns*/) {}
   virtual void on_sequential_step(const SequentialStep& /*step*/) {}
+  virtual void on_speculative_step(const SpeculativeStep& /*step*/) {}
   virtual void on_finish(const std::vector<int32_t>& /*output*/, const std::string& /*stop_reason*/) {}
 };
 

@@ -18,6 +18,20 @@ struct GenerationStats {
   int drafter_forwards = 0;
   int64_t prefill_ns = 0;
   int64_t decode_ns = 0;     // everything after the prefill
+  // Speculative methods (all zero for sequential decoding).
+  int steps = 0;             // verification steps
+  int drafted_tokens = 0;    // draft nodes proposed
+  int accepted_tokens = 0;   // draft nodes accepted
+  int emitted_in_steps = 0;  // tokens emitted by verification steps (accepted + one each), before cuts
+  // Per draft depth d (index d − 1): steps whose draft reached depth d with every shallower
+  // draft accepted, and how many of those accepted a node at depth d.
+  std::vector<int> depth_attempts, depth_accepts;
+
+  // Acceptance length: tokens emitted per verification step, counting the bonus/correction token
+  // (plain decoding = 1.00). 0 when no step ran.
+  double acceptance_length() const;
+  // Conditional acceptance rate at draft depth d (1-based): accepts / attempts.
+  std::vector<double> acceptance_by_depth() const;
 };
 
 struct GenerationResult {

@@ -32,7 +32,8 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
   const int cols = block.first_slot + T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   Matrix out = Matrix::Zero(T, nh * hd);  // (T, nh·hd)
-#pragma omp parallel for collapse(2) schedule(static)
+  const bool parallel = static_cast<long long>(T) * nh * cols * hd >= ops::parallel_work_threshold();
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < nh; ++h) {
       const float* qh = q.row(t).data() + h * hd;

@@ -8,6 +8,13 @@
 
 namespace specdec::ops {
 
+namespace {
+long long g_parallel_work = 1LL << 17;  // multiply-adds below which a loop stays on one thread
+}  // namespace
+
+long long parallel_work_threshold() { return g_parallel_work; }
+void set_parallel_work_threshold(long long work) { g_parallel_work = work < 0 ? 0 : work; }
+
 float dot(const float* a, const float* b, int n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int i = 0;
@@ -24,8 +31,10 @@ Matrix linear(const Matrix& x, const Matrix& w, const Vector& bias) {
   const int in = static_cast<int>(x.cols());
   const int out = static_cast<int>(w.rows());
   Matrix y(rows, out);
-  // Parallel over output features: each element is one independent dot product.
-#pragma omp parallel for schedule(static)
+  // Parallel over output features: each element is one independent dot product, so the split
+  // never changes a result. Small products stay on one thread (waking a team costs more).
+  const bool parallel = static_cast<long long>(rows) * out * in >= g_parallel_work;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int o = 0; o < out; ++o) {
     const float* wo = w.data() + static_cast<std::ptrdiff_t>(o) * in;
     const float b = bias.size() ? bias[o] : 0.0f;

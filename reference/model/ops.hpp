@@ -26,5 +26,9 @@ Matrix swiglu(const Matrix& gate, const Matrix& up);
 // Number of threads the reference uses (OpenMP if available); results never depend on it.
 int num_threads();
 void set_num_threads(int n);
+// Loops with fewer multiply-adds than this run on one thread (a team wake-up costs more than it
+// saves). Results are the same either way; tests set 0 to run every loop threaded.
+long long parallel_work_threshold();
+void set_parallel_work_threshold(long long work);
 
 }  // namespace specdec::ops

@@ -81,6 +81,8 @@ TEST(Transformer, BatchInvariant) {
 
 TEST(Transformer, ThreadCountInvariant) {
   const int saved = ops::num_threads();
+  const long long saved_threshold = ops::parallel_work_threshold();
+  ops::set_parallel_work_threshold(0);  // thread every loop, however small
   for (const auto& [name, cfg] : fixture_configs()) {
     Transformer model = make_model(cfg, kSeed);
     const auto tokens = random_tokens(9, cfg.vocab_size, kSeed + 3);
@@ -94,6 +96,7 @@ TEST(Transformer, ThreadCountInvariant) {
       EXPECT_TRUE(bitwise_equal(results[0], results[i])) << name << ": thread setting #" << i << " differs from 1 thread";
   }
   ops::set_num_threads(saved);
+  ops::set_parallel_work_threshold(saved_threshold);
 }
 
 // A tree:            root-prefix

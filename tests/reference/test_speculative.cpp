@@ -1,0 +1,226 @@
+// Speculative decoding in the reference: greedy and coupled exactness against sequential
+// decoding for every drafter, K = 1..8; cache exactness; statistics; a custom acceptor; and a
+// goodness-of-fit test of the whole sampling loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "reference/core/error.hpp"
+#include "reference/decoding/sequential.hpp"
+#include "reference/decoding/speculative.hpp"
+#include "speculative_fixtures.hpp"
+
+namespace specdec {
+namespace {
+
+using testing::DrafterPool;
+using testing::MethodFixture;
+
+const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
+constexpr uint64_t kModelSeed = 2024;
+
+std::vector<testing::NamedConfig> target_configs() {
+  auto all = testing::fixture_configs();
+  std::vector<testing::NamedConfig> out = {all[0], all[1]};  // GQA untied, MHA tied
+  for (auto& c : out) c.config.eos_token_ids.clear();
+  return out;
+}
+
+GenerationOptions opts(int n) {
+  GenerationOptions o;
+  o.max_new_tokens = n;
+  return o;
+}
+
+DenseKVCache& dense(KVCache& c) { return dynamic_cast<DenseKVCache&>(c); }
+
+void expect_matches_sequential(const SamplingParams& sampling, const std::string& mode) {
+  for (const auto& [cfg_name, cfg] : target_configs()) {
+    const Transformer target = testing::make_model(cfg, kModelSeed);
+    DrafterPool pool;
+    for (const MethodFixture& m : testing::draft_model_fixtures(pool)) {
+      for (int k = 1; k <= 8; ++k) {
+        for (size_t pi = 0; pi < kPrompts.size(); ++pi) {
+          const auto expected = decode_sequential(target, kPrompts[pi], sampling, opts(20)).tokens;
+          auto proposer = m.make(target, k);
+          const auto acceptor = default_acceptor(sampling);
+          auto cache = target.new_cache(64);
+          const GenerationResult r = decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[pi], sampling, opts(20));
+          ASSERT_EQ(r.tokens, expected) << mode << ": method " << m.name << ", target " << cfg_name << ", K " << k
+                                        << ", prompt #" << pi << ", seed " << sampling.seed;
+          // Cache exactness: the target cache is what one plain forward over the same tokens builds.
+          std::vector<int32_t> seq = kPrompts[pi];
+          seq.insert(seq.end(), r.tokens.begin(), r.tokens.end() - 1);
+          auto plain = target.new_cache(64);
+          target.forward(*plain, ForwardRequest::chain(seq));
+          EXPECT_TRUE(dense(*cache).equals(dense(*plain)))
+              << mode << ": target cache differs, method " << m.name << ", K " << k << ", prompt #" << pi;
+        }
+      }
+    }
+  }
+}
+
+TEST(Speculative, GreedyEqualsSequentialForEveryDrafterAndK) { expect_matches_sequential(SamplingParams{}, "greedy"); }
+
+TEST(Speculative, CoupledSamplingEqualsSequential) {
+  for (double t : {0.7, 1.0}) {
+    SamplingParams s;
+    s.mode = SamplingParams::Mode::coupled;
+    s.temperature = t;
+    s.seed = 31337;
+    expect_matches_sequential(s, "coupled T=" + std::to_string(t));
+  }
+}
+
+TEST(Speculative, SelfDraftAcceptsEverythingAndCountsIt) {
+  const auto cfg = target_configs()[0].config;
+  const Transformer target = testing::make_model(cfg, kModelSeed);
+  DrafterPool pool;
+  const int k = 4;
+  auto proposer = testing::draft_model_fixtures(pool)[0].make(target, k);
+  MatchAcceptor acceptor;
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(21));
+  // 1 token from the prefill, then 4 steps of K + 1 = 5 tokens.
+  EXPECT_EQ(r.stats.steps, 4);
+  EXPECT_DOUBLE_EQ(r.stats.acceptance_length(), 5.0);
+  EXPECT_EQ(r.stats.accepted_tokens, 16);
+  EXPECT_EQ(r.stats.drafted_tokens, 16);
+  EXPECT_EQ(r.stats.target_forwards, 5);
+  EXPECT_EQ(r.stats.acceptance_by_depth(), std::vector<double>(4, 1.0));
+  // The draft cache holds exactly what a plain run of the draft model over its tokens builds.
+  const auto& dp = dynamic_cast<const DraftModelProposer&>(*proposer);
+  auto plain = pool.models.back()->new_cache(256);
+  pool.models.back()->forward(*plain, ForwardRequest::chain(dp.cached_tokens()));
+  EXPECT_TRUE(dynamic_cast<const DenseKVCache&>(dp.cache()).equals(dense(*plain)));
+}
+
+// A user-supplied acceptor is what decides: one that rejects every draft still reproduces
+// sequential greedy decoding, with acceptance length exactly 1.
+class RejectAll final : public TokenAcceptor {
+ public:
+  std::string name() const override { return "reject-all"; }
+  VerifyResult verify(const VerifyInput& in) const override {
+    VerifyResult r;
+    r.emitted = {argmax(in.target_logits->data(), static_cast<int>(in.target_logits->cols()))};
+    for (int c : in.tree->children(-1)) {
+      r.decisions.push_back(0);
+      r.decision_nodes.push_back(c);
+    }
+    return r;
+  }
+};
+
+TEST(Speculative, CustomAcceptorIsUsed) {
+  const auto cfg = target_configs()[0].config;
+  const Transformer target = testing::make_model(cfg, kModelSeed);
+  DrafterPool pool;
+  auto proposer = testing::draft_model_fixtures(pool)[0].make(target, 3);  // would accept everything
+  RejectAll acceptor;
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(12));
+  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, opts(12)).tokens);
+  EXPECT_DOUBLE_EQ(r.stats.acceptance_length(), 1.0);
+  EXPECT_EQ(r.stats.accepted_tokens, 0);
+}
+
+TEST(Speculative, StopsAtEosInsideAStep) {
+  auto cfg = target_configs()[0].config;
+  const Transformer probe = testing::make_model(cfg, kModelSeed);
+  const auto free_run = decode_sequential(probe, kPrompts[0], SamplingParams{}, opts(15)).tokens;
+  cfg.eos_token_ids = {free_run[6]};
+  const Transformer target = testing::make_model(cfg, kModelSeed);
+  DrafterPool pool;
+  auto proposer = testing::draft_model_fixtures(pool)[0].make(target, 4);
+  MatchAcceptor acceptor;
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(15));
+  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, opts(15)).tokens);
+  EXPECT_EQ(r.stop_reason, "eos");
+}
+
+TEST(Speculative, RejectsBadDrafters) {
+  const auto cfg = target_configs()[0].config;
+  const Transformer target = testing::make_model(cfg, kModelSeed);
+  ModelConfig other = cfg;
+  other.vocab_size = cfg.vocab_size + 1;
+  const Transformer wrong_vocab = testing::make_model(other, 1);
+  try {
+    DraftModelProposer p(wrong_vocab, cfg, 4, 64);
+    ADD_FAILURE() << "a draft model with another vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabulary"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(DraftModelProposer(target, cfg, 0, 64), Error);
+}
+
+// Goodness of fit of the whole sampling loop (draft sampling, rejection, residual and bonus
+// draws, cache handling) against the target's exact distribution.
+//
+// Statistic: Pearson chi-square over the joint distribution of the first three generated tokens,
+// bins with expected count < 5 merged into one. Sample: N = 6000 independent runs (seeds
+// 1..N). Significance: alpha = 1e-3 (critical value from the Wilson–Hilferty approximation).
+// Power: against any alternative at total-variation distance delta from the target, the
+// noncentrality is at least 4·N·delta² (chi-square distance >= 4·TV²); for delta = 0.06 that is
+// 86, which for the ~20–40 degrees of freedom here gives power above 0.95.
+TEST(Speculative, SamplingLoopMatchesTargetDistribution) {
+  ModelConfig cfg = testing::tiny_llama(6);
+  cfg.eos_token_ids.clear();
+  const Transformer target = testing::make_model(cfg, 7);
+  const Transformer drafter = testing::perturbed_copy(target, 0.25f, 8);
+  const std::vector<int32_t> prompt = {1, 4};
+  SamplingParams s;
+  s.mode = SamplingParams::Mode::sample;
+  s.temperature = 1.0;
+
+  // Exact joint distribution of three tokens from the target.
+  auto probs_after = [&](const std::vector<int32_t>& seq) {
+    auto cache = target.new_cache(8);
+    ForwardRequest r;
+    r.tokens = seq;
+    r.logit_rows = {static_cast<int>(seq.size()) - 1};
+    const Matrix l = target.forward(*cache, r).logits;
+    return probabilities(l.data(), cfg.vocab_size, s);
+  };
+  std::map<std::vector<int32_t>, double> expected;
+  const auto p1 = probs_after(prompt);
+  for (int a = 0; a < 6; ++a) {
+    const auto p2 = probs_after({1, 4, a});
+    for (int b = 0; b < 6; ++b) {
+      const auto p3 = probs_after({1, 4, a, b});
+      for (int c = 0; c < 6; ++c) expected[{a, b, c}] = p1[a] * p2[b] * p3[c];
+    }
+  }
+  const int N = 6000;
+  std::map<std::vector<int32_t>, int> counts;
+  for (int i = 1; i <= N; ++i) {
+    s.seed = static_cast<uint64_t>(i);
+    DraftModelProposer proposer(drafter, cfg, 2, 16);
+    RejectionAcceptor acceptor;
+    counts[decode_speculative(target, proposer, acceptor, prompt, s, opts(3)).tokens]++;
+  }
+  double chi2 = 0, small_expected = 0;
+  int small_count = 0, bins = 0;
+  for (const auto& [seq, p] : expected) {
+    const double e = N * p;
+    const int o = counts.count(seq) ? counts[seq] : 0;
+    if (e < 5) {
+      small_expected += e;
+      small_count += o;
+      continue;
+    }
+    chi2 += (o - e) * (o - e) / e;
+    ++bins;
+  }
+  if (small_expected > 0) {
+    chi2 += (small_count - small_expected) * (small_count - small_expected) / small_expected;
+    ++bins;
+  }
+  const double df = bins - 1;
+  const double z = 3.090232;  // upper 1e-3 normal quantile
+  const double critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  EXPECT_LT(chi2, critical) << "chi-square " << chi2 << " with " << df << " degrees of freedom, N " << N;
+  EXPECT_GT(bins, 10);
+}
+
+}  // namespace
+}  // namespace specdec

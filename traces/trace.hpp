@@ -1,0 +1,109 @@
+#pragma once
+// A decoding trace: everything a run observed, step by step, kept apart from how long it took.
+// One trace records one sequence. The on-disk form (HDF5) is specified in traces/SCHEMA.md; this
+// is its in-memory form. One StepRecord serves every method: fields a method does not produce
+// stay empty and are not written.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "traces/logit_summary.hpp"
+
+namespace specdec {
+
+inline constexpr const char* kTraceFormat = "specdec-trace";
+// major.minor: readers refuse a newer major and accept a newer minor (ignoring what they do not
+// know). Adding an optional dataset or attribute bumps the minor; anything else bumps the major.
+inline constexpr int kTraceSchemaMajor = 1;
+inline constexpr int kTraceSchemaMinor = 0;
+std::string trace_schema_version();  // "1.0"
+
+// One model taking part in the run, by role ("target", "drafter").
+struct ModelInfo {
+  std::string path;              // where it was loaded from: provenance only, not compared
+  std::string fingerprint;       // identifies weights and configuration
+  std::string config_json = "{}";
+};
+
+struct TraceMeta {
+  std::string method = "sequential";  // sequential | draft | eagle | eagle3 | peagle
+  std::string specdec_version;        // empty: written as this build's version
+  std::string created_utc;            // ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"; empty: written as now
+  std::string schema_version;         // set by read_trace; write_trace always writes the current one
+  std::string config_json = "{}";     // the full run configuration
+  std::string sampling_json = "{}";   // the sampling configuration (greedy, temperature, ...)
+  uint64_t seed = 0;
+  std::map<std::string, ModelInfo> models;  // role -> model
+};
+
+// One row of logits, kept either in full or as a top-k summary. Within one trace all rows of a
+// logits group (target or draft) use the same form, the same V and, for summaries, the same k.
+struct LogitRecord {
+  std::vector<float> full;  // (V) every logit; empty when the row is summarized
+  LogitSummary summary;     // used when `full` is empty
+
+  bool is_full() const { return !full.empty(); }
+  static LogitRecord full_row(const float* row, int V);
+  static LogitRecord topk_row(const float* row, int V, int k);
+};
+
+// One decoding step = one target forward that emits tokens. Step 0 is the prefill forward over
+// the prompt, which emits the first token. Draft nodes are numbered 0..n-1 in the order drafted;
+// a parent always precedes its children.
+struct StepRecord {
+  int64_t position = 0;                 // absolute position of the first token this step emits
+  std::vector<int32_t> emitted_tokens;  // appended to the output, in order (sequential: one)
+  // Target logits rows: row 0 predicts the token after the context, row j >= 1 the token after
+  // draft node j-1. Empty in every step, or 1 + draft_tokens.size() rows in every step.
+  std::vector<LogitRecord> target_logits;
+
+  // Speculative methods (empty otherwise).
+  std::vector<int32_t> draft_tokens;       // target-vocabulary token id of each draft node
+  std::vector<int32_t> draft_parents;      // parent node of each draft node, -1 = root; chain: -1,0,1,..
+  std::vector<LogitRecord> draft_logits;   // drafter logits rows (over the drafter's own vocabulary)
+  std::vector<int32_t> draft_logit_nodes;  // per draft_logits row: the node it was computed at, -1 = root
+  std::vector<int32_t> accepted_path;      // accepted draft nodes, root to leaf
+  std::vector<uint8_t> accept_decisions;   // each acceptance test in evaluation order: 1 accept, 0 reject
+  std::vector<int32_t> accept_nodes;       // the node each decision judged: recorded in no step, or in all
+  std::vector<double> accept_uniforms;     // uniforms drawn for acceptance tests, in draw order
+  int32_t bonus_token = -1;                // token sampled from the target after the accepted path, -1 = none
+  std::vector<std::array<uint32_t, 4>> random_counters;  // Philox4x32 counter blocks used, in order
+};
+
+// Wall-clock measurements, never part of semantic comparisons.
+struct TraceTiming {
+  int64_t prefill_ns = 0;
+  int64_t total_ns = 0;
+  std::map<std::string, std::vector<int64_t>> step_ns;  // phase ("step", "draft", "verify", ...) -> (S)
+};
+
+struct Trace {
+  TraceMeta meta;
+  std::vector<int32_t> prompt;
+  std::vector<StepRecord> steps;
+  std::vector<int32_t> output;  // the generated tokens = the concatenation of all emitted_tokens
+  std::string stop_reason;      // max_tokens | eos
+  TraceTiming timing;
+};
+
+// Throws specdec::Error "invalid trace: <field>: <what>" for a trace that breaks the schema's
+// invariants (listed in SCHEMA.md).
+void validate_trace(const Trace& trace);
+
+// Validates, then writes atomically: a temporary file in the same directory, renamed over `path`
+// on success and removed on any failure.
+void write_trace(const std::filesystem::path& path, const Trace& trace);
+
+// Reads and validates; throws specdec::Error naming the file and the object at fault.
+Trace read_trace(const std::filesystem::path& path);
+
+// Exact equality of everything a run computed: method, seed, sampling, model fingerprints and
+// configs, prompt, every step field (floats bit for bit), output and stop reason. Ignores timing,
+// created_utc, specdec_version, schema_version, the run config_json and model paths. On a
+// difference, `first_difference` (if given) receives e.g. "steps[2].emitted_tokens[0]: 5 vs 7".
+bool semantically_equal(const Trace& a, const Trace& b, std::string* first_difference = nullptr);
+
+}  // namespace specdec
