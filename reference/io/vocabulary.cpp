@@ -75,7 +75,10 @@ std::string Vocabulary::token_text(int32_t id) const {
   if (id >= byte_offset_ && id < byte_offset_ + 256) return std::string(1, static_cast<char>(id - byte_offset_));
   auto it = special_by_id_.find(id);
   if (it != special_by_id_.end()) return it->second;
-  return "<" + std::to_string(id) + ">";
+  std::string s = "<";  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "<" + temporary
+  s += std::to_string(id);
+  s += ">";
+  return s;
 }
 
 std::string Vocabulary::decode(const std::vector<int32_t>& ids) const {

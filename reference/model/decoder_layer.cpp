@@ -30,6 +30,7 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
   V.middleRows(block.first_slot, T) = v;
 
   const int cols = block.first_slot + T;
+  const int window = c.layer_sliding_window(layer);  // 0 = full attention
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   Matrix out = Matrix::Zero(T, nh * hd);  // (T, nh·hd)
   const bool parallel = static_cast<long long>(T) * nh * cols * hd >= ops::parallel_work_threshold();
@@ -46,7 +47,7 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
       float max_score = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < cols; ++j) {
         if (!block.mask->allowed(t, j)) continue;
-        if (c.sliding_window > 0 && q_pos - cache.position(j) >= c.sliding_window) continue;
+        if (window > 0 && q_pos - cache.position(j) >= window) continue;
         const float s = ops::dot(qh, K.row(j).data() + g * hd, hd) * scale;
         keys.push_back(j);
         scores.push_back(s);

@@ -3,31 +3,12 @@
 #include <string>
 
 #include "reference/core/error.hpp"
+#include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/decoder_layer.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec {
 
-namespace {
-
-std::string shape_str(Eigen::Index r, Eigen::Index c) { return "[" + std::to_string(r) + ", " + std::to_string(c) + "]"; }
-
-void expect_matrix(const Matrix& m, int rows, int cols, const std::string& name, const std::string& source) {
-  if (m.rows() != rows || m.cols() != cols) {
-    throw Error(source + ": tensor " + name + " has shape " + shape_str(m.rows(), m.cols()) + ", expected " +
-                shape_str(rows, cols) + " from the config");
-  }
-}
-
-void expect_vector(const Vector& v, int n, bool required, const std::string& name, const std::string& source) {
-  if (!required && v.size() == 0) return;
-  if (v.size() != n) {
-    throw Error(source + ": tensor " + name + " has " + std::to_string(v.size()) + " elements, expected " +
-                std::to_string(n) + (required ? "" : " (or none)"));
-  }
-}
-
-}  // namespace
 
 ForwardRequest ForwardRequest::chain(std::vector<int32_t> tokens) {
   ForwardRequest r;
@@ -37,43 +18,10 @@ ForwardRequest ForwardRequest::chain(std::vector<int32_t> tokens) {
   return r;
 }
 
-void check_llama_weights(const ModelConfig& c, const LlamaWeights& w, const std::string& source) {
-  const int H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  expect_matrix(w.embed_tokens, V, H, "model.embed_tokens.weight", source);
-  if (static_cast<int>(w.layers.size()) != c.num_hidden_layers) {
-    throw Error(source + ": " + std::to_string(w.layers.size()) + " layers of weights, config says num_hidden_layers = " +
-                std::to_string(c.num_hidden_layers));
-  }
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const LayerWeights& l = w.layers[i];
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    expect_vector(l.input_layernorm, H, true, p + "input_layernorm.weight", source);
-    expect_matrix(l.q_proj, c.q_dim(), H, p + "self_attn.q_proj.weight", source);
-    expect_matrix(l.k_proj, c.kv_dim(), H, p + "self_attn.k_proj.weight", source);
-    expect_matrix(l.v_proj, c.kv_dim(), H, p + "self_attn.v_proj.weight", source);
-    expect_matrix(l.o_proj, H, c.q_dim(), p + "self_attn.o_proj.weight", source);
-    expect_vector(l.q_bias, c.q_dim(), c.attention_bias, p + "self_attn.q_proj.bias", source);
-    expect_vector(l.k_bias, c.kv_dim(), c.attention_bias, p + "self_attn.k_proj.bias", source);
-    expect_vector(l.v_bias, c.kv_dim(), c.attention_bias, p + "self_attn.v_proj.bias", source);
-    expect_vector(l.o_bias, H, c.o_proj_bias, p + "self_attn.o_proj.bias", source);
-    expect_vector(l.q_norm, c.head_dim, c.qk_norm, p + "self_attn.q_norm.weight", source);
-    expect_vector(l.k_norm, c.head_dim, c.qk_norm, p + "self_attn.k_norm.weight", source);
-    expect_vector(l.post_attention_layernorm, H, true, p + "post_attention_layernorm.weight", source);
-    expect_matrix(l.gate_proj, I, H, p + "mlp.gate_proj.weight", source);
-    expect_matrix(l.up_proj, I, H, p + "mlp.up_proj.weight", source);
-    expect_matrix(l.down_proj, H, I, p + "mlp.down_proj.weight", source);
-    expect_vector(l.gate_bias, I, c.mlp_bias, p + "mlp.gate_proj.bias", source);
-    expect_vector(l.up_bias, I, c.mlp_bias, p + "mlp.up_proj.bias", source);
-    expect_vector(l.down_bias, H, c.mlp_bias, p + "mlp.down_proj.bias", source);
-  }
-  expect_vector(w.norm, H, true, "model.norm.weight", source);
-  if (!c.tie_word_embeddings) expect_matrix(w.lm_head, V, H, "lm_head.weight", source);
-}
-
 Transformer::Transformer(ModelConfig config, LlamaWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)), rope_(config_) {
-  check_llama_weights(config_, weights_, "model");
-  if (config_.tie_word_embeddings) weights_.lm_head.resize(0, 0);
+  validate_model_config(config_, "model");
+  check_checkpoint_weights(config_, weights_, "model");
 }
 
 std::unique_ptr<KVCache> Transformer::new_cache(int capacity) const {

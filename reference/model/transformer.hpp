@@ -12,7 +12,7 @@ namespace specdec {
 
 class Transformer final : public LanguageModel {
  public:
-  // Checks every weight's shape against the config (throws specdec::Error naming the tensor).
+  // Checks the config and every weight's shape against it (throws specdec::Error naming the tensor).
   Transformer(ModelConfig config, LlamaWeights weights);
 
   const ModelConfig& config() const override { return config_; }
@@ -26,8 +26,5 @@ class Transformer final : public LanguageModel {
   LlamaWeights weights_;
   Rope rope_;
 };
-
-// Shape checks shared by everything that builds a Transformer (loader, random init, drafters).
-void check_llama_weights(const ModelConfig& c, const LlamaWeights& w, const std::string& source);
 
 }  // namespace specdec

@@ -1,0 +1,24 @@
+#pragma once
+// Atomic file output: the content is written to a temporary name in the destination's directory
+// and renamed into place, so readers see either the old file or the complete new one, and a
+// failure leaves nothing half-written behind.
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string_view>
+
+namespace specdec {
+
+// Calls `write` with a binary stream onto a temporary file next to `path`, then renames it to
+// `path`. If `write` throws or the stream fails, the temporary file is removed and the error
+// (a specdec::Error naming `path` for I/O failures) propagates. The parent directory must exist.
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& write);
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+// For writers that open the file themselves (HDF5): `write` is given the temporary path to create,
+// which is renamed to `path` when it returns; on any exception the temporary file is removed.
+void write_path_atomically(const std::filesystem::path& path,
+                           const std::function<void(const std::filesystem::path& temporary)>& write);
+
+}  // namespace specdec

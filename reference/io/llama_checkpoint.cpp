@@ -1,0 +1,302 @@
+#include "reference/io/llama_checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <span>
+#include <system_error>
+#include <vector>
+
+#include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
+#include "reference/io/fingerprint.hpp"
+#include "reference/io/tensor_store.hpp"
+
+namespace specdec {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSingleFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+// One tensor of the checkpoint: its name and where it lives in LlamaWeights. Exactly one of m, v
+// is set; a vector has shape [rows].
+struct Slot {
+  std::string name;
+  Matrix* m = nullptr;
+  Vector* v = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  std::vector<int64_t> shape() const { return m ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows}; }
+  std::vector<int64_t> actual_shape() const {
+    return m ? std::vector<int64_t>{m->rows(), m->cols()} : std::vector<int64_t>{v->size()};
+  }
+};
+
+// The tensors `c` calls for, in checkpoint order (the order Hugging Face's state_dict uses).
+// w.layers must already have c.num_hidden_layers entries.
+std::vector<Slot> checkpoint_slots(const ModelConfig& c, LlamaWeights& w, const std::string& prefix) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
+  std::vector<Slot> s;
+  auto mat = [&](std::string name, Matrix& m, int64_t rows, int64_t cols) {
+    s.push_back({std::move(name), &m, nullptr, rows, cols});
+  };
+  auto vec = [&](std::string name, Vector& v, int64_t n) { s.push_back({std::move(name), nullptr, &v, n, 0}); };
+
+  mat(prefix + "embed_tokens.weight", w.embed_tokens, V, H);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
+    const std::string p = prefix + "layers." + std::to_string(i) + ".";
+    vec(p + "input_layernorm.weight", l.input_layernorm, H);
+    mat(p + "self_attn.q_proj.weight", l.q_proj, q, H);
+    if (c.attention_bias) vec(p + "self_attn.q_proj.bias", l.q_bias, q);
+    mat(p + "self_attn.k_proj.weight", l.k_proj, kv, H);
+    if (c.attention_bias) vec(p + "self_attn.k_proj.bias", l.k_bias, kv);
+    mat(p + "self_attn.v_proj.weight", l.v_proj, kv, H);
+    if (c.attention_bias) vec(p + "self_attn.v_proj.bias", l.v_bias, kv);
+    mat(p + "self_attn.o_proj.weight", l.o_proj, H, q);
+    if (c.o_proj_bias) vec(p + "self_attn.o_proj.bias", l.o_bias, H);
+    if (c.qk_norm) {
+      vec(p + "self_attn.q_norm.weight", l.q_norm, hd);
+      vec(p + "self_attn.k_norm.weight", l.k_norm, hd);
+    }
+    vec(p + "post_attention_layernorm.weight", l.post_attention_layernorm, H);
+    mat(p + "mlp.gate_proj.weight", l.gate_proj, I, H);
+    if (c.mlp_bias) vec(p + "mlp.gate_proj.bias", l.gate_bias, I);
+    mat(p + "mlp.up_proj.weight", l.up_proj, I, H);
+    if (c.mlp_bias) vec(p + "mlp.up_proj.bias", l.up_bias, I);
+    mat(p + "mlp.down_proj.weight", l.down_proj, H, I);
+    if (c.mlp_bias) vec(p + "mlp.down_proj.bias", l.down_bias, H);
+  }
+  vec(prefix + "norm.weight", w.norm, H);
+  if (!c.tie_word_embeddings) mat("lm_head.weight", w.lm_head, V, H);
+  return s;
+}
+
+std::string dtype_to_torch(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F32: return "float32";
+    case Dtype::F16: return "float16";
+    case Dtype::BF16: return "bfloat16";
+    default:
+      throw Error("checkpoints are saved as F32, F16 or BF16, not " + dtype_name(dtype));
+  }
+}
+
+std::string shard_name(std::size_t k, std::size_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", k, n);
+  return buf;
+}
+
+// Writes every file of the checkpoint into `dir`, which exists; returns the weight file names.
+std::set<std::string> write_checkpoint_files(const fs::path& dir, const ModelConfig& config,
+                                             const std::vector<Slot>& slots, Dtype dtype,
+                                             std::size_t max_shard_bytes) {
+  // Plan the shards greedily in checkpoint order, as Hugging Face's save_pretrained does.
+  const std::size_t elem = dtype_size(dtype);
+  std::vector<std::vector<const Slot*>> shards(1);
+  std::size_t shard_bytes = 0, total_bytes = 0;
+  for (const Slot& s : slots) {
+    const std::size_t bytes = static_cast<std::size_t>(s.m ? s.m->size() : s.v->size()) * elem;
+    if (max_shard_bytes > 0 && !shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(&s);
+    shard_bytes += bytes;
+    total_bytes += bytes;
+  }
+
+  auto write_shard = [&](const std::vector<const Slot*>& members, const fs::path& path) {
+    SafetensorsWriter writer;
+    writer.set_metadata("format", "pt");  // transformers refuses files without a known format
+    for (const Slot* s : members) {
+      if (s->m) {
+        writer.add_floats(s->name, dtype, s->shape(), std::span<const float>(s->m->data(), s->m->size()));
+      } else {
+        writer.add_floats(s->name, dtype, s->shape(), std::span<const float>(s->v->data(), s->v->size()));
+      }
+    }
+    writer.write(path);
+  };
+
+  std::set<std::string> written;
+  if (shards.size() == 1) {
+    write_shard(shards.front(), dir / kSingleFile);
+    written.insert(kSingleFile);
+  } else {
+    nlohmann::json weight_map = nlohmann::json::object();
+    for (std::size_t k = 0; k < shards.size(); ++k) {
+      const std::string name = shard_name(k + 1, shards.size());
+      write_shard(shards[k], dir / name);
+      written.insert(name);
+      for (const Slot* s : shards[k]) weight_map[s->name] = name;
+    }
+    const nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    write_file_atomically(dir / kIndexFile, index.dump(2) + "\n");
+    written.insert(kIndexFile);
+  }
+  ModelConfig saved = config;
+  saved.torch_dtype = dtype_to_torch(dtype);
+  save_model_config(dir / "config.json", saved);
+  return written;
+}
+
+}  // namespace
+
+void check_checkpoint_weights(const ModelConfig& c, const LlamaWeights& weights, const std::string& source) {
+  if (weights.layers.size() != static_cast<std::size_t>(c.num_hidden_layers)) {
+    throw Error(source + ": weights have " + std::to_string(weights.layers.size()) +
+                " layers, config num_hidden_layers is " + std::to_string(c.num_hidden_layers));
+  }
+  // checkpoint_slots only takes addresses; nothing is modified.
+  LlamaWeights& w = const_cast<LlamaWeights&>(weights);
+  for (const Slot& s : checkpoint_slots(c, w, "model.")) {
+    if (s.actual_shape() != s.shape()) {
+      throw Error(source + ": tensor '" + s.name + "' has shape " + shape_string(s.actual_shape()) +
+                  ", the config calls for " + shape_string(s.shape()));
+    }
+  }
+  // Tensors the config has no place for would be silently dropped on save.
+  auto unexpected = [&](const std::string& name, Eigen::Index size, const char* why) {
+    if (size != 0) throw Error(source + ": weights carry '" + name + "' but the config " + why);
+  };
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    if (!c.attention_bias) {
+      unexpected(p + "self_attn.q_proj.bias", l.q_bias.size(), "has no attention biases");
+      unexpected(p + "self_attn.k_proj.bias", l.k_bias.size(), "has no attention biases");
+      unexpected(p + "self_attn.v_proj.bias", l.v_bias.size(), "has no attention biases");
+    }
+    if (!c.o_proj_bias) unexpected(p + "self_attn.o_proj.bias", l.o_bias.size(), "has no o_proj bias");
+    if (!c.qk_norm) {
+      unexpected(p + "self_attn.q_norm.weight", l.q_norm.size(), "has no q/k norm");
+      unexpected(p + "self_attn.k_norm.weight", l.k_norm.size(), "has no q/k norm");
+    }
+    if (!c.mlp_bias) {
+      unexpected(p + "mlp.gate_proj.bias", l.gate_bias.size(), "has no mlp_bias");
+      unexpected(p + "mlp.up_proj.bias", l.up_bias.size(), "has no mlp_bias");
+      unexpected(p + "mlp.down_proj.bias", l.down_bias.size(), "has no mlp_bias");
+    }
+  }
+  if (c.tie_word_embeddings) unexpected("lm_head.weight", w.lm_head.size(), "ties the word embeddings");
+}
+
+LlamaModel load_llama_checkpoint(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error("checkpoint '" + path.string() + "' does not exist");
+  // A weight file (.safetensors or the shard index) takes its config.json from its directory.
+  const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  LlamaModel model;
+  model.config = load_model_config(dir / "config.json");
+  const ModelConfig& c = model.config;
+  const TensorStore store(path);
+
+  // ForCausalLM checkpoints prefix the decoder with "model."; a bare LlamaModel does not.
+  const std::string prefix =
+      !store.has("model.embed_tokens.weight") && store.has("embed_tokens.weight") ? "" : "model.";
+  model.weights.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
+  for (const Slot& s : checkpoint_slots(c, model.weights, prefix)) {
+    if (!store.has(s.name)) {
+      std::string hint;
+      if (s.name == "lm_head.weight") hint = " (config.json has tie_word_embeddings false)";
+      throw Error("checkpoint '" + path.string() + "': missing tensor '" + s.name + "'" + hint);
+    }
+    if (s.m) {
+      *s.m = store.matrix(s.name, s.rows, s.cols);
+    } else {
+      *s.v = store.vector(s.name, s.rows);
+    }
+  }
+  return model;
+}
+
+void save_llama_checkpoint(const fs::path& dir_arg, const ModelConfig& config, const LlamaWeights& weights,
+                           Dtype dtype, std::size_t max_shard_bytes) {
+  // "out/" names the directory "out".
+  const fs::path dir = dir_arg.filename().empty() && dir_arg.has_parent_path() ? dir_arg.parent_path() : dir_arg;
+  dtype_to_torch(dtype);  // rejects other dtypes before anything is written
+  validate_model_config(config, "config for '" + dir.string() + "'");
+  check_checkpoint_weights(config, weights, "weights for '" + dir.string() + "'");
+  const std::vector<Slot> slots = checkpoint_slots(config, const_cast<LlamaWeights&>(weights), "model.");
+
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    // A new directory: build it as a hidden sibling and rename it into place when complete.
+    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+    if (!fs::is_directory(parent, ec)) {
+      throw Error("cannot save checkpoint to '" + dir.string() + "': directory '" + parent.string() +
+                  "' does not exist");
+    }
+    std::string tmp_name = ".";  // appended, not `"." + string`: GCC 12 warns falsely on that
+    tmp_name += dir.filename().string();
+    static std::atomic<unsigned long> counter{0};
+    tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    const fs::path tmp = parent / tmp_name;
+    fs::remove_all(tmp, ec);
+    try {
+      fs::create_directory(tmp);
+      write_checkpoint_files(tmp, config, slots, dtype, max_shard_bytes);
+      fs::rename(tmp, dir);
+    } catch (const fs::filesystem_error& e) {
+      fs::remove_all(tmp, ec);
+      throw Error("cannot save checkpoint to '" + dir.string() + "': " + e.what());
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+    return;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw Error("cannot save checkpoint to '" + dir.string() + "': it exists and is not a directory");
+  }
+  const std::set<std::string> written = write_checkpoint_files(dir, config, slots, dtype, max_shard_bytes);
+  // Remove weight files of an earlier save in another layout: Hugging Face (and TensorStore)
+  // would prefer a stale model.safetensors over a new index.
+  static const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const bool weight_file = name == kSingleFile || name == kIndexFile || std::regex_match(name, shard_pattern);
+    if (weight_file && !written.count(name)) fs::remove(e.path(), ec);
+  }
+}
+
+std::string weights_fingerprint(const LlamaWeights& w) {
+  Fnv1a64 h;
+  h.update(w.embed_tokens);
+  for (const LayerWeights& l : w.layers) {
+    h.update(l.input_layernorm);
+    h.update(l.q_proj);
+    h.update(l.k_proj);
+    h.update(l.v_proj);
+    h.update(l.q_bias);
+    h.update(l.k_bias);
+    h.update(l.v_bias);
+    h.update(l.o_proj);
+    h.update(l.o_bias);
+    h.update(l.q_norm);
+    h.update(l.k_norm);
+    h.update(l.post_attention_layernorm);
+    h.update(l.gate_proj);
+    h.update(l.up_proj);
+    h.update(l.down_proj);
+    h.update(l.gate_bias);
+    h.update(l.up_bias);
+    h.update(l.down_bias);
+  }
+  h.update(w.norm);
+  h.update(w.lm_head);
+  return h.str();
+}
+
+}  // namespace specdec
