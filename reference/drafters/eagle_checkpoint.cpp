@@ -1,0 +1,172 @@
+#include "reference/drafters/eagle_checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <span>
+#include <sstream>
+#include <system_error>
+
+#include "reference/core/error.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
+#include "reference/io/atomic_file.hpp"
+#include "reference/io/tensor_store.hpp"
+
+namespace specdec {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kWeightsFile = "model.safetensors";
+
+std::string dtype_to_torch(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F32: return "float32";
+    case Dtype::F16: return "float16";
+    case Dtype::BF16: return "bfloat16";
+    default: throw Error("drafter heads are saved as F32, F16 or BF16, not " + dtype_name(dtype));
+  }
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open drafter head config '" + path.string() + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+// Writes config.json and model.safetensors into the existing directory `dir`.
+void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
+  EagleHeadConfig c = head.config();
+  c.layer.torch_dtype = dtype_to_torch(dtype);
+  EagleWeights& w = const_cast<EagleWeights&>(head.weights());  // eagle_tensors only takes addresses
+  SafetensorsWriter writer;
+  writer.set_metadata("format", "pt");  // transformers refuses files without a known format
+  for (const EagleTensor& t : eagle_tensors(c, w)) {
+    const float* data = t.m ? t.m->data() : t.v->data();
+    const std::size_t n = static_cast<std::size_t>(t.m ? t.m->size() : t.v->size());
+    writer.add_floats(t.name, dtype, t.stored_shape, std::span<const float>(data, n));
+  }
+  if (!w.d2t.empty()) {
+    writer.add_int64s("d2t", Dtype::I64, {static_cast<int64_t>(w.d2t.size())}, w.d2t);
+    const std::vector<int64_t> t2d(w.t2d.begin(), w.t2d.end());
+    writer.add_int64s("t2d", Dtype::BOOL, {static_cast<int64_t>(t2d.size())}, t2d);
+  }
+  writer.write(dir / kWeightsFile);
+  const ModelConfig& target = head.target().config();
+  const nlohmann::json j = eagle_config_to_json(c, target.num_hidden_layers, target.architecture);
+  write_file_atomically(dir / "config.json", j.dump(2) + "\n");
+}
+
+}  // namespace
+
+EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error("drafter head checkpoint '" + path.string() + "' does not exist");
+  // A weight file (.safetensors or the shard index) takes its config.json from its directory.
+  const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path config_path = dir / "config.json";
+  const nlohmann::json j = read_json(config_path);
+  const TensorStore store(path);
+  const std::string source = config_path.string();
+
+  EagleHeadConfig c = parse_eagle_config(j, store.names(), source);
+  if (c.kind != EagleKind::eagle1 && c.aux_layers.empty()) {
+    try {
+      c.aux_layers = default_aux_layers(target.config().num_hidden_layers);
+    } catch (const Error& e) {
+      throw Error(source + ": " + e.what());
+    }
+  }
+  validate_eagle_config(c, source);
+  // Mismatches with the target are reported as such, before any tensor shape disagrees.
+  check_eagle_config_against_target(c, target.config(), source);
+
+  const std::string what = "a " + eagle_kind_name(c.kind) + " head in the " + c.layout + " layout";
+  auto require = [&](const std::string& name) {
+    if (!store.has(name)) {
+      throw Error("drafter head checkpoint '" + path.string() + "': missing tensor '" + name + "' (expected for " + what + ")");
+    }
+  };
+  EagleWeights w;
+  w.layers.resize(static_cast<std::size_t>(c.num_layers));
+  for (const EagleTensor& t : eagle_tensors(c, w)) {
+    require(t.name);
+    if (t.m) {
+      *t.m = store.matrix(t.name, t.rows, t.cols);
+    } else if (t.stored_shape.size() > 1) {
+      *t.v = store.flat_vector(t.name, t.rows);  // mask_hidden: [n], [1, n] or [1, 1, n]
+    } else {
+      *t.v = store.vector(t.name, t.rows);
+    }
+  }
+  if (c.draft_vocab != c.target_vocab) require("d2t");
+  if (store.has("d2t")) w.d2t = store.int64s("d2t", c.draft_vocab);
+  if (store.has("t2d")) {
+    if (!store.has("d2t")) {
+      throw Error("drafter head checkpoint '" + path.string() + "': tensor 't2d' is present without 'd2t'");
+    }
+    for (int64_t v : store.int64s("t2d", c.target_vocab)) {
+      if (v != 0 && v != 1) {
+        throw Error(store.file_of("t2d").string() + ": tensor 't2d' holds " + std::to_string(v) +
+                    ", expected booleans (0 or 1)");
+      }
+      w.t2d.push_back(static_cast<uint8_t>(v));
+    }
+  }
+  return EagleHead(std::move(c), std::move(w), target, "drafter head checkpoint '" + path.string() + "'");
+}
+
+void save_eagle_head(const fs::path& dir_arg, const EagleHead& head, Dtype dtype) {
+  // "out/" names the directory "out".
+  const fs::path dir = dir_arg.filename().empty() && dir_arg.has_parent_path() ? dir_arg.parent_path() : dir_arg;
+  dtype_to_torch(dtype);  // rejects other dtypes before anything is written
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    // A new directory: build it as a hidden sibling and rename it into place when complete.
+    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+    if (!fs::is_directory(parent, ec)) {
+      throw Error("cannot save drafter head to '" + dir.string() + "': directory '" + parent.string() +
+                  "' does not exist");
+    }
+    std::string tmp_name = ".";
+    tmp_name += dir.filename().string();
+    static std::atomic<unsigned long> counter{0};
+    tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    const fs::path tmp = parent / tmp_name;
+    fs::remove_all(tmp, ec);
+    try {
+      fs::create_directory(tmp);
+      write_head_files(tmp, head, dtype);
+      fs::rename(tmp, dir);
+    } catch (const fs::filesystem_error& e) {
+      fs::remove_all(tmp, ec);
+      throw Error("cannot save drafter head to '" + dir.string() + "': " + e.what());
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+    return;
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw Error("cannot save drafter head to '" + dir.string() + "': it exists and is not a directory");
+  }
+  write_head_files(dir, head, dtype);
+  // A shard index of an earlier save would describe other weights; model.safetensors is preferred
+  // by every reader, but stale shards must not be mistaken for part of this head.
+  static const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == "model.safetensors.index.json" || std::regex_match(name, shard_pattern)) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace specdec

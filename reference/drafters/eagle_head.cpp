@@ -1,0 +1,277 @@
+#include "reference/drafters/eagle_head.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "reference/core/error.hpp"
+#include "reference/core/normal_source.hpp"
+#include "reference/io/safetensors.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
+#include "reference/model/decoder_layer.hpp"
+#include "reference/model/ops.hpp"
+
+namespace specdec {
+
+void check_eagle_weights(const EagleHeadConfig& c, const EagleWeights& weights, const std::string& source) {
+  if (weights.layers.size() != static_cast<std::size_t>(c.num_layers)) {
+    throw Error(source + ": weights have " + std::to_string(weights.layers.size()) + " layers, the config has " +
+                std::to_string(c.num_layers));
+  }
+  // The lists only take addresses; nothing is modified.
+  EagleWeights& w = const_cast<EagleWeights&>(weights);
+  const std::vector<EagleTensor> wanted = eagle_tensors(c, w);
+  std::set<const void*> called_for;
+  for (const EagleTensor& t : wanted) {
+    if (t.actual_shape() != t.shape()) {
+      throw Error(source + ": tensor '" + t.name + "' has shape " + shape_string(t.actual_shape()) + ", the " +
+                  eagle_kind_name(c.kind) + " config calls for " + shape_string(t.shape()));
+    }
+    called_for.insert(t.m ? static_cast<const void*>(t.m) : static_cast<const void*>(t.v));
+  }
+  for (const EagleTensor& t : all_eagle_members(c, w)) {
+    const void* p = t.m ? static_cast<const void*>(t.m) : static_cast<const void*>(t.v);
+    const Eigen::Index size = t.m ? t.m->size() : t.v->size();
+    if (!called_for.count(p) && size != 0) {
+      throw Error(source + ": weights carry '" + t.name + "' but the " + eagle_kind_name(c.kind) +
+                  " config has no place for it");
+    }
+  }
+
+  const int64_t V = c.target_vocab, Vd = c.draft_vocab;
+  if (w.d2t.empty()) {
+    if (Vd != V) {
+      throw Error(source + ": tensor 'd2t' is missing: draft_vocab_size " + std::to_string(Vd) +
+                  " differs from vocab_size " + std::to_string(V));
+    }
+  } else {
+    if (static_cast<int64_t>(w.d2t.size()) != Vd) {
+      throw Error(source + ": tensor 'd2t' has " + std::to_string(w.d2t.size()) + " entries, expected draft_vocab_size " +
+                  std::to_string(Vd));
+    }
+    std::vector<uint8_t> seen(static_cast<std::size_t>(V), 0);
+    for (int64_t d = 0; d < Vd; ++d) {
+      const int64_t off = w.d2t[static_cast<std::size_t>(d)];
+      const int64_t t = (off > INT64_MAX - d || off < INT64_MIN + d) ? -1 : d + off;
+      if (t < 0 || t >= V) {
+        throw Error(source + ": tensor 'd2t' maps draft id " + std::to_string(d) + " (offset " + std::to_string(off) +
+                    ") to target id " + std::to_string(d) + " + " + std::to_string(off) + ", outside [0, " +
+                    std::to_string(V) + ")");
+      }
+      if (seen[static_cast<std::size_t>(t)]) {
+        throw Error(source + ": tensor 'd2t' maps two draft ids to target id " + std::to_string(t));
+      }
+      seen[static_cast<std::size_t>(t)] = 1;
+    }
+    if (!w.t2d.empty()) {
+      if (static_cast<int64_t>(w.t2d.size()) != V) {
+        throw Error(source + ": tensor 't2d' has " + std::to_string(w.t2d.size()) + " entries, expected vocab_size " +
+                    std::to_string(V));
+      }
+      for (int64_t t = 0; t < V; ++t) {
+        if ((w.t2d[static_cast<std::size_t>(t)] != 0) != (seen[static_cast<std::size_t>(t)] != 0)) {
+          throw Error(source + ": tensor 't2d' disagrees with 'd2t' at target id " + std::to_string(t) + ": t2d says " +
+                      (w.t2d[static_cast<std::size_t>(t)] ? "in" : "not in") + " the draft vocabulary, d2t " +
+                      (seen[static_cast<std::size_t>(t)] ? "maps a draft id to it" : "does not reach it"));
+        }
+      }
+    }
+  }
+  if (w.d2t.empty() && !w.t2d.empty()) {
+    throw Error(source + ": tensor 't2d' is given without 'd2t'");
+  }
+}
+
+EagleHead::EagleHead(EagleHeadConfig config, EagleWeights weights, const Transformer& target, const std::string& source)
+    : config_(std::move(config)), weights_(std::move(weights)), target_(&target), rope_(config_.layer) {
+  validate_eagle_config(config_, source);
+  check_eagle_config_against_target(config_, target.config(), source);
+  check_eagle_weights(config_, weights_, source);
+  // t2d follows from d2t; keep it explicit so in_draft_vocab is a lookup.
+  if (!weights_.d2t.empty() && weights_.t2d.empty()) {
+    weights_.t2d.assign(static_cast<std::size_t>(config_.target_vocab), 0);
+    for (std::size_t d = 0; d < weights_.d2t.size(); ++d) {
+      weights_.t2d[static_cast<std::size_t>(static_cast<int64_t>(d) + weights_.d2t[d])] = 1;
+    }
+  }
+}
+
+const Matrix& EagleHead::embeddings() const {
+  return config_.own_embeddings ? weights_.embed_tokens : target_->weights().embed_tokens;
+}
+
+const Matrix& EagleHead::output_head() const {
+  return config_.kind == EagleKind::eagle1 ? target_->weights().output_head() : weights_.lm_head;
+}
+
+std::unique_ptr<KVCache> EagleHead::new_cache(int capacity) const {
+  return std::make_unique<DenseKVCache>(config_.num_layers, config_.layer.kv_dim(), capacity);
+}
+
+int32_t EagleHead::to_target(int32_t d) const {
+  if (d < 0 || d >= config_.draft_vocab) {
+    throw Error("to_target: draft id " + std::to_string(d) + " outside the draft vocabulary [0, " +
+                std::to_string(config_.draft_vocab) + ")");
+  }
+  return weights_.d2t.empty() ? d : static_cast<int32_t>(d + weights_.d2t[static_cast<std::size_t>(d)]);
+}
+
+bool EagleHead::in_draft_vocab(int32_t t) const {
+  if (t < 0 || t >= config_.target_vocab) {
+    throw Error("in_draft_vocab: token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                std::to_string(config_.target_vocab) + ")");
+  }
+  return weights_.t2d.empty() || weights_.t2d[static_cast<std::size_t>(t)] != 0;
+}
+
+EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const {
+  const EagleHeadConfig& c = config_;
+  const ModelConfig& lc = c.layer;
+  const std::string where = "eagle head forward: ";
+  auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
+  if (!cache) throw Error(where + "the KV cache was not created by the reference backend");
+  if (cache->layers() != c.num_layers || cache->kv_dim() != lc.kv_dim()) {
+    throw Error(where + "the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
+                std::to_string(cache->kv_dim()) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
+                std::to_string(lc.kv_dim()) + " (use EagleHead::new_cache)");
+  }
+  const int T = static_cast<int>(in.tokens.size());
+  const int H = lc.hidden_size;
+  if (T == 0) throw Error(where + "no tokens given");
+  if (!in.projected.empty() && static_cast<int>(in.projected.size()) != T) {
+    throw Error(where + std::to_string(in.projected.size()) + " projected flags given for " + std::to_string(T) + " tokens");
+  }
+  const auto is_projected = [&](int t) { return !in.projected.empty() && in.projected[static_cast<std::size_t>(t)] != 0; };
+  int n_projected = 0;
+  for (int t = 0; t < T; ++t) n_projected += is_projected(t) ? 1 : 0;
+  if (n_projected > 0 && c.kind == EagleKind::eagle1) {
+    throw Error(where + "an EAGLE-1 head has no projected rows: every feature goes through fc with the embedding");
+  }
+  if (in.features.rows() != T) {
+    throw Error(where + "features have " + std::to_string(in.features.rows()) + " rows for " + std::to_string(T) + " tokens");
+  }
+  const int F = c.feature_width();
+  const bool width_ok = in.features.cols() == F || (n_projected == T && in.features.cols() == H);
+  if (!width_ok || (n_projected > 0 && in.features.cols() < H)) {
+    throw Error(where + "features are " + std::to_string(in.features.cols()) + " wide, expected " + std::to_string(F) +
+                (c.kind == EagleKind::eagle1 ? " (the target's hidden size)" : " (n_aux x target hidden size)") +
+                (n_projected == T ? " or " + std::to_string(H) + " (every row projected)" : std::string()));
+  }
+  for (int r : in.logit_rows) {
+    if (r < 0 || r >= T) throw Error(where + "logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
+  }
+  const Matrix& embed = embeddings();  // [V, H]
+  for (int32_t tok : in.tokens) {
+    if (tok < 0 || tok >= embed.rows()) {
+      throw Error(where + "token id " + std::to_string(tok) + " outside the vocabulary [0, " +
+                  std::to_string(embed.rows()) + ")");
+    }
+  }
+
+  ForwardRequest request;
+  request.tokens = in.tokens;
+  request.positions = in.positions;
+  request.mask = in.mask;
+  std::optional<AttentionMask> mask_storage;
+  const TokenBlock block = make_token_block(request, rope_, cache->length(), mask_storage);
+
+  Matrix e(T, H);  // e: (T, H) token embeddings
+  for (int t = 0; t < T; ++t) e.row(t) = embed.row(in.tokens[static_cast<std::size_t>(t)]);
+  cache->append(T, block.positions.data());  // every check is done: only now touch the cache
+
+  const LayerWeights& l0 = weights_.layers.front();
+  Matrix out;  // out: (T, H) residual stream
+  if (c.kind == EagleKind::eagle1) {
+    Matrix cat(T, H + F);  // cat: (T, H + Ht) = [embed | feature], embedding first
+    cat.leftCols(H) = e;
+    cat.rightCols(F) = in.features;
+    const Matrix x = ops::linear(cat, weights_.fc, weights_.fc_bias);  // (T, H)
+    out = decoder_layer(l0, lc, rope_, x, x, *cache, 0, block);          // no input norm
+  } else {
+    Matrix h(T, H);  // h: (T, H) fused (or fed-back) hidden state
+    std::vector<int> rows;
+    for (int t = 0; t < T; ++t) {
+      if (is_projected(t)) {
+        h.row(t) = in.features.row(t).head(H);
+      } else {
+        rows.push_back(t);
+      }
+    }
+    if (!rows.empty()) {
+      Matrix aux(static_cast<Eigen::Index>(rows.size()), F);  // (n, n_aux·Ht)
+      for (std::size_t i = 0; i < rows.size(); ++i) aux.row(static_cast<Eigen::Index>(i)) = in.features.row(rows[i]);
+      const Matrix fused = ops::linear(aux, weights_.fc, weights_.fc_bias);  // (n, H)
+      for (std::size_t i = 0; i < rows.size(); ++i) h.row(rows[i]) = fused.row(static_cast<Eigen::Index>(i));
+    }
+    const Matrix hn = ops::rms_norm(h, weights_.hidden_norm, lc.rms_norm_eps);
+    Matrix attn_in(T, 2 * H);  // (T, 2H) = [input_norm(embed) | hidden_norm(h)]
+    attn_in.leftCols(H) = ops::rms_norm(e, l0.input_layernorm, lc.rms_norm_eps);
+    attn_in.rightCols(H) = hn;
+    out = decoder_layer(l0, lc, rope_, c.norm_before_residual ? hn : h, attn_in, *cache, 0, block);
+  }
+  for (int l = 1; l < c.num_layers; ++l) {
+    const LayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
+    out = decoder_layer(w, lc, rope_, out, ops::rms_norm(out, w.input_layernorm, lc.rms_norm_eps), *cache, l, block);
+  }
+
+  Output result;
+  if (!in.logit_rows.empty()) {
+    Matrix rows(static_cast<Eigen::Index>(in.logit_rows.size()), H);  // (R, H)
+    for (std::size_t i = 0; i < in.logit_rows.size(); ++i) rows.row(static_cast<Eigen::Index>(i)) = out.row(in.logit_rows[i]);
+    // EAGLE-1 feeds the layer output straight into the target's LM head; the others normalise.
+    if (c.kind != EagleKind::eagle1) rows = ops::rms_norm(rows, weights_.norm, lc.rms_norm_eps);
+    result.logits = ops::linear(rows, output_head());  // (R, Vd)
+  }
+  result.hidden = std::move(out);
+  return result;
+}
+
+EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev) {
+  const std::string source = "random_eagle_head";
+  if (config.kind != EagleKind::eagle1 && config.aux_layers.empty()) {
+    config.aux_layers = default_aux_layers(target.config().num_hidden_layers);
+  }
+  validate_eagle_config(config, source);
+  check_eagle_config_against_target(config, target.config(), source);
+  if (!std::isfinite(stddev) || stddev < 0.0f) {
+    throw Error(source + ": stddev must be a non-negative number, got " + std::to_string(stddev));
+  }
+  NormalSource normal(seed);
+  EagleWeights w;
+  w.layers.resize(static_cast<std::size_t>(config.num_layers));
+  // Drawn in checkpoint order; changing the order changes every random head.
+  for (const EagleTensor& t : eagle_tensors(config, w)) {
+    float* data;
+    Eigen::Index n;
+    if (t.m) {
+      t.m->resize(t.rows, t.cols);
+      data = t.m->data();
+      n = t.m->size();
+    } else {
+      t.v->resize(t.rows);
+      data = t.v->data();
+      n = t.v->size();
+    }
+    for (Eigen::Index i = 0; i < n; ++i) {
+      data[i] = t.is_norm ? static_cast<float>(1.0 + 0.1 * normal.next()) : static_cast<float>(stddev * normal.next());
+    }
+  }
+  if (config.draft_vocab < config.target_vocab) {
+    // A seeded random subset of the target vocabulary, ascending as real draft vocabularies are.
+    std::vector<int64_t> ids(static_cast<std::size_t>(config.target_vocab));
+    std::iota(ids.begin(), ids.end(), int64_t{0});
+    for (std::size_t i = 0; i < static_cast<std::size_t>(config.draft_vocab); ++i) {
+      const std::size_t j = i + static_cast<std::size_t>(normal.bits() % (ids.size() - i));
+      std::swap(ids[i], ids[j]);
+    }
+    ids.resize(static_cast<std::size_t>(config.draft_vocab));
+    std::sort(ids.begin(), ids.end());
+    for (std::size_t d = 0; d < ids.size(); ++d) w.d2t.push_back(ids[d] - static_cast<int64_t>(d));
+  }
+  return EagleHead(std::move(config), std::move(w), target, source);
+}
+
+}  // namespace specdec

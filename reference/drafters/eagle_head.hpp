@@ -1,0 +1,108 @@
+#pragma once
+// EAGLE-1, EAGLE-3 and P-EAGLE drafter heads in the reference: weights, validation and the
+// forward pass over the drafter's own KV cache (REFERENCES.md, FORMATS.md).
+//
+//   EAGLE-1: x = fc(cat(embed(token), feature)) (+ bias) -> decoder layer without input norm
+//            (attn_in = residual = x) -> [layers 1.. standard] -> the target's LM head, no norm.
+//   EAGLE-3: h = fc(aux) unless the row is projected; attn_in = cat(input_norm(embed(token)),
+//            hidden_norm(h)) (2H), residual = h (or hidden_norm(h)) -> attention, MLP ->
+//            [layers 1.. standard] -> lm_head(norm(out)) over the draft vocabulary.
+//   P-EAGLE: EAGLE-3's forward with N layers; mask slots carry the mask token and mask_hidden.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/core/tensor.hpp"
+#include "reference/drafters/eagle_config.hpp"
+#include "reference/model/attention_mask.hpp"
+#include "reference/model/kv_cache.hpp"
+#include "reference/model/rope.hpp"
+#include "reference/model/transformer.hpp"
+#include "reference/model/weights.hpp"
+
+namespace specdec {
+
+// fp32 weights of a head; linear weights [out, in].
+struct EagleWeights {
+  Matrix fc;                  // [H, fc_in]
+  Vector fc_bias;             // [H] or empty
+  Vector hidden_norm;         // [H] EAGLE-3 / P-EAGLE layer 0; empty for EAGLE-1
+  // num_layers layers. Layer 0: EAGLE-1 has no input_layernorm; EAGLE-3 / P-EAGLE q/k/v_proj are
+  // [.., 2H]. Layers 1.. are standard Llama layers.
+  std::vector<LayerWeights> layers;
+  Vector norm;                // [H]; empty for EAGLE-1
+  Matrix lm_head;             // [Vd, H]; empty for EAGLE-1 (the target's is used)
+  Matrix embed_tokens;        // [V, H] when config.own_embeddings, else empty (the target's)
+  std::vector<int64_t> d2t;   // [Vd] target id = d + d2t[d]; empty = identity
+  std::vector<uint8_t> t2d;   // [V] 1 where the target id is in the draft vocabulary; empty = all
+  Vector mask_hidden;         // [n_aux·Ht] P-EAGLE; empty otherwise
+};
+
+// Throws unless `w` has exactly the tensors `c` calls for, with their shapes, and d2t / t2d form a
+// consistent injective mapping into [0, V). `source` names the checkpoint in the message.
+void check_eagle_weights(const EagleHeadConfig& c, const EagleWeights& w, const std::string& source);
+
+class EagleHead {
+ public:
+  // features: (T, F). A row goes through fc when `projected[t]` is false; F is then
+  // config().feature_width() (EAGLE-1: the target's final hidden state, Ht; EAGLE-1 builds
+  // cat(embed(token), feature) itself; EAGLE-3 / P-EAGLE: the n_aux·Ht aux states). A projected
+  // row (EAGLE-3 / P-EAGLE feeding its own output back) is already an H-wide hidden state in
+  // columns [0, H) and skips fc; when every row is projected F may be H. P-EAGLE mask slots are
+  // token = mask_token_id with features = mask_hidden() (projected = false).
+  struct Input {
+    std::vector<int32_t> tokens;        // (T)
+    Matrix features;                    // (T, F)
+    std::vector<uint8_t> projected;     // (T); empty = none projected
+    std::vector<int32_t> positions;     // (T); empty = cache length + t
+    std::optional<AttentionMask> mask;  // (T, C + T); absent = causal
+    std::vector<int> logit_rows;        // rows whose logits are returned, in this order
+  };
+  struct Output {
+    Matrix logits;  // (R, Vd): over the DRAFT vocabulary (EAGLE-1: Vd = V)
+    Matrix hidden;  // (T, H): the last layer's output before the final norm (what EAGLE feeds back)
+  };
+
+  // Validates the config, the weights and both against the target. The head keeps a pointer to
+  // the target (embeddings, EAGLE-1's LM head): the target must outlive the head.
+  EagleHead(EagleHeadConfig config, EagleWeights weights, const Transformer& target,
+            const std::string& source = "eagle head");
+
+  // Appends the T rows to `cache` (from new_cache) and runs the head. Batch-invariant: T rows
+  // give bitwise the same results as T one-row calls.
+  Output forward(KVCache& cache, const Input& in) const;
+  // A DenseKVCache with num_layers layers of the drafter's KV width.
+  std::unique_ptr<KVCache> new_cache(int capacity) const;
+
+  const EagleHeadConfig& config() const { return config_; }
+  const EagleWeights& weights() const { return weights_; }
+  const Transformer& target() const { return *target_; }
+  const Rope& rope() const { return rope_; }
+  // The embedding table in use: the head's own, else the target's. [V, H]
+  const Matrix& embeddings() const;
+  // The output head in use: EAGLE-1 the target's LM head [V, H], else lm_head [Vd, H].
+  const Matrix& output_head() const;
+
+  // Target token id of draft id d: d + d2t[d] (identity without d2t). Throws outside [0, Vd).
+  int32_t to_target(int32_t draft_id) const;
+  // Whether a target id is in the draft vocabulary (t2d). Throws outside [0, V).
+  bool in_draft_vocab(int32_t target_id) const;
+  // P-EAGLE: the learned hidden state (n_aux·Ht) of the mask slots; empty for other kinds.
+  const Vector& mask_hidden() const { return weights_.mask_hidden; }
+
+ private:
+  EagleHeadConfig config_;
+  EagleWeights weights_;
+  const Transformer* target_;
+  Rope rope_;
+};
+
+// Deterministic random weights: linear weights, embeddings and mask_hidden ~ N(0, stddev²), norm
+// weights 1 + N(0, 0.1²), from std::mt19937_64(seed) by Box-Muller. Empty aux_layers of an
+// EAGLE-3 / P-EAGLE config get the target's default. When draft_vocab < target_vocab, d2t maps the
+// draft ids to a seeded random ascending subset of the target vocabulary.
+EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev);
+
+}  // namespace specdec

@@ -1,0 +1,72 @@
+#include "reference/drafters/eagle_tensors.hpp"
+
+namespace specdec {
+namespace {
+
+// Builds the list; `all` adds every member, including those the config has no place for.
+std::vector<EagleTensor> build(const EagleHeadConfig& c, EagleWeights& w, bool all) {
+  const ModelConfig& lc = c.layer;
+  const int64_t H = lc.hidden_size, I = lc.intermediate_size, V = c.target_vocab, Vd = c.draft_vocab;
+  const int64_t q = lc.q_dim(), kv = lc.kv_dim(), hd = lc.head_dim;
+  const bool eagle1 = c.kind == EagleKind::eagle1;
+  std::vector<EagleTensor> s;
+  auto mat = [&](bool want, std::string name, Matrix& m, int64_t rows, int64_t cols) {
+    if (want || all) s.push_back({std::move(name), &m, nullptr, rows, cols, {rows, cols}, false});
+  };
+  auto vec = [&](bool want, std::string name, Vector& v, int64_t n, bool is_norm = false) {
+    if (want || all) s.push_back({std::move(name), nullptr, &v, n, 0, {n}, is_norm});
+  };
+
+  mat(c.own_embeddings, "embed_tokens.weight", w.embed_tokens, V, H);
+  mat(true, "fc.weight", w.fc, H, c.fc_in());
+  vec(c.fc_bias, "fc.bias", w.fc_bias, H);
+  for (int i = 0; i < static_cast<int>(w.layers.size()); ++i) {
+    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
+    const std::string p = eagle_layer_prefix(c, i);
+    // Layer 0 of EAGLE-3 / P-EAGLE attends over cat(norm(emb), norm(h)): 2H wide.
+    const int64_t in = (i == 0 && !eagle1) ? 2 * H : H;
+    if (i == 0) vec(!eagle1, p + "hidden_norm.weight", w.hidden_norm, H, true);
+    vec(!(eagle1 && i == 0), p + "input_layernorm.weight", l.input_layernorm, H, true);
+    mat(true, p + "self_attn.q_proj.weight", l.q_proj, q, in);
+    vec(lc.attention_bias, p + "self_attn.q_proj.bias", l.q_bias, q);
+    mat(true, p + "self_attn.k_proj.weight", l.k_proj, kv, in);
+    vec(lc.attention_bias, p + "self_attn.k_proj.bias", l.k_bias, kv);
+    mat(true, p + "self_attn.v_proj.weight", l.v_proj, kv, in);
+    vec(lc.attention_bias, p + "self_attn.v_proj.bias", l.v_bias, kv);
+    mat(true, p + "self_attn.o_proj.weight", l.o_proj, H, q);
+    vec(lc.o_proj_bias, p + "self_attn.o_proj.bias", l.o_bias, H);
+    vec(lc.qk_norm, p + "self_attn.q_norm.weight", l.q_norm, hd, true);
+    vec(lc.qk_norm, p + "self_attn.k_norm.weight", l.k_norm, hd, true);
+    vec(true, p + "post_attention_layernorm.weight", l.post_attention_layernorm, H, true);
+    mat(true, p + "mlp.gate_proj.weight", l.gate_proj, I, H);
+    vec(lc.mlp_bias, p + "mlp.gate_proj.bias", l.gate_bias, I);
+    mat(true, p + "mlp.up_proj.weight", l.up_proj, I, H);
+    vec(lc.mlp_bias, p + "mlp.up_proj.bias", l.up_bias, I);
+    mat(true, p + "mlp.down_proj.weight", l.down_proj, H, I);
+    vec(lc.mlp_bias, p + "mlp.down_proj.bias", l.down_bias, H);
+  }
+  vec(!eagle1, "norm.weight", w.norm, H, true);
+  mat(!eagle1, "lm_head.weight", w.lm_head, Vd, H);
+  const bool peagle = c.kind == EagleKind::peagle;
+  const int64_t n_mask = c.feature_width();
+  vec(peagle, "mask_hidden", w.mask_hidden, n_mask);
+  if (!s.empty() && s.back().name == "mask_hidden") {
+    // AWS stores [1, n], speculators [1, 1, n].
+    s.back().stored_shape = c.layout == "speculators" ? std::vector<int64_t>{1, 1, n_mask}
+                                                      : std::vector<int64_t>{1, n_mask};
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string eagle_layer_prefix(const EagleHeadConfig& c, int layer) {
+  if (layer == 0 && c.kind != EagleKind::eagle1 && c.layout != "speculators") return "midlayer.";
+  return "layers." + std::to_string(layer) + ".";
+}
+
+std::vector<EagleTensor> eagle_tensors(const EagleHeadConfig& c, EagleWeights& w) { return build(c, w, false); }
+
+std::vector<EagleTensor> all_eagle_members(const EagleHeadConfig& c, EagleWeights& w) { return build(c, w, true); }
+
+}  // namespace specdec
