@@ -1,0 +1,532 @@
+// specdec simulate: the cost simulator on the command line — one scenario (table or JSON), the
+// best K, capacity planning, sweeps to CSV/HDF5, CPU measurement and calibration.
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "experiments/cli/cli.hpp"
+#include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
+#include "simulator/calibration.hpp"
+#include "simulator/capacity.hpp"
+#include "simulator/cpu_measure.hpp"
+#include "simulator/predictor.hpp"
+#include "simulator/spec_json.hpp"
+#include "simulator/spec_library.hpp"
+#include "simulator/sweep.hpp"
+#include "simulator/trace_replay.hpp"
+
+namespace po = boost::program_options;
+
+namespace specdec::cli {
+
+namespace {
+
+using namespace specdec::sim;
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double parse_double(const std::string& s, const std::string& option) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + option + ": '" + s + "' is not a number");
+}
+
+int parse_int(const std::string& s, const std::string& option) {
+  const double v = parse_double(s, option);
+  if (v != std::floor(v) || std::fabs(v) > 1e9) throw Error("--" + option + ": '" + s + "' is not an integer");
+  return int(v);
+}
+
+// "1,2,4" or "1-8" (or a mix: "1-4,8").
+std::vector<int> parse_int_list(const std::string& s, const std::string& option) {
+  std::vector<int> out;
+  for (const auto& item : split_list(s)) {
+    const auto dash = item.find('-', 1);
+    if (dash != std::string::npos) {
+      const int a = parse_int(item.substr(0, dash), option), b = parse_int(item.substr(dash + 1), option);
+      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
+      for (int v = a; v <= b; ++v) out.push_back(v);
+    } else {
+      out.push_back(parse_int(item, option));
+    }
+  }
+  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
+  return out;
+}
+
+std::vector<double> parse_double_list(const std::string& s, const std::string& option) {
+  std::vector<double> out;
+  for (const auto& item : split_list(s)) out.push_back(parse_double(item, option));
+  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
+  return out;
+}
+
+nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
+  try {
+    return nlohmann::json::parse(s);
+  } catch (const nlohmann::json::parse_error&) {
+    if (std::filesystem::is_regular_file(s)) return read_json_file(s);
+    throw Error("--" + option + ": '" + s + "' is neither JSON nor a readable JSON file");
+  }
+}
+
+// The acceptance model from whichever option was given (at most one).
+AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
+  int given = 0;
+  for (const char* o : {"alpha", "acceptance", "acceptance-table", "tree-acceptance", "trace"}) given += vm.count(o) > 0;
+  if (given > 1) throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --tree-acceptance or --trace");
+  if (vm.count("alpha")) return iid_acceptance(vm["alpha"].as<double>());
+  if (vm.count("acceptance")) return conditional_acceptance(parse_double_list(vm["acceptance"].as<std::string>(), "acceptance"));
+  if (vm.count("acceptance-table")) {
+    std::map<int, double> t;
+    for (const auto& item : split_list(vm["acceptance-table"].as<std::string>())) {
+      const auto colon = item.find(':');
+      if (colon == std::string::npos) throw Error("--acceptance-table: entries are K:AL, got '" + item + "'");
+      t[parse_int(item.substr(0, colon), "acceptance-table")] = parse_double(item.substr(colon + 1), "acceptance-table");
+    }
+    return table_acceptance(t);
+  }
+  if (vm.count("tree-acceptance")) {
+    const auto j = parse_json_arg(vm["tree-acceptance"].as<std::string>(), "tree-acceptance");
+    std::vector<std::vector<double>> p;
+    if (!j.is_array()) throw Error("--tree-acceptance: expected [[p(depth 1, rank 0), p(depth 1, rank 1), ...], ...]");
+    for (const auto& row : j) {
+      if (!row.is_array()) throw Error("--tree-acceptance: each depth must be a list of per-rank probabilities");
+      std::vector<double> r;
+      for (const auto& v : row) {
+        if (!v.is_number()) throw Error("--tree-acceptance: probabilities must be numbers");
+        r.push_back(v.get<double>());
+      }
+      p.push_back(r);
+    }
+    return tree_acceptance(p);
+  }
+  if (vm.count("trace")) return replay_acceptance_from_file(vm["trace"].as<std::string>());
+  return nullptr;
+}
+
+std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc) {
+  if (vm.count("tree") && vm.count("dynamic-tree")) throw Error("give either --tree or --dynamic-tree, not both");
+  if (vm.count("tree")) {
+    const std::string t = vm["tree"].as<std::string>();
+    if (!t.empty() && (t[0] == '[' || std::filesystem::is_regular_file(t))) {
+      const auto j = parse_json_arg(t, "tree");
+      std::vector<std::vector<int>> choices;
+      try {
+        choices = j.get<std::vector<std::vector<int>>>();
+      } catch (const nlohmann::json::exception&) {
+        throw Error("--tree: expected a list of rank paths, e.g. [[0],[1],[0,0]]");
+      }
+      return tree_from_choices(choices, "--tree");
+    }
+    return builtin_tree(t);
+  }
+  if (vm.count("dynamic-tree")) {
+    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
+    if (v.size() != 3) throw Error("--dynamic-tree: expected TOTAL_TOKENS,DEPTH,TOP_K (e.g. 60,7,10)");
+    if (!acc) throw Error("--dynamic-tree needs an acceptance model to choose the tree");
+    return best_tree(*acc, v[0], v[1], v[2]);
+  }
+  return std::nullopt;
+}
+
+std::string fmt(double v, int precision = 3) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
+  nlohmann::json j = {{"method", method_name(p.method)},
+                      {"k", p.k},
+                      {"tree_nodes", p.tree_nodes},
+                      {"acceptance_length", p.tokens_per_step},
+                      {"acceptance_length_counts", "accepted drafts + the bonus token (plain decoding = 1)"},
+                      {"tpot_ms", p.tpot_s * 1e3},
+                      {"ttft_ms", p.ttft_s * 1e3},
+                      {"throughput_tokens_per_s", p.throughput_tokens_per_s},
+                      {"sequential_tpot_ms", p.sequential_tpot_s * 1e3},
+                      {"speedup", p.speedup},
+                      {"step_ms", p.step.total_s() * 1e3},
+                      {"draft_ms", p.step.draft_s * 1e3},
+                      {"verify_ms", p.step.verify_s * 1e3},
+                      {"overhead_ms", p.step.overhead_s * 1e3},
+                      {"verify_tokens_per_sequence", p.step.verify_tokens},
+                      {"verify_flop_per_byte", p.verify_intensity},
+                      {"ridge_point_flop_per_byte", p.ridge_point},
+                      {"weight_bytes_per_device", p.weight_bytes_per_device},
+                      {"kv_bytes_per_device", p.kv_bytes_per_device},
+                      {"fits_memory", p.fits_memory}};
+  if (breakdown) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& c : p.step.ops)
+      ops.push_back({{"phase", c.op.phase}, {"op", c.op.name}, {"count", c.op.count}, {"flops", c.op.flops},
+                     {"bytes", c.op.bytes}, {"time_us", c.time_s * 1e6}, {"total_us", c.total_s * 1e6}, {"bound", c.bound}});
+    j["breakdown"] = ops;
+  }
+  return j;
+}
+
+void print_breakdown(std::ostream& out, const Prediction& p) {
+  // Merge identical (phase, op) entries: per-layer ops repeat for each drafter step.
+  struct Row {
+    double count = 0, total = 0, flops = 0, bytes = 0;
+    std::string bound;
+  };
+  std::vector<std::pair<std::string, Row>> rows;
+  for (const auto& c : p.step.ops) {
+    const std::string key = std::string(c.op.phase) + " " + c.op.name;
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
+    if (it == rows.end()) {
+      rows.push_back({key, {}});
+      it = rows.end() - 1;
+    }
+    it->second.count += c.op.count;
+    it->second.total += c.total_s;
+    it->second.flops += c.op.flops * c.op.count;
+    it->second.bytes += c.op.bytes * c.op.count;
+    it->second.bound = c.bound;
+  }
+  const double total = p.step.total_s();
+  out << "\nPer-operator breakdown of one step (per device):\n";
+  out << std::left << std::setw(34) << "phase op" << std::right << std::setw(9) << "count" << std::setw(12) << "GFLOP"
+      << std::setw(12) << "MB" << std::setw(12) << "time us" << std::setw(8) << "share" << "  bound\n";
+  for (const auto& [key, r] : rows)
+    out << std::left << std::setw(34) << key << std::right << std::setw(9) << fmt(r.count, 1) << std::setw(12)
+        << fmt(r.flops / 1e9, 3) << std::setw(12) << fmt(r.bytes / 1e6, 2) << std::setw(12) << fmt(r.total * 1e6, 1)
+        << std::setw(7) << fmt(100 * r.total / total, 1) << "%  " << r.bound << "\n";
+}
+
+void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p) {
+  out << "target " << s.target.name << " on " << s.hardware.name << " (tp " << s.workload.tp << ", batch "
+      << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
+  out << "method " << method_name(p.method);
+  if (s.drafter) out << " with " << s.drafter->name;
+  if (p.tree_nodes) out << ", tree of " << p.tree_nodes << " nodes, depth " << p.k;
+  else if (p.method != Method::sequential) out << ", K = " << p.k;
+  if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
+  out << "\n\n";
+  auto line = [&](const std::string& k, const std::string& v) { out << "  " << std::left << std::setw(34) << k << v << "\n"; };
+  line("AL (tokens/step, incl. bonus)", fmt(p.tokens_per_step, 3));
+  line("TPOT", fmt(p.tpot_s * 1e3, 3) + " ms");
+  line("TTFT", fmt(p.ttft_s * 1e3, 2) + " ms");
+  line("throughput (per replica)", fmt(p.throughput_tokens_per_s, 1) + " tokens/s");
+  line("sequential TPOT", fmt(p.sequential_tpot_s * 1e3, 3) + " ms");
+  line("speedup", fmt(p.speedup, 3) + "x");
+  line("step = draft + verify + overhead",
+       fmt(p.step.total_s() * 1e3, 3) + " = " + fmt(p.step.draft_s * 1e3, 3) + " + " + fmt(p.step.verify_s * 1e3, 3) +
+           " + " + fmt(p.step.overhead_s * 1e3, 3) + " ms");
+  line("verify intensity / ridge", fmt(p.verify_intensity, 1) + " / " + fmt(p.ridge_point, 1) + " FLOP/byte");
+  line("memory per device", fmt((p.weight_bytes_per_device + p.kv_bytes_per_device) / 1e9, 2) + " GB of " +
+                                fmt(s.hardware.memory_bytes / 1e9, 1) + (p.fits_memory ? " (fits)" : " (DOES NOT FIT)"));
+}
+
+int usage(std::ostream& out, const po::options_description& desc) {
+  out << "usage: specdec simulate --model M --hardware H [--drafter D --k K --alpha A] [options]\n"
+         "       specdec simulate --sweep OUT.{csv,h5} --model M1,M2 --hardware H1,H2 --drafter none,D1 --k 1-8 ...\n"
+         "       specdec simulate --measure-cpu OUT.json\n"
+         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--output FITTED.json]\n\n"
+         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
+         "P-EAGLE decoding from model, drafter and hardware specs (simulator/specs; any HF config.json\n"
+         "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
+      << desc << "\n";
+  return 0;
+}
+
+int run_measure_cpu(const po::variables_map& vm, CommandIO& io) {
+  CpuMeasureOptions opt;
+  opt.threads = vm["threads"].as<int>();
+  if (vm.count("quick")) {
+    opt.array_bytes = 32e6;
+    opt.gemm_size = 256;
+    opt.min_seconds = 0.05;
+  }
+  const CpuMeasurement m = measure_cpu(opt);
+  HardwareSpec h = cpu_hardware_spec(m, vm.count("name") ? vm["name"].as<std::string>() : "cpu-local");
+  nlohmann::json j = hardware_spec_to_json(
+      h, {{"memory_bandwidth_bytes_per_s", "measured: streaming read of large float arrays, all threads at once"},
+          {"peak_flops_per_s", "measured: fp32 Eigen GEMM, one per thread at once"},
+          {"memory_bytes", "sysconf(_SC_PHYS_PAGES)"},
+          {"kernel_floor_s", "measured: an 8x8 GEMM call"}});
+  j["measured"] = cpu_measurement_to_json(m);
+  j["source"] = "measured by specdec simulate --measure-cpu";
+  const std::string out_path = vm["measure-cpu"].as<std::string>();
+  specdec::write_file_atomically(out_path, j.dump(2) + "\n");
+  io.out << "threads " << m.threads << "\n"
+         << "memory bandwidth: " << fmt(m.bandwidth_single_bytes_per_s / 1e9, 2) << " GB/s (1 thread), "
+         << fmt(m.bandwidth_all_bytes_per_s / 1e9, 2) << " GB/s (all)\n"
+         << "fp32 GEMM: " << fmt(m.flops_single_per_s / 1e9, 2) << " GFLOP/s (1 thread), " << fmt(m.flops_all_per_s / 1e9, 2)
+         << " GFLOP/s (all)\n"
+         << "wrote " << out_path << "\n";
+  return 0;
+}
+
+int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  const std::string path = vm["calibrate"].as<std::string>();
+  const CalibrationSet set = load_calibration_set(path, specs);
+  std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
+  if (hw_name.empty()) throw Error(path + ": no hardware named in the file; give --hardware");
+  const HardwareSpec hw = specs.hardware(hw_name);
+  std::vector<std::string> params;
+  if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
+  const CalibrationResult before = evaluate_calibration(set, hw);
+  const CalibrationResult r = calibrate(set, hw, params);
+  if (vm.count("json")) {
+    nlohmann::json j;
+    j["hardware"] = hardware_spec_to_json(r.hardware);
+    for (size_t i = 0; i < r.parameters.size(); ++i)
+      j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
+    for (size_t i = 0; i < r.rows.size(); ++i)
+      j["rows"].push_back({{"label", r.rows[i].label}, {"measured_ms", r.rows[i].measured_s * 1e3},
+                           {"predicted_before_ms", before.rows[i].predicted_s * 1e3},
+                           {"predicted_ms", r.rows[i].predicted_s * 1e3}, {"relative_error", r.rows[i].relative_error}});
+    j["max_abs_relative_error"] = r.max_abs_error;
+    io.out << j.dump(2) << "\n";
+  } else {
+    io.out << "calibration of " << hw.name << " on " << set.rows.size() << " measured configurations (" << set.source << ")\n\n";
+    io.out << std::left << std::setw(36) << "parameter" << std::right << std::setw(14) << "before" << std::setw(14) << "after\n";
+    for (size_t i = 0; i < r.parameters.size(); ++i)
+      io.out << std::left << std::setw(36) << r.parameters[i] << std::right << std::setw(14) << std::setprecision(4)
+             << r.before[i] << std::setw(14) << r.after[i] << "\n";
+    io.out << "\n" << std::left << std::setw(40) << "configuration" << std::right << std::setw(12) << "measured" << std::setw(12)
+           << "before" << std::setw(12) << "fitted" << std::setw(9) << "error\n";
+    for (size_t i = 0; i < r.rows.size(); ++i)
+      io.out << std::left << std::setw(40) << r.rows[i].label << std::right << std::setw(9) << fmt(r.rows[i].measured_s * 1e3)
+             << " ms" << std::setw(9) << fmt(before.rows[i].predicted_s * 1e3) << " ms" << std::setw(9)
+             << fmt(r.rows[i].predicted_s * 1e3) << " ms" << std::setw(8) << fmt(100 * r.rows[i].relative_error, 1) << "%\n";
+    io.out << "\nlargest error " << fmt(100 * r.max_abs_error, 1) << "% (before fitting " << fmt(100 * before.max_abs_error, 1)
+           << "%); times are TPOT where the file gave TPOT, else step times\n";
+  }
+  if (vm.count("output")) {
+    nlohmann::json sources = {{"efficiency", "fitted by specdec simulate --calibrate to " + set.source},
+                              {"overhead", "fitted by specdec simulate --calibrate to " + set.source}};
+    specdec::write_file_atomically(vm["output"].as<std::string>(), hardware_spec_to_json(r.hardware, sources).dump(2) + "\n");
+    if (!vm.count("json")) io.out << "wrote " << vm["output"].as<std::string>() << "\n";
+  }
+  return 0;
+}
+
+int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  SweepSpec spec;
+  if (!vm.count("model") || !vm.count("hardware")) throw Error("--sweep needs --model and --hardware (comma-separated lists)");
+  spec.models = split_list(vm["model"].as<std::string>());
+  spec.hardware = split_list(vm["hardware"].as<std::string>());
+  spec.drafters = vm.count("drafter") ? split_list(vm["drafter"].as<std::string>()) : std::vector<std::string>{"none"};
+  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k");
+  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch");
+  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp");
+  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len");
+  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len");
+  if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
+  spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
+  for (const char* o : {"acceptance", "acceptance-table", "tree-acceptance", "trace"})
+    if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
+  if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
+  std::vector<SweepRow> rows;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string out_path = vm["sweep"].as<std::string>();
+  if (out_path == "-") {
+    write_sweep_csv(io.out, rows);
+  } else {
+    write_sweep(out_path, rows);
+    io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s; wrote " << out_path << "\n";
+  }
+  if (sum.skipped) {
+    io.err << "skipped " << sum.skipped << " invalid combinations, e.g.:\n";
+    for (const auto& r : sum.skip_reasons) io.err << "  " << r << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
+  po::options_description desc("options");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "print this help")
+    ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
+    ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
+    ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
+    ("method", po::value<std::string>(), "sequential | draft_model | eagle1 | eagle3 | peagle (must match the drafter)")
+    ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
+    ("best-k", po::value<int>(), "search K = 1..N and report the best (lowest TPOT)")
+    ("tree", po::value<std::string>(), "static draft tree: mc_sim_7b_63, chain<K>, or choices JSON [[0],[1],[0,0]]")
+    ("dynamic-tree", po::value<std::string>(), "EAGLE-2 style tree TOTAL_TOKENS,DEPTH,TOP_K chosen from the acceptance model")
+    ("alpha", po::value<double>(), "i.i.d. acceptance rate")
+    ("alphas", po::value<std::string>()->default_value("0.8"), "sweep: list of i.i.d. acceptance rates")
+    ("acceptance", po::value<std::string>(), "per-position conditional acceptance a1,a2,...")
+    ("acceptance-table", po::value<std::string>(), "measured AL by K: K:AL,K:AL,...")
+    ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
+    ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
+    ("batch", po::value<std::string>()->default_value("1"), "batch size; sweep: list")
+    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
+    ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
+    ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
+    ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
+    ("json", "print JSON instead of a table")
+    ("breakdown", "print the per-operator breakdown of one step")
+    ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
+    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
+    ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
+    ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
+    ("sweep", po::value<std::string>(), "sweep mode: write all combinations to OUT.csv, OUT.h5 or - (CSV to stdout)")
+    ("measure-cpu", po::value<std::string>(), "measure this CPU and write a hardware spec to OUT.json")
+    ("threads", po::value<int>()->default_value(0), "--measure-cpu: threads for the all-thread figures (0 = all)")
+    ("quick", "--measure-cpu: short measurement (less accurate)")
+    ("name", po::value<std::string>(), "--measure-cpu: hardware name to write (default cpu-local)")
+    ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings (JSON or CSV)")
+    ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
+    ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
+    ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, models/, drafters/ (repeatable)")
+    ("list", "list the available specs");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(std::string("simulate: ") + e.what() + " (see specdec simulate --help)");
+  }
+  if (vm.count("help")) return usage(io.out, desc);
+
+  std::vector<std::filesystem::path> dirs;
+  if (vm.count("specs-dir"))
+    for (const auto& d : vm["specs-dir"].as<std::vector<std::string>>()) {
+      if (!std::filesystem::is_directory(d)) throw Error("--specs-dir: '" + d + "' is not a directory");
+      dirs.push_back(d);
+    }
+  const SpecLibrary specs(dirs);
+
+  if (vm.count("list")) {
+    for (const char* kind : {"hardware", "models", "drafters"}) {
+      io.out << kind << ":";
+      for (const auto& n : specs.names(kind)) io.out << " " << n;
+      io.out << "\n";
+    }
+    return 0;
+  }
+  if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
+  if (vm.count("calibrate")) return run_calibrate(vm, specs, io);
+  if (vm.count("sweep")) return run_sweep_mode(vm, specs, io);
+
+  if (!vm.count("model")) throw Error("simulate: --model is required (a spec name or a config.json path; see --list)");
+  if (!vm.count("hardware")) throw Error("simulate: --hardware is required (see --list)");
+  Scenario s;
+  s.target = specs.model(vm["model"].as<std::string>());
+  s.hardware = specs.hardware(vm["hardware"].as<std::string>());
+  s.workload.batch = parse_int(vm["batch"].as<std::string>(), "batch");
+  s.workload.tp = parse_int(vm["tp"].as<std::string>(), "tp");
+  s.workload.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
+  s.workload.output_len = parse_int(vm["output-len"].as<std::string>(), "output-len");
+  if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
+  if (s.workload.tp > s.hardware.devices_per_instance)
+    throw Error("--tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
+                " devices of one " + s.hardware.name + " instance");
+  if (vm.count("drafter")) {
+    s.drafter = specs.drafter(vm["drafter"].as<std::string>(), s.target);
+    s.plan.method = s.drafter->method;
+  }
+  if (vm.count("method")) {
+    const Method m = parse_method(vm["method"].as<std::string>(), "--method");
+    if (m == Method::sequential) s.drafter.reset();
+    else if (!s.drafter) throw Error("--method " + method_name(m) + " needs --drafter");
+    s.plan.method = m;
+  }
+  s.acceptance = acceptance_from_options(vm);
+  if (s.plan.method != Method::sequential && !s.acceptance)
+    throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
+                "--tree-acceptance or --trace");
+  s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
+  s.plan.tree = tree_from_options(vm, s.acceptance);
+
+  nlohmann::json out;
+  Prediction p;
+  if (vm.count("best-k")) {
+    if (s.plan.tree) throw Error("--best-k searches chain lengths; it cannot be combined with --tree");
+    const BestK b = best_k(s, 1, vm["best-k"].as<int>());
+    p = b.best;
+    s.plan.k = b.k;
+    if (vm.count("json")) {
+      out["best_k"] = b.k;
+      for (const auto& q : b.all) out["by_k"].push_back(prediction_json(q, false));
+    } else {
+      io.out << "K   AL      TPOT ms   speedup\n";
+      for (const auto& q : b.all)
+        io.out << std::left << std::setw(4) << q.k << std::setw(8) << fmt(q.tokens_per_step, 3) << std::setw(10)
+               << fmt(q.tpot_s * 1e3, 3) << fmt(q.speedup, 3) << (q.k == b.k ? "  <- best" : "") << "\n";
+      io.out << "\n";
+    }
+  } else {
+    p = predict(s);
+  }
+  if (vm.count("json")) {
+    out["scenario"] = {{"model", s.target.name},
+                       {"hardware", s.hardware.name},
+                       {"drafter", s.drafter ? s.drafter->name : "none"},
+                       {"batch", s.workload.batch},
+                       {"tp", s.workload.tp},
+                       {"prompt_len", s.workload.prompt_len},
+                       {"output_len", s.workload.output_len},
+                       {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
+    out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
+  } else {
+    print_prediction(io.out, s, p);
+    if (vm.count("breakdown")) print_breakdown(io.out, p);
+  }
+
+  if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {
+    if (!vm.count("capacity-rate") || !vm.count("tpot-target-ms"))
+      throw Error("capacity planning needs both --capacity-rate and --tpot-target-ms");
+    CapacityRequest req;
+    req.requests_per_s = vm["capacity-rate"].as<double>();
+    req.tpot_target_s = vm["tpot-target-ms"].as<double>() * 1e-3;
+    req.ttft_target_s = vm["ttft-target-ms"].as<double>() * 1e-3;
+    if (vm.count("price")) {
+      req.price_per_device_hour = vm["price"].as<double>();
+      if (req.price_per_device_hour < 0) throw Error("--price must be >= 0 USD per device-hour");
+    }
+    const CapacityPlan plan = plan_capacity(s, req);
+    if (vm.count("json")) {
+      out["capacity"] = {{"feasible", plan.feasible},
+                         {"batch", plan.batch},
+                         {"replicas", plan.replicas},
+                         {"devices", plan.devices},
+                         {"cost_per_hour_usd", plan.cost_per_hour},
+                         {"cost_per_million_output_tokens_usd", plan.cost_per_million_output_tokens},
+                         {"tpot_ms", plan.prediction.tpot_s * 1e3},
+                         {"ttft_ms", plan.prediction.ttft_s * 1e3}};
+    } else if (plan.feasible) {
+      io.out << "\ncapacity for " << req.requests_per_s << " requests/s at TPOT <= " << req.tpot_target_s * 1e3 << " ms:\n"
+             << "  batch " << plan.batch << " per replica (TPOT " << fmt(plan.prediction.tpot_s * 1e3) << " ms), "
+             << plan.replicas << " replicas = " << plan.devices << " devices, $" << fmt(plan.cost_per_hour, 2)
+             << "/hour, $" << fmt(plan.cost_per_million_output_tokens, 3) << " per million output tokens\n";
+    } else {
+      io.out << "\ncapacity: no batch size meets TPOT <= " << req.tpot_target_s * 1e3
+             << " ms (and the TTFT target) within memory\n";
+    }
+  }
+  if (vm.count("json")) io.out << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace specdec::cli

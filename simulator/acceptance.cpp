@@ -1,0 +1,194 @@
+#include "simulator/acceptance.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "reference/core/error.hpp"
+
+namespace specdec::sim {
+
+void AcceptanceModel::check_k(int k) const {
+  if (k < 0) throw Error("draft length K must be >= 0, got " + std::to_string(k));
+  if (k > max_k())
+    throw Error("acceptance model '" + describe() + "' answers K up to " + std::to_string(max_k()) +
+                ", asked for K = " + std::to_string(k));
+}
+
+namespace {
+
+void check_probability(double p, const std::string& what) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    std::ostringstream s;
+    s << what << " must be a probability in [0, 1], got " << p;
+    throw Error(s.str());
+  }
+}
+
+class Iid final : public AcceptanceModel {
+ public:
+  explicit Iid(double a) : alpha_(a) { check_probability(a, "acceptance rate alpha"); }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    return leviathan_expected_tokens(alpha_, k);
+  }
+  double conditional(int, int) const override { return alpha_; }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "iid alpha=" << alpha_;
+    return s.str();
+  }
+
+ private:
+  double alpha_;
+};
+
+class Conditional final : public AcceptanceModel {
+ public:
+  explicit Conditional(std::vector<double> a) : a_(std::move(a)) {
+    if (a_.empty()) throw Error("per-position acceptance vector is empty; give at least one probability");
+    for (size_t i = 0; i < a_.size(); ++i) check_probability(a_[i], "acceptance[" + std::to_string(i + 1) + "]");
+  }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    double al = 1.0, reach = 1.0;
+    for (int i = 0; i < k; ++i) {
+      reach *= a_[i];
+      al += reach;
+    }
+    return al;
+  }
+  double conditional(int depth, int rank) const override {
+    if (depth < 1 || depth > max_k()) throw Error("acceptance vector has no depth " + std::to_string(depth));
+    return rank == 0 ? a_[depth - 1] : 0.0;
+  }
+  int max_k() const override { return int(a_.size()); }
+  std::string describe() const override { return "per-position vector (" + std::to_string(a_.size()) + " positions)"; }
+
+ private:
+  std::vector<double> a_;
+};
+
+class Tree final : public AcceptanceModel {
+ public:
+  explicit Tree(std::vector<std::vector<double>> p) : p_(std::move(p)) {
+    if (p_.empty()) throw Error("per-depth acceptance table is empty");
+    for (size_t d = 0; d < p_.size(); ++d) {
+      if (p_[d].empty()) throw Error("per-depth acceptance: depth " + std::to_string(d + 1) + " has no ranks");
+      for (size_t r = 0; r < p_[d].size(); ++r)
+        check_probability(p_[d][r], "acceptance[depth " + std::to_string(d + 1) + "][rank " + std::to_string(r) + "]");
+    }
+  }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    double al = 1.0, reach = 1.0;
+    for (int i = 0; i < k; ++i) {
+      reach *= p_[i][0];
+      al += reach;
+    }
+    return al;
+  }
+  double conditional(int depth, int rank) const override {
+    if (depth < 1 || depth > max_k()) throw Error("tree acceptance table has no depth " + std::to_string(depth));
+    const auto& row = p_[depth - 1];
+    return rank < int(row.size()) ? row[rank] : 0.0;
+  }
+  int max_k() const override { return int(p_.size()); }
+  std::string describe() const override { return "per-depth per-rank table (" + std::to_string(p_.size()) + " depths)"; }
+
+ private:
+  std::vector<std::vector<double>> p_;
+};
+
+class Table final : public AcceptanceModel {
+ public:
+  explicit Table(std::map<int, double> t) : t_(std::move(t)) {
+    if (t_.empty()) throw Error("acceptance-length table is empty");
+    for (const auto& [k, al] : t_) {
+      if (k < 1) throw Error("acceptance-length table: K must be >= 1, got " + std::to_string(k));
+      if (!(al >= 1.0 && al <= k + 1.0)) {
+        std::ostringstream s;
+        s << "acceptance-length table: AL at K = " << k << " must be in [1, " << k + 1 << "] (it counts the bonus token), got " << al;
+        throw Error(s.str());
+      }
+    }
+  }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    if (k == 0) return 1.0;
+    auto it = t_.find(k);
+    if (it == t_.end()) throw Error("acceptance-length table has no entry for K = " + std::to_string(k));
+    return it->second;
+  }
+  double conditional(int depth, int rank) const override {
+    // Implied chain conditionals: a_d = (AL(d) − AL(d−1)) / (AL(d−1) − AL(d−2)).
+    if (rank != 0) return 0.0;
+    auto al = [&](int k) { return k <= 0 ? (k == 0 ? 1.0 : 0.0) : expected_tokens(k); };
+    const double prev = al(depth - 1) - al(depth - 2);
+    return prev > 0 ? std::clamp((al(depth) - al(depth - 1)) / prev, 0.0, 1.0) : 0.0;
+  }
+  int max_k() const override { return t_.rbegin()->first; }
+  std::string describe() const override { return "measured AL table"; }
+
+ private:
+  std::map<int, double> t_;
+};
+
+class Replay final : public AcceptanceModel {
+ public:
+  Replay(std::vector<int> accepted, int k) : accepted_(std::move(accepted)), k_(k) {
+    if (k < 1) throw Error("replay: recorded draft length must be >= 1, got " + std::to_string(k));
+    if (accepted_.empty()) throw Error("replay: no recorded steps");
+    for (size_t i = 0; i < accepted_.size(); ++i)
+      if (accepted_[i] < 0 || accepted_[i] > k)
+        throw Error("replay: step " + std::to_string(i) + " accepted " + std::to_string(accepted_[i]) +
+                    " drafts, outside [0, " + std::to_string(k) + "]");
+  }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    double sum = 0;
+    for (int a : accepted_) sum += std::min(a, k);
+    return 1.0 + sum / double(accepted_.size());
+  }
+  double conditional(int depth, int rank) const override {
+    if (rank != 0 || depth < 1 || depth > k_) return 0.0;
+    double reached = 0, passed = 0;
+    for (int a : accepted_) {
+      reached += a >= depth - 1;
+      passed += a >= depth;
+    }
+    return reached > 0 ? passed / reached : 0.0;
+  }
+  int max_k() const override { return k_; }
+  std::string describe() const override {
+    return "replay of " + std::to_string(accepted_.size()) + " steps at K=" + std::to_string(k_);
+  }
+
+ private:
+  std::vector<int> accepted_;
+  int k_;
+};
+
+}  // namespace
+
+AcceptancePtr iid_acceptance(double alpha) { return std::make_shared<Iid>(alpha); }
+AcceptancePtr conditional_acceptance(std::vector<double> a) { return std::make_shared<Conditional>(std::move(a)); }
+AcceptancePtr tree_acceptance(std::vector<std::vector<double>> p) { return std::make_shared<Tree>(std::move(p)); }
+AcceptancePtr table_acceptance(std::map<int, double> t) { return std::make_shared<Table>(std::move(t)); }
+AcceptancePtr replay_acceptance(std::vector<int> accepted, int k) {
+  return std::make_shared<Replay>(std::move(accepted), k);
+}
+
+double leviathan_expected_tokens(double alpha, int k) {
+  if (k < 0) throw Error("draft length K must be >= 0, got " + std::to_string(k));
+  check_probability(alpha, "acceptance rate alpha");
+  if (alpha == 1.0) return k + 1.0;
+  return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+}
+
+double leviathan_speedup(double alpha, int k, double c) {
+  if (!(c >= 0)) throw Error("cost ratio c must be >= 0");
+  return leviathan_expected_tokens(alpha, k) / (c * k + 1.0);
+}
+
+}  // namespace specdec::sim

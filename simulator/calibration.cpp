@@ -1,0 +1,311 @@
+#include "simulator/calibration.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "reference/core/error.hpp"
+#include "simulator/nelder_mead.hpp"
+#include "simulator/spec_json.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+const std::vector<std::string> kRowFields = {"label", "model",   "drafter", "method", "k",
+                                             "batch", "prompt_len", "output_len", "context", "tp",
+                                             "dtype", "acceptance_length", "step_ms", "tpot_ms"};
+
+MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs) {
+  check_known_fields(r, kRowFields, where);
+  MeasuredConfig row;
+  Scenario& s = row.scenario;
+  s.plan.method = parse_method(get_string_or(r, "method", "sequential", where), where);
+  s.target = specs.model(get_string(r, "model", where));
+  s.workload.batch = get_int_or(r, "batch", 1, where);
+  s.workload.prompt_len = get_int_or(r, "prompt_len", 128, where);
+  s.workload.output_len = get_int_or(r, "output_len", 256, where);
+  s.workload.tp = get_int_or(r, "tp", 1, where);
+  s.workload.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
+  row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
+  if (row.context < 0) throw Error(where + ": 'context' must be >= 0");
+  if (s.plan.method != Method::sequential) {
+    s.plan.k = get_int(r, "k", where);
+    if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1 for method " + method_name(s.plan.method));
+    s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
+    row.tokens_per_step = get_number(r, "acceptance_length", where);
+    if (!(row.tokens_per_step >= 1.0 && row.tokens_per_step <= s.plan.k + 1.0))
+      throw Error(where + ": 'acceptance_length' must be in [1, k + 1] (it counts the bonus token), got " +
+                  std::to_string(row.tokens_per_step));
+    s.acceptance = table_acceptance({{s.plan.k, row.tokens_per_step}});
+  }
+  const bool step = has_field(r, "step_ms"), tpot = has_field(r, "tpot_ms");
+  if (step == tpot) throw Error(where + ": give exactly one of 'step_ms' and 'tpot_ms'");
+  const double ms = get_number(r, step ? "step_ms" : "tpot_ms", where);
+  require_positive(ms, step ? "step_ms" : "tpot_ms", where);
+  row.given_as_tpot = tpot;
+  row.measured_step_s = (tpot ? ms * row.tokens_per_step : ms) * 1e-3;
+  row.label = get_string_or(r, "label", "", where);
+  if (row.label.empty()) {
+    std::ostringstream l;
+    l << s.target.name << " " << method_name(s.plan.method);
+    if (s.plan.method != Method::sequential) l << " K=" << s.plan.k;
+    l << " B=" << s.workload.batch;
+    if (s.workload.tp > 1) l << " TP=" << s.workload.tp;
+    row.label = l.str();
+  }
+  return row;
+}
+
+struct Transform {
+  bool logistic;  // efficiencies in (0, 1]; overheads positive
+  double to_x(double v) const {
+    if (logistic) {
+      v = std::clamp(v, 1e-6, 1.0 - 1e-9);
+      return std::log(v / (1.0 - v));
+    }
+    return std::log(std::max(v, 1e-9));
+  }
+  double from_x(double x) const { return logistic ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x); }
+};
+
+Transform transform_for(const std::string& name) { return {name.find("efficiency") != std::string::npos}; }
+
+}  // namespace
+
+std::vector<std::string> default_fit_parameters(const CalibrationSet& set) {
+  std::vector<std::string> p = {"memory_efficiency", "compute_efficiency", "kernel_floor_s", "step_overhead_s"};
+  bool tp = false;
+  std::set<std::string> methods;
+  for (const auto& r : set.rows) {
+    tp = tp || r.scenario.workload.tp > 1;
+    if (r.scenario.plan.method != Method::sequential) methods.insert(method_name(r.scenario.plan.method));
+  }
+  if (tp) {
+    p.push_back("comm_latency_s");
+    p.push_back("interconnect_efficiency");
+  }
+  for (const auto& m : methods) {
+    p.push_back("draft_step_overhead_s." + m);
+    p.push_back("spec_step_overhead_s." + m);
+  }
+  return p;
+}
+
+static std::map<std::string, double>* method_map(HardwareSpec& h, const std::string& name, std::string* method) {
+  for (auto [prefix, map] : {std::pair{"draft_step_overhead_s.", &h.draft_step_overhead_s},
+                             std::pair{"spec_step_overhead_s.", &h.spec_step_overhead_s}}) {
+    const std::string pre = prefix;
+    if (name.rfind(pre, 0) == 0) {
+      *method = name.substr(pre.size());
+      parse_method(*method, "calibration parameter '" + name + "'");
+      return map;
+    }
+  }
+  return nullptr;
+}
+
+double get_parameter(const HardwareSpec& h_in, const std::string& name) {
+  HardwareSpec& h = const_cast<HardwareSpec&>(h_in);
+  if (name == "compute_efficiency") return h.compute_efficiency;
+  if (name == "memory_efficiency") return h.memory_efficiency;
+  if (name == "interconnect_efficiency") return h.interconnect_efficiency;
+  if (name == "kernel_floor_s") return h.kernel_floor_s;
+  if (name == "step_overhead_s") return h.step_overhead_s;
+  if (name == "comm_latency_s") return h.comm_latency_s;
+  std::string method;
+  if (method_map(h, name, &method)) {
+    return name.rfind("draft", 0) == 0 ? h_in.draft_step_overhead(method) : h_in.spec_step_overhead(method);
+  }
+  throw Error("unknown calibration parameter '" + name +
+              "'; expected compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
+              "step_overhead_s, comm_latency_s, draft_step_overhead_s.<method> or spec_step_overhead_s.<method>");
+}
+
+void set_parameter(HardwareSpec& h, const std::string& name, double value) {
+  get_parameter(h, name);  // validates the name
+  if (name == "compute_efficiency") h.compute_efficiency = value;
+  else if (name == "memory_efficiency") h.memory_efficiency = value;
+  else if (name == "interconnect_efficiency") h.interconnect_efficiency = value;
+  else if (name == "kernel_floor_s") h.kernel_floor_s = value;
+  else if (name == "step_overhead_s") h.step_overhead_s = value;
+  else if (name == "comm_latency_s") h.comm_latency_s = value;
+  else {
+    std::string method;
+    (*method_map(h, name, &method))[method] = value;
+  }
+}
+
+CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs) {
+  check_known_fields(j, {"hardware", "fit", "defaults", "rows"}, source);
+  CalibrationSet set;
+  set.source = get_string_or(j, "source", source, source);
+  set.hardware = get_string_or(j, "hardware", "", source);
+  if (has_field(j, "fit")) {
+    if (!j.at("fit").is_array()) throw Error(source + ": 'fit' must be a list of parameter names");
+    for (const auto& p : j.at("fit")) {
+      if (!p.is_string()) throw Error(source + ": 'fit' entries must be strings");
+      set.fit.push_back(p.get<std::string>());
+    }
+  }
+  nlohmann::json defaults = nlohmann::json::object();
+  if (has_field(j, "defaults")) {
+    defaults = j.at("defaults");
+    check_known_fields(defaults, kRowFields, source + " (defaults)");
+  }
+  if (!has_field(j, "rows") || !j.at("rows").is_array() || j.at("rows").empty())
+    throw Error(source + ": 'rows' must be a non-empty list of measured configurations");
+  int i = 0;
+  for (const auto& r : j.at("rows")) {
+    const std::string where = source + " row " + std::to_string(i++);
+    if (!r.is_object()) throw Error(where + ": expected an object");
+    nlohmann::json merged = defaults;
+    for (const auto& [k, v] : r.items()) merged[k] = v;
+    set.rows.push_back(parse_row(merged, where, specs));
+  }
+  return set;
+}
+
+CalibrationSet parse_calibration_csv(const std::string& text, const std::string& source, const SpecLibrary& specs) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> header;
+  auto split = [](const std::string& l) {
+    std::vector<std::string> out;
+    std::string cell;
+    std::istringstream s(l);
+    while (std::getline(s, cell, ',')) {
+      const auto b = cell.find_first_not_of(" \t\r"), e = cell.find_last_not_of(" \t\r");
+      out.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    }
+    if (!l.empty() && l.back() == ',') out.push_back("");
+    return out;
+  };
+  CalibrationSet set;
+  set.source = source;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
+    auto cells = split(line);
+    if (header.empty()) {
+      header = cells;
+      for (const auto& h : header) {
+        bool known = false;
+        for (const auto& f : kRowFields) known = known || f == h;
+        if (!known) throw Error(source + " line " + std::to_string(line_no) + ": unknown column '" + h + "'");
+      }
+      continue;
+    }
+    const std::string where = source + " line " + std::to_string(line_no);
+    if (cells.size() != header.size())
+      throw Error(where + ": " + std::to_string(cells.size()) + " cells, the header has " +
+                  std::to_string(header.size()));
+    nlohmann::json r = nlohmann::json::object();
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].empty()) continue;
+      const std::string& key = header[c];
+      if (key == "label" || key == "model" || key == "drafter" || key == "method" || key == "dtype") {
+        r[key] = cells[c];
+      } else {
+        try {
+          size_t used = 0;
+          const double v = std::stod(cells[c], &used);
+          if (used != cells[c].size()) throw std::invalid_argument("trailing");
+          r[key] = v;
+        } catch (const std::exception&) {
+          throw Error(where + ": column '" + key + "' must be a number, got '" + cells[c] + "'");
+        }
+      }
+    }
+    set.rows.push_back(parse_row(r, where, specs));
+  }
+  if (set.rows.empty()) throw Error(source + ": no measured configurations (a header line and at least one row)");
+  return set;
+}
+
+CalibrationSet load_calibration_set(const std::filesystem::path& path, const SpecLibrary& specs) {
+  const std::string name = path.filename().string();
+  if (path.extension() == ".csv") {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open calibration file '" + path.string() + "'");
+    std::stringstream b;
+    b << in.rdbuf();
+    return parse_calibration_csv(b.str(), name, specs);
+  }
+  return parse_calibration_json(read_json_file(path), name, specs);
+}
+
+double predicted_step_s(const MeasuredConfig& row, const HardwareSpec& hw) {
+  Scenario s = row.scenario;
+  s.hardware = hw;
+  return decode_step_cost(s, row.context, row.tokens_per_step).total_s();
+}
+
+CalibrationResult evaluate_calibration(const CalibrationSet& set, const HardwareSpec& hw) {
+  CalibrationResult r;
+  r.hardware = hw;
+  double sq = 0;
+  for (const auto& row : set.rows) {
+    Scenario s = row.scenario;
+    s.hardware = hw;
+    validate_scenario(s);
+    const double pred = predicted_step_s(row, hw);
+    const double scale = row.given_as_tpot ? 1.0 / row.tokens_per_step : 1.0;
+    CalibrationRowResult out{row.label, row.measured_step_s * scale, pred * scale, 0};
+    out.relative_error = (out.predicted_s - out.measured_s) / out.measured_s;
+    r.max_abs_error = std::max(r.max_abs_error, std::fabs(out.relative_error));
+    sq += std::pow(std::log(pred / row.measured_step_s), 2);
+    r.rows.push_back(out);
+  }
+  r.rms_log_error = set.rows.empty() ? 0 : std::sqrt(sq / set.rows.size());
+  return r;
+}
+
+CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start, std::vector<std::string> params) {
+  if (set.rows.empty()) throw Error("calibration: no measured configurations");
+  if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set) : set.fit;
+  HardwareSpec hw = start;
+  // Overheads that start at zero get a small positive start so the log transform can move them.
+  std::vector<double> x0;
+  for (const auto& p : params) {
+    double v = get_parameter(hw, p);
+    if (!transform_for(p).logistic && v <= 0) v = 1e-6;
+    x0.push_back(transform_for(p).to_x(v));
+  }
+  for (const auto& row : set.rows) {
+    Scenario s = row.scenario;
+    s.hardware = hw;
+    validate_scenario(s);
+  }
+  // Weak prior towards the starting values: identifiable terms move freely, others stay put.
+  // Overheads are pulled far more weakly: their log starts wherever the spec's guess was.
+  std::vector<double> pull;
+  for (const auto& p : params) pull.push_back(transform_for(p).logistic ? 1e-4 : 1e-7);
+  auto apply = [&](const std::vector<double>& x, HardwareSpec& h) {
+    for (size_t i = 0; i < params.size(); ++i) set_parameter(h, params[i], transform_for(params[i]).from_x(x[i]));
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    HardwareSpec h = hw;
+    apply(x, h);
+    double sum = 0;
+    for (const auto& row : set.rows) sum += std::pow(std::log(predicted_step_s(row, h) / row.measured_step_s), 2);
+    double prior = 0;
+    for (size_t i = 0; i < x.size(); ++i) prior += pull[i] * (x[i] - x0[i]) * (x[i] - x0[i]);
+    return sum / double(set.rows.size()) + prior;
+  };
+  const MinimizeResult m = nelder_mead(objective, x0, 0.7, 40000, 6);
+  HardwareSpec fitted = hw;
+  apply(m.x, fitted);
+  CalibrationResult r = evaluate_calibration(set, fitted);
+  r.parameters = params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    r.before.push_back(get_parameter(start, params[i]));
+    r.after.push_back(get_parameter(fitted, params[i]));
+  }
+  return r;
+}
+
+}  // namespace specdec::sim

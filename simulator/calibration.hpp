@@ -1,0 +1,75 @@
+#pragma once
+// Calibration: fit a hardware spec's efficiency and overhead terms to measured step timings and
+// report predicted vs measured per configuration. Only those terms move; shapes, peaks and
+// acceptance lengths are taken as given.
+//
+// Measured timings come as JSON or CSV (format in docs/simulator.md):
+//   JSON {"hardware": name, "source": ..., "fit": [params]?, "defaults": {row fields},
+//         "rows": [{"label"?, "model", "drafter"?, "method", "k"?, "batch"?, "prompt_len"?,
+//                   "output_len"?, "context"?, "tp"?, "dtype"?, "acceptance_length"?,
+//                   "step_ms" | "tpot_ms"}]}
+//   CSV  header naming any of those row fields; one configuration per line.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "simulator/hardware_spec.hpp"
+#include "simulator/predictor.hpp"
+#include "simulator/spec_library.hpp"
+
+namespace specdec::sim {
+
+struct MeasuredConfig {
+  std::string label;
+  Scenario scenario;          // hardware filled in at fit time
+  double context = 0;         // cached tokens during the measured steps
+  double tokens_per_step = 1; // AL (1 for sequential)
+  double measured_step_s = 0; // one decoding step (draft + verify + overheads)
+  bool given_as_tpot = false; // the file gave TPOT; reports use TPOT then
+};
+
+struct CalibrationSet {
+  std::string source;
+  std::string hardware;            // name or path from the file (may be empty for CSV)
+  std::vector<std::string> fit;    // parameter names; empty = defaults for the data
+  std::vector<MeasuredConfig> rows;
+};
+
+// Parameter names: "compute_efficiency", "memory_efficiency", "interconnect_efficiency",
+// "kernel_floor_s", "step_overhead_s", "comm_latency_s", "draft_step_overhead_s.<method>",
+// "spec_step_overhead_s.<method>".
+std::vector<std::string> default_fit_parameters(const CalibrationSet& set);
+double get_parameter(const HardwareSpec& h, const std::string& name);
+void set_parameter(HardwareSpec& h, const std::string& name, double value);
+
+CalibrationSet load_calibration_set(const std::filesystem::path& path, const SpecLibrary& specs);
+CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs);
+CalibrationSet parse_calibration_csv(const std::string& text, const std::string& source, const SpecLibrary& specs);
+
+double predicted_step_s(const MeasuredConfig& row, const HardwareSpec& hw);
+
+struct CalibrationRowResult {
+  std::string label;
+  double measured_s = 0;   // TPOT if the file gave TPOT, else step time
+  double predicted_s = 0;
+  double relative_error = 0;  // (predicted − measured) / measured
+};
+
+struct CalibrationResult {
+  HardwareSpec hardware;  // with fitted terms
+  std::vector<std::string> parameters;
+  std::vector<double> before, after;  // parameter values
+  std::vector<CalibrationRowResult> rows;
+  double max_abs_error = 0;
+  double rms_log_error = 0;
+};
+
+// Fits `params` (default_fit_parameters when empty) by minimising the mean squared log error of
+// the step times, with a weak pull towards the starting values so that terms the data cannot
+// separate stay where the spec put them.
+CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start,
+                            std::vector<std::string> params = {});
+// Predicted vs measured without fitting.
+CalibrationResult evaluate_calibration(const CalibrationSet& set, const HardwareSpec& hw);
+
+}  // namespace specdec::sim

@@ -1,0 +1,33 @@
+#pragma once
+// Roofline timing of operators on a device: an operator takes the longest of its compute time
+// (FLOPs at the achievable fraction of peak), its memory time (bytes at the achievable fraction
+// of bandwidth) and the per-kernel floor; a collective takes a latency plus its bytes over the
+// interconnect.
+#include <string>
+#include <vector>
+
+#include "simulator/hardware_spec.hpp"
+#include "simulator/operators.hpp"
+
+namespace specdec::sim {
+
+struct OpCost {
+  Operator op;
+  double time_s = 0;   // one run
+  double total_s = 0;  // time_s × count
+  const char* bound = "";  // "compute", "memory", "floor", "comm", "host"
+};
+
+// The compute dtype used for a storage dtype on this hardware (e.g. fp32 weights on fp32 units;
+// int8/mxfp4 weights compute in bf16 unless the hardware lists them).
+std::string compute_dtype_for(const HardwareSpec& hw, const std::string& storage_dtype);
+
+OpCost cost_operator(const Operator& op, const HardwareSpec& hw, const std::string& compute_dtype);
+// Costs every operator; sums into `total_s` when given.
+std::vector<OpCost> cost_operators(const std::vector<Operator>& ops, const HardwareSpec& hw,
+                                   const std::string& compute_dtype, double* total_s = nullptr);
+
+// A host-side overhead entry (no FLOPs or bytes) for breakdowns.
+OpCost host_overhead(const char* name, const char* phase, double count, double seconds);
+
+}  // namespace specdec::sim

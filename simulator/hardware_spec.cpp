@@ -1,0 +1,148 @@
+#include "simulator/hardware_spec.hpp"
+
+#include "reference/core/error.hpp"
+#include "simulator/join.hpp"
+#include "simulator/spec_json.hpp"
+
+namespace specdec::sim {
+
+double HardwareSpec::peak_flops(const std::string& compute_dtype) const {
+  auto it = peak_flops_per_s.find(compute_dtype);
+  if (it == peak_flops_per_s.end()) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : peak_flops_per_s) names.push_back(k);
+    const std::string have = join_names(names);
+    throw Error("hardware '" + name + "' has no peak_flops_per_s entry for dtype '" + compute_dtype +
+                "' (it has: " + have + ")");
+  }
+  return it->second;
+}
+
+static double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
+  auto it = m.find(method);
+  if (it != m.end()) return it->second;
+  it = m.find("default");
+  return it == m.end() ? 0.0 : it->second;
+}
+
+double HardwareSpec::draft_step_overhead(const std::string& method) const {
+  return lookup_method(draft_step_overhead_s, method);
+}
+double HardwareSpec::spec_step_overhead(const std::string& method) const {
+  return lookup_method(spec_step_overhead_s, method);
+}
+
+double HardwareSpec::ridge_point(const std::string& compute_dtype) const {
+  return peak_flops(compute_dtype) * compute_efficiency /
+         (memory_bandwidth_bytes_per_s * memory_efficiency);
+}
+
+static std::map<std::string, double> parse_method_map(const nlohmann::json& j, const std::string& key,
+                                                      const std::string& source) {
+  std::map<std::string, double> out;
+  if (!has_field(j, key)) return out;
+  const auto& m = j.at(key);
+  const std::string where = source + ": field '" + key + "'";
+  if (m.is_number()) {
+    out["default"] = m.get<double>();
+  } else if (m.is_object()) {
+    for (const auto& [method, v] : m.items()) {
+      if (!v.is_number())
+        throw Error(source + ": field '" + key + "." + method + "' must be a number of seconds, got " + v.dump());
+      out[method] = v.get<double>();
+    }
+  } else {
+    throw Error(where + " must be a number of seconds or an object {method: seconds}");
+  }
+  for (const auto& [method, v] : out) require_positive(v, key + "." + method, source, true);
+  return out;
+}
+
+HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& source) {
+  check_known_fields(j,
+                     {"name", "kind", "memory_bytes", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
+                      "interconnect_bandwidth_bytes_per_s", "devices_per_instance",
+                      "price_per_instance_hour", "efficiency", "overhead", "measured"},
+                     source);
+  HardwareSpec h;
+  h.name = get_string(j, "name", source);
+  h.description = get_string_or(j, "description", h.name, source);
+  h.kind = get_string_or(j, "kind", "gpu", source);
+  if (h.kind != "gpu" && h.kind != "neuron" && h.kind != "cpu")
+    throw Error(source + ": field 'kind' must be gpu, neuron or cpu, got '" + h.kind + "'");
+  h.memory_bytes = get_number(j, "memory_bytes", source);
+  require_positive(h.memory_bytes, "memory_bytes", source);
+  h.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", source);
+  require_positive(h.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s", source);
+  if (!has_field(j, "peak_flops_per_s") || !j.at("peak_flops_per_s").is_object() ||
+      j.at("peak_flops_per_s").empty())
+    throw Error(source + ": field 'peak_flops_per_s' must be an object {dtype: FLOP/s}, e.g. {\"bf16\": 989e12}");
+  for (const auto& [dtype, v] : j.at("peak_flops_per_s").items()) {
+    if (!v.is_number()) throw Error(source + ": peak_flops_per_s." + dtype + " must be a number");
+    require_positive(v.get<double>(), "peak_flops_per_s." + dtype, source);
+    h.peak_flops_per_s[dtype] = v.get<double>();
+  }
+  h.interconnect_bandwidth_bytes_per_s = get_number_or(j, "interconnect_bandwidth_bytes_per_s", 0.0, source);
+  require_positive(h.interconnect_bandwidth_bytes_per_s, "interconnect_bandwidth_bytes_per_s", source, true);
+  h.devices_per_instance = get_int_or(j, "devices_per_instance", 1, source);
+  if (h.devices_per_instance < 1) throw Error(source + ": field 'devices_per_instance' must be >= 1");
+  h.price_per_instance_hour = get_number_or(j, "price_per_instance_hour", 0.0, source);
+  require_positive(h.price_per_instance_hour, "price_per_instance_hour", source, true);
+
+  if (has_field(j, "efficiency")) {
+    const auto& e = j.at("efficiency");
+    const std::string s = source + " (efficiency)";
+    check_known_fields(e, {"compute", "memory", "interconnect"}, s);
+    h.compute_efficiency = get_number_or(e, "compute", h.compute_efficiency, s);
+    h.memory_efficiency = get_number_or(e, "memory", h.memory_efficiency, s);
+    h.interconnect_efficiency = get_number_or(e, "interconnect", h.interconnect_efficiency, s);
+    for (auto [name, v] : {std::pair{"compute", h.compute_efficiency}, {"memory", h.memory_efficiency},
+                           {"interconnect", h.interconnect_efficiency}}) {
+      if (!(v > 0.0 && v <= 1.0))
+        throw Error(source + ": efficiency." + name + " must be in (0, 1], got " + std::to_string(v));
+    }
+  }
+  if (has_field(j, "overhead")) {
+    const auto& o = j.at("overhead");
+    const std::string s = source + " (overhead)";
+    check_known_fields(o, {"kernel_floor_s", "step_s", "comm_latency_s", "draft_step_s", "spec_step_s"}, s);
+    h.kernel_floor_s = get_number_or(o, "kernel_floor_s", 0.0, s);
+    h.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
+    h.comm_latency_s = get_number_or(o, "comm_latency_s", 0.0, s);
+    require_positive(h.kernel_floor_s, "kernel_floor_s", s, true);
+    require_positive(h.step_overhead_s, "step_s", s, true);
+    require_positive(h.comm_latency_s, "comm_latency_s", s, true);
+    h.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
+    h.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
+  }
+  return h;
+}
+
+HardwareSpec load_hardware_spec(const std::filesystem::path& path) {
+  return parse_hardware_spec(read_json_file(path), path.filename().string());
+}
+
+nlohmann::json hardware_spec_to_json(const HardwareSpec& h, const nlohmann::json& sources) {
+  nlohmann::json j;
+  j["name"] = h.name;
+  j["description"] = h.description;
+  j["kind"] = h.kind;
+  j["memory_bytes"] = h.memory_bytes;
+  j["memory_bandwidth_bytes_per_s"] = h.memory_bandwidth_bytes_per_s;
+  j["peak_flops_per_s"] = h.peak_flops_per_s;
+  j["interconnect_bandwidth_bytes_per_s"] = h.interconnect_bandwidth_bytes_per_s;
+  j["devices_per_instance"] = h.devices_per_instance;
+  j["price_per_instance_hour"] = h.price_per_instance_hour;
+  j["efficiency"] = {{"compute", h.compute_efficiency},
+                     {"memory", h.memory_efficiency},
+                     {"interconnect", h.interconnect_efficiency}};
+  j["overhead"] = {{"kernel_floor_s", h.kernel_floor_s},
+                   {"step_s", h.step_overhead_s},
+                   {"comm_latency_s", h.comm_latency_s},
+                   {"draft_step_s", h.draft_step_overhead_s},
+                   {"spec_step_s", h.spec_step_overhead_s}};
+  if (!sources.is_null()) j["sources"] = sources;
+  return j;
+}
+
+}  // namespace specdec::sim

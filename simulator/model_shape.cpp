@@ -1,0 +1,176 @@
+#include "simulator/model_shape.hpp"
+
+#include "reference/core/error.hpp"
+#include "simulator/spec_json.hpp"
+
+namespace specdec::sim {
+
+double dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp32") return 4.0;
+  if (dtype == "bf16" || dtype == "fp16") return 2.0;
+  if (dtype == "fp8" || dtype == "int8") return 1.0;
+  if (dtype == "mxfp4") return 4.25 / 8.0;  // 4-bit values plus one 8-bit scale per 32
+  throw Error("unknown dtype '" + dtype + "'; expected fp32, bf16, fp16, fp8, int8 or mxfp4");
+}
+
+std::string normalize_dtype(const std::string& dtype, const std::string& source) {
+  if (dtype == "bfloat16" || dtype == "bf16") return "bf16";
+  if (dtype == "float16" || dtype == "fp16" || dtype == "half") return "fp16";
+  if (dtype == "float32" || dtype == "fp32" || dtype == "float") return "fp32";
+  if (dtype == "fp8" || dtype == "float8_e4m3fn" || dtype == "float8_e5m2") return "fp8";
+  if (dtype == "int8") return "int8";
+  throw Error(source + ": unknown dtype '" + dtype + "'; expected bf16, fp16, fp32, fp8 or int8 (or torch names)");
+}
+
+double ModelShape::attention_params_per_layer() const {
+  const double H = hidden_size;
+  double p = H * (q_dim() + 2.0 * kv_dim()) + double(q_dim()) * H;
+  if (attention_bias) p += q_dim() + 2.0 * kv_dim();
+  return p;
+}
+
+double ModelShape::mlp_params_per_layer_total() const {
+  const double H = hidden_size;
+  if (!is_moe()) return 3.0 * H * intermediate_size;
+  return num_experts * 3.0 * H * expert_intermediate_size + 3.0 * H * shared_expert_intermediate_size +
+         H * num_experts;
+}
+
+double ModelShape::mlp_params_per_layer_active() const {
+  const double H = hidden_size;
+  if (!is_moe()) return 3.0 * H * intermediate_size;
+  return experts_per_token * 3.0 * H * expert_intermediate_size + 3.0 * H * shared_expert_intermediate_size +
+         H * num_experts;
+}
+
+double ModelShape::total_params() const {
+  const double embed = double(vocab_size) * hidden_size;
+  const double per_layer = attention_params_per_layer() + mlp_params_per_layer_total() + 2.0 * hidden_size;
+  return embed * (tie_word_embeddings ? 1.0 : 2.0) + num_layers * per_layer + hidden_size;
+}
+
+double ModelShape::active_params() const {
+  const double head = double(vocab_size) * hidden_size;
+  const double per_layer = attention_params_per_layer() + mlp_params_per_layer_active() + 2.0 * hidden_size;
+  return head + num_layers * per_layer + hidden_size;
+}
+
+double ModelShape::kv_bytes_per_token(double kv_bytes) const {
+  return 2.0 * num_layers * kv_dim() * kv_bytes;
+}
+
+void validate_model_shape(const ModelShape& m, const std::string& source) {
+  auto positive = [&](int v, const char* field) {
+    if (v <= 0) throw Error(source + ": '" + field + "' must be > 0, got " + std::to_string(v));
+  };
+  positive(m.hidden_size, "hidden_size");
+  positive(m.num_layers, "num_hidden_layers");
+  positive(m.num_heads, "num_attention_heads");
+  positive(m.num_kv_heads, "num_key_value_heads");
+  positive(m.head_dim, "head_dim");
+  positive(m.vocab_size, "vocab_size");
+  if (m.num_heads % m.num_kv_heads != 0)
+    throw Error(source + ": num_attention_heads (" + std::to_string(m.num_heads) +
+                ") must be a multiple of num_key_value_heads (" + std::to_string(m.num_kv_heads) + ")");
+  if (m.is_moe()) {
+    positive(m.experts_per_token, "num_experts_per_tok");
+    positive(m.expert_intermediate_size, "moe_intermediate_size");
+    if (m.experts_per_token > m.num_experts)
+      throw Error(source + ": num_experts_per_tok (" + std::to_string(m.experts_per_token) +
+                  ") exceeds the number of experts (" + std::to_string(m.num_experts) + ")");
+  } else {
+    positive(m.intermediate_size, "intermediate_size");
+  }
+  if (m.sliding_window < 0) throw Error(source + ": 'sliding_window' must be >= 0");
+  if (m.sliding_layer_fraction < 0.0 || m.sliding_layer_fraction > 1.0)
+    throw Error(source + ": sliding-window layer fraction must be in [0, 1]");
+  dtype_bytes(m.dtype);
+}
+
+ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& source) {
+  if (!j_in.is_object()) throw Error(source + ": a model config must be a JSON object");
+  // Multimodal configs nest the language model under text_config.
+  const nlohmann::json& j = has_field(j_in, "text_config") && !has_field(j_in, "hidden_size")
+                                ? j_in.at("text_config")
+                                : j_in;
+  ModelShape m;
+  m.name = get_string_or(j_in, "name", get_string_or(j_in, "_name_or_path", source, source), source);
+  m.source = get_string_or(j_in, "source", source, source);
+  m.hidden_size = get_int(j, "hidden_size", source);
+  m.num_layers = get_int(j, "num_hidden_layers", source);
+  m.num_heads = get_int(j, "num_attention_heads", source);
+  m.num_kv_heads = get_int_or(j, "num_key_value_heads", m.num_heads, source);
+  if (m.num_heads <= 0) throw Error(source + ": 'num_attention_heads' must be > 0");
+  m.head_dim = get_int_or(j, "head_dim", m.hidden_size / m.num_heads, source);
+  m.vocab_size = get_int(j, "vocab_size", source);
+  m.tie_word_embeddings = get_bool_or(j, "tie_word_embeddings", false, source);
+  m.attention_bias = get_bool_or(j, "attention_bias", j.value("model_type", "") == "qwen2", source);
+  m.mlp_bias = get_bool_or(j, "mlp_bias", false, source);
+
+  // Mixture of experts, under the names different families use.
+  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
+    if (has_field(j, key)) m.num_experts = get_int(j, key, source);
+  for (const char* key : {"num_experts_per_tok", "experts_per_token", "num_experts_per_token"})
+    if (has_field(j, key)) m.experts_per_token = get_int(j, key, source);
+  m.intermediate_size = get_int_or(j, "intermediate_size", 0, source);
+  if (m.num_experts > 0) {
+    m.expert_intermediate_size = get_int_or(j, "moe_intermediate_size", m.intermediate_size, source);
+    m.shared_expert_intermediate_size = get_int_or(j, "shared_expert_intermediate_size", 0, source);
+  }
+  if (m.num_experts > 0 && m.experts_per_token == 0)
+    throw Error(source + ": mixture-of-experts config (" + std::to_string(m.num_experts) +
+                " experts) lacks 'num_experts_per_tok' (or 'experts_per_token')");
+
+  // Sliding window: Mistral applies it to every layer; GPT-OSS lists layer_types; Qwen2 only
+  // when use_sliding_window is true.
+  if (has_field(j, "sliding_window") && j.at("sliding_window").is_number()) {
+    m.sliding_window = get_int(j, "sliding_window", source);
+    m.sliding_layer_fraction = 1.0;
+    if (has_field(j, "use_sliding_window") && !get_bool_or(j, "use_sliding_window", false, source)) {
+      m.sliding_window = 0;
+      m.sliding_layer_fraction = 0.0;
+    }
+    if (has_field(j, "layer_types") && j.at("layer_types").is_array() && !j.at("layer_types").empty()) {
+      int sliding = 0;
+      for (const auto& t : j.at("layer_types")) sliding += t.is_string() && t.get<std::string>() == "sliding_attention";
+      m.sliding_layer_fraction = double(sliding) / double(j.at("layer_types").size());
+    }
+  }
+
+  std::string dtype = get_string_or(j, "torch_dtype", get_string_or(j, "dtype", "bfloat16", source), source);
+  m.dtype = normalize_dtype(dtype, source + " (torch_dtype)");
+  if (has_field(j, "quantization_config") && j.at("quantization_config").is_object()) {
+    const std::string method = j.at("quantization_config").value("quant_method", "");
+    if (method == "mxfp4" && m.is_moe()) m.expert_weight_bytes = dtype_bytes("mxfp4");
+  }
+  if (has_field(j_in, "expert_weight_bytes")) m.expert_weight_bytes = get_number(j_in, "expert_weight_bytes", source);
+  validate_model_shape(m, source);
+  return m;
+}
+
+ModelShape load_model_shape(const std::filesystem::path& path) {
+  return parse_model_shape(read_json_file(path), path.filename().string());
+}
+
+ModelShape model_shape_from_config(const ModelConfig& c, const std::string& name) {
+  ModelShape m;
+  m.name = name;
+  m.source = name;
+  m.hidden_size = c.hidden_size;
+  m.intermediate_size = c.intermediate_size;
+  m.num_layers = c.num_hidden_layers;
+  m.num_heads = c.num_attention_heads;
+  m.num_kv_heads = c.num_key_value_heads;
+  m.head_dim = c.head_dim;
+  m.vocab_size = c.vocab_size;
+  m.tie_word_embeddings = c.tie_word_embeddings;
+  m.attention_bias = c.attention_bias;
+  m.mlp_bias = c.mlp_bias;
+  m.sliding_window = c.sliding_window;
+  m.sliding_layer_fraction = c.sliding_window > 0 ? 1.0 : 0.0;
+  m.dtype = normalize_dtype(c.torch_dtype, name);
+  validate_model_shape(m, name);
+  return m;
+}
+
+}  // namespace specdec::sim

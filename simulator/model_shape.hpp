@@ -1,0 +1,65 @@
+#pragma once
+// The shape of a decoder-only transformer as the cost model needs it: sizes, attention layout,
+// vocabulary, mixture-of-experts structure and storage precision. Read from any Hugging Face
+// config.json (dense Llama-family, Mistral, Qwen2/3, Qwen3-MoE, GPT-OSS, ...) or from a model spec
+// file in simulator/specs/models/ (a config.json plus "name" and "source").
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reference/model/model_config.hpp"
+
+namespace specdec::sim {
+
+struct ModelShape {
+  std::string name;
+  std::string source;
+  int hidden_size = 0;         // H
+  int intermediate_size = 0;   // I (dense MLP)
+  int num_layers = 0;          // L
+  int num_heads = 0;           // nh
+  int num_kv_heads = 0;        // nkv
+  int head_dim = 0;            // hd
+  int vocab_size = 0;          // V
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  // Mixture of experts (num_experts == 0: dense).
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int expert_intermediate_size = 0;         // per expert
+  int shared_expert_intermediate_size = 0;  // always-active shared expert, 0 = none
+  double expert_weight_bytes = 0;           // bytes per expert weight; 0 = the run's dtype (MXFP4: 4.25/8)
+  // Attention window: sliding_window tokens on a fraction of the layers (0 = full attention).
+  int sliding_window = 0;
+  double sliding_layer_fraction = 0.0;
+  std::string dtype = "bf16";  // storage dtype of weights (bf16, fp16, fp32, fp8)
+
+  bool is_moe() const { return num_experts > 0; }
+  int q_dim() const { return num_heads * head_dim; }
+  int kv_dim() const { return num_kv_heads * head_dim; }
+  // Parameter counts (embedding and LM head included; tied embeddings counted once).
+  double attention_params_per_layer() const;
+  double mlp_params_per_layer_total() const;   // all experts
+  double mlp_params_per_layer_active() const;  // experts_per_token experts + shared + router
+  double total_params() const;
+  double active_params() const;  // read per token at batch 1 (embedding row excluded)
+  // KV-cache bytes for one token of context (all layers), at `kv_bytes` per element.
+  double kv_bytes_per_token(double kv_bytes) const;
+};
+
+// Parses a Hugging Face config.json object (extra fields "name" and "source" are used when
+// present). `source` names the file in error messages.
+ModelShape parse_model_shape(const nlohmann::json& j, const std::string& source);
+ModelShape load_model_shape(const std::filesystem::path& path);
+// From the reference's parsed config (dense Llama family).
+ModelShape model_shape_from_config(const ModelConfig& c, const std::string& name);
+// Validates sizes and divisibility; throws specdec::Error naming the field.
+void validate_model_shape(const ModelShape& m, const std::string& source);
+
+// Bytes per element of a dtype name (fp32 4, bf16/fp16 2, fp8/int8 1, mxfp4 0.53125); throws otherwise.
+double dtype_bytes(const std::string& dtype);
+// Normalises torch dtype names ("bfloat16" -> "bf16", "float32" -> "fp32", ...); throws if unknown.
+std::string normalize_dtype(const std::string& dtype, const std::string& source);
+
+}  // namespace specdec::sim

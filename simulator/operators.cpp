@@ -1,0 +1,163 @@
+#include "simulator/operators.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace specdec::sim {
+
+namespace {
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// An elementwise or normalisation kernel: reads `in` and writes `out` elements per token.
+Operator elementwise(const char* name, double width, double reads, double flops_per_elem,
+                     const ForwardParams& p, const char* phase, double count) {
+  Operator op;
+  op.name = name;
+  op.phase = phase;
+  op.count = count;
+  const double n = p.batch * p.tokens * width;
+  op.flops = flops_per_elem * n;
+  op.bytes = (reads + 1.0) * n * p.act_bytes;
+  return op;
+}
+
+Operator collective(const char* name, double payload_bytes, double ring_factor, const ForwardParams& p,
+                    const char* phase, double count) {
+  Operator op;
+  op.name = name;
+  op.phase = phase;
+  op.count = count;
+  op.collective = true;
+  op.comm_bytes = payload_bytes * ring_factor * (p.tp - 1) / p.tp;
+  return op;
+}
+
+}  // namespace
+
+void append_linear(std::vector<Operator>& ops, const char* name, double in, double out, double rows,
+                   const ForwardParams& p, const char* phase, double count) {
+  // y: (rows, out) = x: (rows, in) · Wᵀ, W: (out, in)
+  Operator op;
+  op.name = name;
+  op.phase = phase;
+  op.count = count;
+  op.flops = 2.0 * rows * in * out;
+  op.weight_bytes = in * out * p.weight_bytes;
+  op.bytes = op.weight_bytes + rows * (in + out) * p.act_bytes;
+  ops.push_back(op);
+}
+
+void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParams& p, const char* phase,
+                      double count) {
+  Operator op;
+  op.name = "embedding";
+  op.phase = phase;
+  op.count = count;
+  const double n = p.batch * p.tokens;
+  op.bytes = n * hidden * (p.weight_bytes + p.act_bytes);
+  ops.push_back(op);
+}
+
+void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
+                           const ForwardParams& p, const char* phase) {
+  const double H = m.hidden_size;
+  const double hd = m.head_dim;
+  const double tp = p.tp;
+  const double heads = ceil_div(m.num_heads, tp);      // query heads per device
+  const double kv_heads = ceil_div(m.num_kv_heads, tp);  // replicated when tp > nkv
+  const double rows = p.batch * p.tokens;
+
+  ops.push_back(elementwise("input_norm", H, 1, 4, p, phase, layers));
+  append_linear(ops, "qkv_proj", qkv_in, (heads + 2 * kv_heads) * hd, rows, p, phase, layers);
+  ops.push_back(elementwise("rope", (heads + kv_heads) * hd, 1, 6, p, phase, layers));
+
+  // Attention: each new token attends to the cached context and to the new tokens before it
+  // (on average (T + 1) / 2 of them; tree masks see fewer, which this slightly overstates).
+  auto attention = [&](double fraction, double window) {
+    double keys = p.context + (p.tokens + 1.0) / 2.0;
+    double cached = p.context + p.tokens;
+    if (window > 0) {
+      keys = std::min(keys, window);
+      cached = std::min(cached, window + p.tokens);
+    }
+    Operator op;
+    op.name = window > 0 ? "attention.sliding" : "attention";
+    op.phase = phase;
+    op.count = layers * fraction;
+    op.flops = 4.0 * rows * keys * heads * hd;  // QKᵀ and PV
+    op.kv_bytes = p.batch * (cached * 2.0 * kv_heads * hd) * p.act_bytes;  // K and V read once per sequence
+    op.bytes = op.kv_bytes + rows * 2.0 * heads * hd * p.act_bytes;        // q in, output out
+    if (op.count > 0) ops.push_back(op);
+  };
+  const double sliding = m.sliding_window > 0 ? m.sliding_layer_fraction : 0.0;
+  attention(1.0 - sliding, 0);
+  attention(sliding, m.sliding_window);
+
+  append_linear(ops, "o_proj", heads * hd, H, rows, p, phase, layers);
+  if (p.tp > 1) ops.push_back(collective("all_reduce.attn", rows * H * p.act_bytes, 2.0, p, phase, layers));
+  ops.push_back(elementwise("post_attention_norm", H, 2, 5, p, phase, layers));  // residual add + norm
+
+  if (!m.is_moe()) {
+    const double I = ceil_div(m.intermediate_size, tp);
+    append_linear(ops, "mlp.gate_up_proj", H, 2 * I, rows, p, phase, layers);
+    ops.push_back(elementwise("mlp.act_mul", I, 2, 5, p, phase, layers));
+    append_linear(ops, "mlp.down_proj", I, H, rows, p, phase, layers);
+  } else {
+    const double E = m.num_experts;
+    const double k = m.experts_per_token;
+    const double Ie = ceil_div(m.expert_intermediate_size, tp);
+    const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : p.weight_bytes;
+    append_linear(ops, "moe.router", H, E, rows, p, phase, layers);
+    // Distinct experts touched by `rows` tokens choosing k of E uniformly.
+    const double touched = E * (1.0 - std::pow(1.0 - k / E, rows));
+    Operator ex;
+    ex.name = "moe.experts";
+    ex.phase = phase;
+    ex.count = layers;
+    ex.flops = 2.0 * rows * k * 3.0 * H * Ie;
+    ex.weight_bytes = touched * 3.0 * H * Ie * eb;
+    ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
+    ops.push_back(ex);
+    if (m.shared_expert_intermediate_size > 0) {
+      const double Is = ceil_div(m.shared_expert_intermediate_size, tp);
+      append_linear(ops, "moe.shared_gate_up", H, 2 * Is, rows, p, phase, layers);
+      append_linear(ops, "moe.shared_down", Is, H, rows, p, phase, layers);
+    }
+  }
+  if (p.tp > 1) ops.push_back(collective("all_reduce.mlp", rows * H * p.act_bytes, 2.0, p, phase, layers));
+  ops.push_back(elementwise("residual_add", H, 2, 1, p, phase, layers));
+}
+
+void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const ForwardParams& p,
+                    const char* phase, double count) {
+  const double rows = p.batch * p.logit_rows;
+  ForwardParams q = p;
+  q.tokens = p.logit_rows;
+  ops.push_back(elementwise("final_norm", hidden, 1, 4, q, phase, count));
+  const double v = std::ceil(double(vocab) / p.tp);  // vocab-parallel
+  append_linear(ops, "lm_head", hidden, v, rows, p, phase, count);
+  if (p.tp > 1) ops.push_back(collective("all_gather.logits", rows * vocab * 4.0, 1.0, p, phase, count));
+  // Sampling reads the fp32 logits a few times (softmax, top-k/p, draw).
+  Operator s;
+  s.name = "sampling";
+  s.phase = phase;
+  s.count = count;
+  s.flops = 5.0 * rows * vocab;
+  s.bytes = 3.0 * rows * vocab * 4.0;
+  ops.push_back(s);
+}
+
+std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase) {
+  std::vector<Operator> ops;
+  append_embedding(ops, m.hidden_size, p, phase);
+  append_decoder_layers(ops, m, m.num_layers, m.hidden_size, p, phase);
+  append_lm_head(ops, m.hidden_size, m.vocab_size, p, phase);
+  return ops;
+}
+
+void scale_counts(std::vector<Operator>& ops, double factor) {
+  for (auto& op : ops) op.count *= factor;
+}
+
+}  // namespace specdec::sim

@@ -1,0 +1,57 @@
+#pragma once
+// The operators of a transformer forward, with the FLOPs and bytes each moves on one device.
+// Tensor parallelism (degree tp) splits heads, MLP columns and the vocabulary across devices and
+// adds the collectives; KV heads are replicated when tp exceeds their number.
+#include <string>
+#include <vector>
+
+#include "simulator/model_shape.hpp"
+
+namespace specdec::sim {
+
+struct Operator {
+  // Names are string literals so that building millions of operator lists in a sweep is cheap.
+  const char* name = "";   // e.g. "attention", "mlp.down_proj"
+  const char* phase = "";  // "draft", "verify", "decode", "prefill"
+  double count = 1;       // runs per step (layers × forwards)
+  double flops = 0;       // per run, per device
+  double bytes = 0;       // per run, per device: weights + activations + KV cache
+  double weight_bytes = 0;  // part of bytes
+  double kv_bytes = 0;      // part of bytes
+  double comm_bytes = 0;    // collectives: bytes each device sends (ring factor included)
+  bool collective = false;
+};
+
+// One forward over `tokens` new tokens per sequence for `batch` sequences, `context` tokens
+// already cached per sequence, of which `logit_rows` per sequence need logits.
+struct ForwardParams {
+  double tokens = 1;
+  int batch = 1;
+  double context = 0;
+  int tp = 1;
+  double logit_rows = 1;
+  double weight_bytes = 2;  // bytes per weight element
+  double act_bytes = 2;     // bytes per activation / KV element
+};
+
+// `layers` decoder layers of `m` (qkv_in: width of the q/k/v input, H normally, 2H for EAGLE-3
+// heads), with norms, attention over the cache, MLP (dense or MoE) and TP collectives.
+void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
+                           const ForwardParams& p, const char* phase);
+// A linear layer applied to every new token (e.g. EAGLE's fc), replicated on every device.
+void append_linear(std::vector<Operator>& ops, const char* name, double in, double out,
+                   double rows, const ForwardParams& p, const char* phase, double count = 1);
+// Embedding lookup: reads one row per token.
+void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParams& p,
+                      const char* phase, double count = 1);
+// Final norm, vocab-parallel LM head over `vocab` rows, logit gather and sampling.
+void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const ForwardParams& p,
+                    const char* phase, double count = 1);
+
+// A full target forward (embedding, L layers, LM head).
+std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase);
+
+// Multiplies every operator's count by `factor` (e.g. K drafter steps).
+void scale_counts(std::vector<Operator>& ops, double factor);
+
+}  // namespace specdec::sim

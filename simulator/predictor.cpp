@@ -1,0 +1,252 @@
+#include "simulator/predictor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reference/core/error.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+std::string storage_dtype(const Scenario& s) { return s.workload.dtype.empty() ? s.target.dtype : s.workload.dtype; }
+
+ForwardParams base_params(const Scenario& s) {
+  ForwardParams p;
+  const std::string dtype = storage_dtype(s);
+  p.weight_bytes = dtype_bytes(dtype);
+  p.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  p.batch = s.workload.batch;
+  p.tp = s.workload.tp;
+  return p;
+}
+
+struct Accumulator {
+  const Scenario& s;
+  std::string compute_dtype;
+  StepCost step;
+  void add(const std::vector<Operator>& ops, double* bucket) {
+    for (const auto& op : ops) {
+      step.ops.push_back(cost_operator(op, s.hardware, compute_dtype));
+      *bucket += step.ops.back().total_s;
+    }
+  }
+  void overhead(const char* name, const char* phase, double count, double seconds) {
+    if (count <= 0 || seconds <= 0) return;
+    step.ops.push_back(host_overhead(name, phase, count, seconds));
+    step.overhead_s += step.ops.back().total_s;
+  }
+};
+
+// One forward of an EAGLE-style head (or P-EAGLE's N layers) over `tokens` positions, `fc_rows`
+// of which pass through fc, with `logit_rows` LM-head rows per sequence.
+std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, double tokens, double fc_rows,
+                                   double logit_rows, const char* phase) {
+  std::vector<Operator> ops;
+  ForwardParams p = base;
+  p.tokens = tokens;
+  p.logit_rows = logit_rows;
+  append_embedding(ops, d.shape.hidden_size, p, phase);
+  if (d.fc_in > 0 && fc_rows > 0) append_linear(ops, "fc", d.fc_in, d.shape.hidden_size, p.batch * fc_rows, p, phase);
+  append_decoder_layers(ops, d.shape, 1, d.qkv_in, p, phase);
+  if (d.num_layers > 1) append_decoder_layers(ops, d.shape, d.num_layers - 1, d.shape.hidden_size, p, phase);
+  append_lm_head(ops, d.shape.hidden_size, d.lm_head_vocab, p, phase);
+  return ops;
+}
+
+}  // namespace
+
+void validate_scenario(const Scenario& s) {
+  const auto& w = s.workload;
+  if (w.batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(w.batch));
+  if (w.prompt_len < 1) throw Error("prompt length must be >= 1, got " + std::to_string(w.prompt_len));
+  if (w.output_len < 1) throw Error("output length must be >= 1, got " + std::to_string(w.output_len));
+  if (w.tp < 1) throw Error("tensor-parallel degree must be >= 1, got " + std::to_string(w.tp));
+  if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
+    throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
+                std::to_string(w.tp) + " is impossible");
+  dtype_bytes(storage_dtype(s));
+  const Method m = s.plan.method;
+  if (m == Method::sequential) return;
+  if (!s.drafter) throw Error("method " + method_name(m) + " needs a drafter (--drafter)");
+  if (s.drafter->method != m)
+    throw Error("drafter '" + s.drafter->name + "' is a " + method_name(s.drafter->method) + " drafter, not " +
+                method_name(m));
+  if (!s.acceptance) throw Error("method " + method_name(m) + " needs an acceptance model (--alpha, --acceptance, ...)");
+  if (s.plan.tree) {
+    if (m == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; tree drafting is not supported for it");
+    if (s.plan.tree->num_nodes() < 1) throw Error("draft tree has no nodes");
+  } else {
+    if (s.plan.k < 1) throw Error("draft length K must be >= 1 for method " + method_name(m) + ", got " +
+                                  std::to_string(s.plan.k));
+    if (m == Method::peagle && s.drafter->trained_depth > 0 && s.plan.k > s.drafter->trained_depth)
+      throw Error("P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " +
+                  std::to_string(s.drafter->trained_depth) + " parallel positions; K = " + std::to_string(s.plan.k) +
+                  " is beyond it");
+  }
+  if (s.drafter->shape.vocab_size != s.target.vocab_size && m == Method::draft_model)
+    throw Error("draft model and target vocabularies differ");
+}
+
+StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step) {
+  Accumulator acc{s, compute_dtype_for(s.hardware, storage_dtype(s)), {}};
+  ForwardParams base = base_params(s);
+  base.context = context;
+  const Method m = s.plan.method;
+  const HardwareSpec& hw = s.hardware;
+
+  // Target forward: one token (sequential) or the whole draft (verification).
+  double verify_tokens = 1;
+  if (m != Method::sequential) verify_tokens = s.plan.tree ? s.plan.tree->num_nodes() + 1.0 : s.plan.k + 1.0;
+  {
+    ForwardParams p = base;
+    p.tokens = verify_tokens;
+    p.logit_rows = verify_tokens;
+    acc.add(model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify"), &acc.step.verify_s);
+  }
+  acc.step.verify_tokens = verify_tokens;
+  acc.overhead("step_overhead", "overhead", 1, hw.step_overhead_s);
+  if (m == Method::sequential) return acc.step;
+
+  const Drafter& d = *s.drafter;
+  const std::string mname = method_name(m);
+  // Tokens each drafter forward processes: the first re-reads the accepted tokens (EAGLE heads
+  // need their target features), later ones the previous level of the chain or tree.
+  std::vector<double> level_tokens;
+  const double catch_up = m == Method::draft_model ? 1.0 : tokens_per_step;
+  if (m == Method::peagle) {
+    level_tokens = {catch_up + s.plan.k - 1.0};
+  } else if (s.plan.tree) {
+    const TreeShape& t = *s.plan.tree;
+    level_tokens.push_back(catch_up);
+    for (int depth = 1; depth < t.max_depth(); ++depth) level_tokens.push_back(t.nodes_at_depth(depth));
+  } else {
+    level_tokens.push_back(catch_up);
+    for (int i = 1; i < s.plan.k; ++i) level_tokens.push_back(1.0);
+  }
+  for (size_t step = 0; step < level_tokens.size(); ++step) {
+    const double tokens = level_tokens[step];
+    if (m == Method::draft_model) {
+      ForwardParams p = base;
+      p.tokens = tokens;
+      p.logit_rows = tokens;
+      acc.add(model_forward_ops(d.shape, p, "draft"), &acc.step.draft_s);
+    } else if (m == Method::peagle) {
+      acc.add(head_forward(d, base, tokens, catch_up, s.plan.k, "draft"), &acc.step.draft_s);
+    } else {
+      // EAGLE-1 applies fc at every step; EAGLE-3 only to the fused target features of step 1.
+      const double fc_rows = (m == Method::eagle1 || step == 0) ? tokens : 0.0;
+      acc.add(head_forward(d, base, tokens, fc_rows, step == 0 ? 1.0 : tokens, "draft"), &acc.step.draft_s);
+    }
+  }
+  acc.step.draft_forwards = int(level_tokens.size());
+  acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, hw.draft_step_overhead(mname));
+  acc.overhead("spec_step_overhead", "overhead", 1, hw.spec_step_overhead(mname));
+  return acc.step;
+}
+
+StepCost prefill_cost(const Scenario& s) {
+  Accumulator acc{s, compute_dtype_for(s.hardware, storage_dtype(s)), {}};
+  ForwardParams p = base_params(s);
+  p.batch = 1;
+  p.tokens = s.workload.prompt_len;
+  p.logit_rows = 1;
+  acc.add(model_forward_ops(s.target, p, "prefill"), &acc.step.verify_s);
+  acc.overhead("step_overhead", "overhead", 1, s.hardware.step_overhead_s);
+  if (s.plan.method != Method::sequential && s.drafter) {
+    const Drafter& d = *s.drafter;
+    if (d.method == Method::draft_model)
+      acc.add(model_forward_ops(d.shape, p, "prefill"), &acc.step.draft_s);
+    else
+      acc.add(head_forward(d, p, p.tokens, p.tokens, 1, "prefill"), &acc.step.draft_s);
+  }
+  acc.step.verify_tokens = p.tokens;
+  return acc.step;
+}
+
+Prediction predict(const Scenario& s) {
+  validate_scenario(s);
+  Prediction r;
+  r.method = s.plan.method;
+  r.k = s.plan.tree ? s.plan.tree->max_depth() : s.plan.k;
+  r.tree_nodes = s.plan.tree ? s.plan.tree->num_nodes() : 0;
+  const double context = s.workload.prompt_len + 0.5 * s.workload.output_len;  // mean over the output
+
+  if (s.plan.method == Method::sequential) {
+    r.tokens_per_step = 1.0;
+  } else if (s.plan.tree) {
+    r.tokens_per_step = tree_expected_tokens(*s.plan.tree, *s.acceptance);
+  } else {
+    r.tokens_per_step = s.acceptance->expected_tokens(s.plan.k);
+  }
+  r.step = decode_step_cost(s, context, r.tokens_per_step);
+  r.tpot_s = r.step.total_s() / r.tokens_per_step;
+
+  Scenario seq = s;
+  seq.plan = DraftPlan{};
+  r.sequential_tpot_s = s.plan.method == Method::sequential ? r.tpot_s : decode_step_cost(seq, context, 1.0).total_s();
+  r.speedup = r.sequential_tpot_s / r.tpot_s;
+  r.throughput_tokens_per_s = s.workload.batch / r.tpot_s;
+  r.ttft_s = prefill_cost(s).total_s();
+
+  // Memory per device: weights split by tp (KV heads replicated when tp > nkv).
+  const double wb = dtype_bytes(storage_dtype(s));
+  const double kvb = storage_dtype(s) == "fp32" ? 4.0 : 2.0;
+  auto weights = [&](const ModelShape& m) {
+    double expert = 0;
+    if (m.is_moe()) {
+      const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : wb;
+      expert = m.num_layers * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - wb);
+    }
+    return (m.total_params() * wb + expert) / s.workload.tp;
+  };
+  r.weight_bytes_per_device = weights(s.target);
+  if (s.drafter && s.plan.method != Method::sequential) {
+    const Drafter& d = *s.drafter;
+    if (d.method == Method::draft_model) {
+      r.weight_bytes_per_device += weights(d.shape);
+    } else {
+      double head = d.num_layers * (d.shape.attention_params_per_layer() * d.qkv_in / d.shape.hidden_size +
+                                    d.shape.mlp_params_per_layer_total()) +
+                    double(d.fc_in) * d.shape.hidden_size;
+      if (d.lm_head_vocab != s.target.vocab_size) head += double(d.lm_head_vocab) * d.shape.hidden_size;
+      r.weight_bytes_per_device += head * wb / s.workload.tp;
+    }
+  }
+  const double kv_heads_per_device = std::ceil(double(s.target.num_kv_heads) / s.workload.tp);
+  r.kv_bytes_per_device = double(s.workload.batch) * (s.workload.prompt_len + s.workload.output_len) * 2.0 *
+                          s.target.num_layers * kv_heads_per_device * s.target.head_dim * kvb;
+  r.fits_memory = r.weight_bytes_per_device + r.kv_bytes_per_device <= s.hardware.memory_bytes;
+
+  double flops = 0, bytes = 0;
+  for (const auto& c : r.step.ops)
+    if (std::string(c.op.phase) == "verify" || std::string(c.op.phase) == "decode") {
+      flops += c.op.flops * c.op.count;
+      bytes += c.op.bytes * c.op.count;
+    }
+  r.verify_intensity = bytes > 0 ? flops / bytes : 0;
+  r.ridge_point = s.hardware.ridge_point(compute_dtype_for(s.hardware, storage_dtype(s)));
+  return r;
+}
+
+BestK best_k(Scenario s, int k_min, int k_max) {
+  if (s.plan.method == Method::sequential) throw Error("best K is undefined for sequential decoding");
+  if (k_min < 1 || k_max < k_min)
+    throw Error("K range must satisfy 1 <= k_min <= k_max, got " + std::to_string(k_min) + ".." + std::to_string(k_max));
+  s.plan.tree.reset();
+  BestK out;
+  double best = std::numeric_limits<double>::infinity();
+  for (int k = k_min; k <= k_max; ++k) {
+    s.plan.k = k;
+    out.all.push_back(predict(s));
+    if (out.all.back().tpot_s < best) {
+      best = out.all.back().tpot_s;
+      out.k = k;
+      out.best = out.all.back();
+    }
+  }
+  return out;
+}
+
+}  // namespace specdec::sim

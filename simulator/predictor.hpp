@@ -1,0 +1,91 @@
+#pragma once
+// The simulator's pure function: (target shape, drafter, hardware, workload, method
+// configuration, acceptance model) -> TTFT, TPOT, throughput, speedup, AL and a per-operator
+// breakdown of one decoding step.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simulator/acceptance.hpp"
+#include "simulator/cost_model.hpp"
+#include "simulator/drafter_spec.hpp"
+#include "simulator/hardware_spec.hpp"
+#include "simulator/method.hpp"
+#include "simulator/model_shape.hpp"
+#include "simulator/tree_shape.hpp"
+
+namespace specdec::sim {
+
+struct Workload {
+  int batch = 1;          // concurrent sequences decoded together
+  int prompt_len = 512;   // tokens
+  int output_len = 256;   // tokens
+  int tp = 1;             // tensor-parallel degree (devices per model replica)
+  std::string dtype;      // weights / activations / KV dtype; empty = the target's torch_dtype
+};
+
+struct DraftPlan {
+  Method method = Method::sequential;
+  int k = 0;                      // chain: draft tokens per step (P-EAGLE: parallel depth)
+  std::optional<TreeShape> tree;  // tree drafting instead of a chain (eagle1, eagle3, draft_model)
+};
+
+struct Scenario {
+  ModelShape target;
+  std::optional<Drafter> drafter;  // required unless sequential
+  HardwareSpec hardware;
+  Workload workload;
+  DraftPlan plan;
+  AcceptancePtr acceptance;        // required unless sequential
+};
+
+// One decoding step (sequential: one target forward; speculative: drafting + verification).
+struct StepCost {
+  std::vector<OpCost> ops;
+  double draft_s = 0;
+  double verify_s = 0;    // the target forward (sequential: the decode forward)
+  double overhead_s = 0;  // host/engine overheads
+  int draft_forwards = 0;
+  double verify_tokens = 1;  // tokens per sequence in the target forward
+  double total_s() const { return draft_s + verify_s + overhead_s; }
+};
+
+struct Prediction {
+  Method method = Method::sequential;
+  int k = 0;
+  int tree_nodes = 0;            // 0 for chains
+  double tokens_per_step = 1;    // AL, counting the bonus token
+  double tpot_s = 0;             // time per output token of one sequence
+  double ttft_s = 0;             // prefill of one prompt (+ drafter prefill) + one step overhead
+  double throughput_tokens_per_s = 0;  // output tokens per second per replica (batch / TPOT)
+  double sequential_tpot_s = 0;  // the same workload decoded sequentially
+  double speedup = 1;            // sequential TPOT / this TPOT
+  double weight_bytes_per_device = 0;
+  double kv_bytes_per_device = 0;  // at prompt + output tokens for the whole batch
+  bool fits_memory = true;
+  double verify_intensity = 0;   // FLOP/byte of the verification forward
+  double ridge_point = 0;        // FLOP/byte above which the hardware is compute bound
+  StepCost step;                 // breakdown of one step at the mean decoding context
+};
+
+// Checks the scenario (K ≥ 1 for speculative methods, tp within the instance, drafter present,
+// P-EAGLE depth within its trained depth, ...); throws specdec::Error on the first problem.
+void validate_scenario(const Scenario& s);
+
+// Cost of one decoding step at `context` cached tokens, with `tokens_per_step` the expected AL
+// (it sets how many tokens EAGLE drafters re-read after verification).
+StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step);
+// Prefill of one prompt (target and, for speculative methods, the drafter).
+StepCost prefill_cost(const Scenario& s);
+
+Prediction predict(const Scenario& s);
+
+struct BestK {
+  int k = 0;
+  Prediction best;
+  std::vector<Prediction> all;  // k_min..k_max in order
+};
+// Evaluates K = k_min..k_max (chain drafting) and returns the one with the lowest TPOT.
+BestK best_k(Scenario s, int k_min, int k_max);
+
+}  // namespace specdec::sim

@@ -1,0 +1,74 @@
+#include "simulator/spec_library.hpp"
+
+#include <algorithm>
+
+#include "reference/core/error.hpp"
+#include "simulator/join.hpp"
+
+#ifndef SPECDEC_SPECS_DIR
+#define SPECDEC_SPECS_DIR "simulator/specs"
+#endif
+
+namespace specdec::sim {
+
+SpecLibrary::SpecLibrary(std::vector<std::filesystem::path> dirs) : dirs_(std::move(dirs)) {
+  dirs_.insert(dirs_.begin(), bundled_dir());
+}
+
+std::filesystem::path SpecLibrary::bundled_dir() { return std::filesystem::path(SPECDEC_SPECS_DIR); }
+
+std::vector<std::string> SpecLibrary::names(const std::string& kind) const {
+  std::vector<std::string> out;
+  for (const auto& dir : dirs_) {
+    std::error_code ec;
+    const auto d = dir / kind;
+    if (!std::filesystem::is_directory(d, ec)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(d, ec))
+      if (e.path().extension() == ".json") out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::filesystem::path SpecLibrary::find(const std::string& kind, const std::string& name_or_path) const {
+  std::error_code ec;
+  if (name_or_path.empty()) throw Error("empty " + kind + " name");
+  if (std::filesystem::is_regular_file(name_or_path, ec)) return name_or_path;
+  // Later directories override the bundled ones.
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+    const auto p = *it / kind / (name_or_path + ".json");
+    if (std::filesystem::is_regular_file(p, ec)) return p;
+  }
+  const std::string have = join_names(names(kind));
+  throw Error("unknown " + kind + " spec '" + name_or_path + "': not a file and not one of: " +
+              (have.empty() ? "(none found)" : have));
+}
+
+HardwareSpec SpecLibrary::hardware(const std::string& name_or_path) const {
+  return load_hardware_spec(find("hardware", name_or_path));
+}
+
+ModelShape SpecLibrary::model(const std::string& name_or_path) const {
+  const auto path = find("models", name_or_path);
+  ModelShape m = load_model_shape(path);
+  // A bare config.json has no name: call it after its folder.
+  if (m.name == path.filename().string() && path.filename() == "config.json")
+    m.name = path.parent_path().filename().string();
+  return m;
+}
+
+DrafterSpec SpecLibrary::drafter_spec(const std::string& name_or_path) const {
+  return load_drafter_spec(find("drafters", name_or_path));
+}
+
+Drafter SpecLibrary::drafter(const std::string& name_or_path, const ModelShape& target) const {
+  const DrafterSpec spec = drafter_spec(name_or_path);
+  if (spec.method == Method::draft_model) {
+    const ModelShape dm = model(spec.model);
+    return resolve_drafter(spec, target, &dm);
+  }
+  return resolve_drafter(spec, target);
+}
+
+}  // namespace specdec::sim

@@ -1,0 +1,212 @@
+#include "simulator/sweep.hpp"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+void skip(SweepSummary& sum, const std::string& why) {
+  ++sum.skipped;
+  if (sum.skip_reasons.size() < 8 &&
+      std::find(sum.skip_reasons.begin(), sum.skip_reasons.end(), why) == sum.skip_reasons.end())
+    sum.skip_reasons.push_back(why);
+}
+
+template <class T>
+void require_nonempty(const std::vector<T>& v, const char* what) {
+  if (v.empty()) throw Error(std::string("sweep: no values for ") + what);
+}
+
+}  // namespace
+
+SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit) {
+  require_nonempty(spec.hardware, "hardware");
+  require_nonempty(spec.models, "model");
+  require_nonempty(spec.drafters, "drafter");
+  require_nonempty(spec.ks, "k");
+  require_nonempty(spec.batches, "batch");
+  require_nonempty(spec.tps, "tp");
+  require_nonempty(spec.prompt_lens, "prompt length");
+  require_nonempty(spec.output_lens, "output length");
+  if (!spec.acceptance) require_nonempty(spec.alphas, "alpha");
+  std::vector<AcceptancePtr> accs;
+  std::vector<double> alphas;
+  if (spec.acceptance) {
+    accs.push_back(spec.acceptance);
+    alphas.push_back(0);
+  } else {
+    for (double a : spec.alphas) {
+      accs.push_back(iid_acceptance(a));
+      alphas.push_back(a);
+    }
+  }
+  std::vector<HardwareSpec> hws;
+  for (const auto& h : spec.hardware) hws.push_back(specs.hardware(h));
+  std::vector<ModelShape> models;
+  for (const auto& m : spec.models) models.push_back(specs.model(m));
+
+  SweepSummary sum;
+  for (const auto& hw : hws) {
+    for (const auto& model : models) {
+      // Resolve each drafter against this model once.
+      std::vector<std::optional<Drafter>> drafters;
+      std::vector<std::string> drafter_names;
+      for (const auto& dn : spec.drafters) {
+        if (dn == "none" || dn == "sequential") {
+          drafters.emplace_back();
+          drafter_names.push_back("none");
+          continue;
+        }
+        try {
+          drafters.emplace_back(specs.drafter(dn, model));
+          drafter_names.push_back(dn);
+        } catch (const Error& e) {
+          skip(sum, e.what());
+        }
+      }
+      for (int tp : spec.tps)
+        for (int batch : spec.batches)
+          for (int prompt : spec.prompt_lens)
+            for (int output : spec.output_lens) {
+              Scenario s;
+              s.target = model;
+              s.hardware = hw;
+              s.workload = {batch, prompt, output, tp, spec.dtype};
+              if (tp > hw.devices_per_instance) {
+                skip(sum, "tp " + std::to_string(tp) + " exceeds the " + std::to_string(hw.devices_per_instance) +
+                              " devices of one " + hw.name + " instance");
+                continue;
+              }
+              for (size_t di = 0; di < drafters.size(); ++di) {
+                const bool seq = !drafters[di];
+                for (size_t ki = 0; ki < (seq ? 1 : spec.ks.size()); ++ki)
+                  for (size_t ai = 0; ai < (seq ? 1 : accs.size()); ++ai) {
+                    SweepRow row;
+                    row.hardware = hw.name;
+                    row.model = model.name;
+                    row.drafter = drafter_names[di];
+                    row.batch = batch;
+                    row.tp = tp;
+                    row.prompt_len = prompt;
+                    row.output_len = output;
+                    s.drafter = drafters[di];
+                    s.plan.method = seq ? Method::sequential : drafters[di]->method;
+                    s.plan.k = seq ? 0 : spec.ks[ki];
+                    s.acceptance = seq ? nullptr : accs[ai];
+                    row.method = method_name(s.plan.method);
+                    row.k = s.plan.k;
+                    row.alpha = seq ? 0 : alphas[ai];
+                    try {
+                      row.prediction = predict(s);
+                    } catch (const Error& e) {
+                      skip(sum, e.what());
+                      continue;
+                    }
+                    row.prediction.step.ops.clear();  // rows keep the summary only
+                    ++sum.scenarios;
+                    emit(row);
+                  }
+              }
+            }
+    }
+  }
+  return sum;
+}
+
+std::vector<std::string> sweep_columns() {
+  return {"hardware", "model", "drafter", "method", "k", "batch", "tp", "prompt_len", "output_len", "alpha",
+          "tokens_per_step", "tpot_ms", "ttft_ms", "throughput_tokens_per_s", "speedup", "sequential_tpot_ms",
+          "draft_ms", "verify_ms", "overhead_ms", "fits_memory"};
+}
+
+namespace {
+
+std::vector<double> numeric_values(const SweepRow& r) {
+  const Prediction& p = r.prediction;
+  return {double(r.k), double(r.batch), double(r.tp), double(r.prompt_len), double(r.output_len), r.alpha,
+          p.tokens_per_step, p.tpot_s * 1e3, p.ttft_s * 1e3, p.throughput_tokens_per_s, p.speedup,
+          p.sequential_tpot_s * 1e3, p.step.draft_s * 1e3, p.step.verify_s * 1e3, p.step.overhead_s * 1e3,
+          p.fits_memory ? 1.0 : 0.0};
+}
+
+}  // namespace
+
+void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
+  const auto cols = sweep_columns();
+  for (size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
+  out << "\n";
+  out.precision(9);
+  for (const auto& r : rows) {
+    out << r.hardware << "," << r.model << "," << r.drafter << "," << r.method;
+    for (double v : numeric_values(r)) out << "," << v;
+    out << "\n";
+  }
+}
+
+void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {
+  write_path_atomically(path, [&](const std::filesystem::path& tmp) {
+  const hid_t file = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file < 0) throw Error("cannot create HDF5 file '" + path.string() + "'");
+  bool ok = true;
+  const hsize_t n = rows.size();
+  const auto cols = sweep_columns();
+  auto write_doubles = [&](const std::string& name, const std::vector<double>& v) {
+    const hid_t space = H5Screate_simple(1, &n, nullptr);
+    const hid_t ds = H5Dcreate2(file, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ok = ok && ds >= 0 && (n == 0 || H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) >= 0);
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(space);
+  };
+  auto write_strings = [&](const std::string& name, const std::vector<std::string>& v) {
+    size_t width = 1;
+    for (const auto& s : v) width = std::max(width, s.size());
+    std::vector<char> buf(std::max<size_t>(1, v.size() * width), '\0');
+    for (size_t i = 0; i < v.size(); ++i) std::memcpy(buf.data() + i * width, v[i].data(), v[i].size());
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, width);
+    H5Tset_strpad(type, H5T_STR_NULLPAD);
+    const hid_t space = H5Screate_simple(1, &n, nullptr);
+    const hid_t ds = H5Dcreate2(file, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ok = ok && ds >= 0 && (n == 0 || H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0);
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(space);
+    H5Tclose(type);
+  };
+  std::vector<std::vector<std::string>> strs(4, std::vector<std::string>(n));
+  std::vector<std::vector<double>> nums(cols.size() - 4, std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i) {
+    strs[0][i] = rows[i].hardware;
+    strs[1][i] = rows[i].model;
+    strs[2][i] = rows[i].drafter;
+    strs[3][i] = rows[i].method;
+    const auto v = numeric_values(rows[i]);
+    for (size_t c = 0; c < v.size(); ++c) nums[c][i] = v[c];
+  }
+  for (size_t c = 0; c < 4; ++c) write_strings(cols[c], strs[c]);
+  for (size_t c = 4; c < cols.size(); ++c) write_doubles(cols[c], nums[c - 4]);
+  ok = H5Fclose(file) >= 0 && ok;
+  if (!ok) throw Error("writing HDF5 sweep results to '" + path.string() + "' failed");
+  });
+}
+
+void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {
+  const auto ext = path.extension().string();
+  if (ext == ".csv") {
+    specdec::write_file_atomically(path, [&](std::ostream& out) { write_sweep_csv(out, rows); });
+  } else if (ext == ".h5" || ext == ".hdf5") {
+    write_sweep_hdf5(path, rows);
+  } else {
+    throw Error("sweep output '" + path.string() + "': unknown extension '" + ext + "'; expected .csv, .h5 or .hdf5");
+  }
+}
+
+}  // namespace specdec::sim

@@ -1,0 +1,51 @@
+#pragma once
+// Sweeps: the Cartesian product of hardware × model × drafter × K × batch × TP × acceptance ×
+// prompt/output lengths, predicted and written as CSV or HDF5 (one 1-D dataset per column).
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "simulator/predictor.hpp"
+#include "simulator/spec_library.hpp"
+
+namespace specdec::sim {
+
+struct SweepSpec {
+  std::vector<std::string> hardware;   // names or paths
+  std::vector<std::string> models;     // names or config.json paths
+  std::vector<std::string> drafters;   // drafter names/paths; "none" = sequential
+  std::vector<int> ks = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<int> batches = {1};
+  std::vector<int> tps = {1};
+  std::vector<int> prompt_lens = {512};
+  std::vector<int> output_lens = {256};
+  std::vector<double> alphas = {0.8};  // i.i.d. acceptance; ignored when `acceptance` is set
+  AcceptancePtr acceptance;            // one fixed acceptance model instead of alphas
+  std::string dtype;                   // empty = each model's
+};
+
+struct SweepRow {
+  std::string hardware, model, drafter, method;
+  int k = 0, batch = 1, tp = 1, prompt_len = 0, output_len = 0;
+  double alpha = 0;  // NaN-free: 0 when a fixed acceptance model was used
+  Prediction prediction;
+};
+
+struct SweepSummary {
+  size_t scenarios = 0;  // predicted
+  size_t skipped = 0;    // invalid combinations (e.g. drafter does not fit the model, tp too large)
+  std::vector<std::string> skip_reasons;  // first few distinct reasons
+};
+
+// Calls `emit` for each predicted row (in a fixed nesting order). Sequential rows are emitted once
+// per (hardware, model, batch, tp, lengths), with k = 0 and alpha = 0.
+SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit);
+
+std::vector<std::string> sweep_columns();
+// Writes rows atomically; the format follows the extension (.csv, .h5/.hdf5).
+void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
+void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
+void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
+
+}  // namespace specdec::sim

@@ -1,0 +1,106 @@
+#include "simulator/trace_replay.hpp"
+
+#include <algorithm>
+
+#include "reference/core/error.hpp"
+#include "simulator/spec_json.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+Method method_from_trace(const std::string& m) {
+  if (m == "draft") return Method::draft_model;
+  if (m == "eagle") return Method::eagle1;
+  return parse_method(m, "trace method");
+}
+
+int node_depth(const std::vector<int32_t>& parents, int node) {
+  int d = 0;
+  for (int n = node; n >= 0 && d <= int(parents.size()); n = parents[n]) ++d;
+  return d;
+}
+
+}  // namespace
+
+TraceAcceptance trace_acceptance(const Trace& trace) {
+  if (trace.meta.method == "sequential")
+    throw Error("trace was recorded with sequential decoding: it has no accepted lengths to replay");
+  TraceAcceptance out;
+  for (const auto& step : trace.steps) {
+    if (step.draft_tokens.empty()) continue;
+    int depth = 0;
+    bool chain = true;
+    for (size_t i = 0; i < step.draft_parents.size(); ++i) {
+      depth = std::max(depth, node_depth(step.draft_parents, int(i)));
+      chain = chain && step.draft_parents[i] == int(i) - 1;
+    }
+    if (step.draft_parents.empty()) depth = int(step.draft_tokens.size());
+    out.tree = out.tree || !chain;
+    out.recorded_k = std::max(out.recorded_k, depth);
+    out.accepted.push_back(int(step.accepted_path.size()));
+  }
+  if (out.accepted.empty()) throw Error("trace has no speculative steps (no step drafted any token)");
+  return out;
+}
+
+AcceptancePtr replay_acceptance_from_trace(const Trace& trace) {
+  const TraceAcceptance a = trace_acceptance(trace);
+  return replay_acceptance(a.accepted, a.recorded_k);
+}
+
+AcceptancePtr replay_acceptance_from_file(const std::filesystem::path& path) {
+  return replay_acceptance_from_trace(read_trace(path));
+}
+
+std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, const std::string& label) {
+  auto it = trace.timing.step_ns.find("step");
+  if (it == trace.timing.step_ns.end() || it->second.size() < 2) return std::nullopt;
+  // Step 0 is the prefill; the rest are decoding steps.
+  std::vector<int64_t> ns(it->second.begin() + 1, it->second.end());
+  std::sort(ns.begin(), ns.end());
+  MeasuredConfig row;
+  row.label = label;
+  row.measured_step_s = double(ns[ns.size() / 2]) * 1e-9;
+  const auto target = trace.meta.models.find("target");
+  if (target == trace.meta.models.end()) throw Error(label + ": trace records no target model");
+  Scenario& s = row.scenario;
+  s.target = parse_model_shape(nlohmann::json::parse(target->second.config_json), label + " (target config)");
+  s.target.name = label;
+  s.workload.dtype = "fp32";  // the reference computes in fp32
+  s.workload.prompt_len = std::max<int>(1, int(trace.prompt.size()));
+  s.workload.output_len = std::max<int>(1, int(trace.output.size()));
+  double positions = 0;
+  for (size_t i = 1; i < trace.steps.size(); ++i) positions += double(trace.steps[i].position);
+  row.context = trace.steps.size() > 1 ? positions / double(trace.steps.size() - 1) : trace.prompt.size();
+  s.plan.method = method_from_trace(trace.meta.method);
+  if (s.plan.method == Method::sequential) return row;
+
+  const TraceAcceptance acc = trace_acceptance(trace);
+  if (acc.tree) throw Error(label + ": tree traces cannot be turned into calibration rows yet (chain drafting only)");
+  s.plan.k = acc.recorded_k;
+  s.acceptance = replay_acceptance(acc.accepted, acc.recorded_k);
+  row.tokens_per_step = s.acceptance->expected_tokens(s.plan.k);
+  const auto drafter = trace.meta.models.find("drafter");
+  if (drafter == trace.meta.models.end()) throw Error(label + ": speculative trace records no drafter model");
+  const nlohmann::json dj = nlohmann::json::parse(drafter->second.config_json);
+  DrafterSpec spec;
+  spec.name = label + " drafter";
+  spec.method = s.plan.method;
+  if (s.plan.method == Method::draft_model) {
+    ModelShape dm = parse_model_shape(dj, label + " (drafter config)");
+    spec.model = "recorded";
+    s.drafter = resolve_drafter(spec, s.target, &dm);
+  } else {
+    const std::string src = label + " (drafter config)";
+    spec.num_layers = s.plan.method == Method::peagle ? get_int_or(dj, "num_hidden_layers", 1, src) : 1;
+    spec.draft_vocab_size = get_int_or(dj, "draft_vocab_size", 0, src);
+    spec.config = nlohmann::json::object();
+    for (const char* key : {"hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim"})
+      if (has_field(dj, key)) spec.config[key] = dj.at(key);
+    s.drafter = resolve_drafter(spec, s.target);
+  }
+  return row;
+}
+
+}  // namespace specdec::sim

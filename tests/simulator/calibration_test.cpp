@@ -1,0 +1,133 @@
+// Calibration: the published calibration sets are reproduced within 10% with the best K of each
+// method, synthetic data recovers the terms that made it, and bad files fail clearly.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "simulator/calibration.hpp"
+#include "test_util.hpp"
+
+namespace specdec::sim {
+namespace {
+
+using test::error_of;
+
+std::filesystem::path calibration_file(const std::string& name) {
+  return test::source_dir() / "simulator" / "calibration" / name;
+}
+
+// vLLM issue 20780: Llama-3.1-8B on an H100, batch 1. Given the measured ALs, every TPOT within
+// 10% after fitting only the efficiency/overhead terms, and the best K of each method right.
+TEST(Calibration, VllmIssue20780H100) {
+  SpecLibrary lib;
+  const CalibrationSet set = load_calibration_set(calibration_file("vllm_issue_20780_h100.json"), lib);
+  ASSERT_EQ(set.rows.size(), 13u);
+  const HardwareSpec start = lib.hardware(set.hardware);
+  const CalibrationResult r = calibrate(set, start);
+  for (const auto& row : r.rows) EXPECT_LT(std::fabs(row.relative_error), 0.10) << row.label << " " << row.predicted_s;
+  std::map<std::string, std::pair<double, int>> best_measured, best_predicted;
+  for (size_t i = 0; i < set.rows.size(); ++i) {
+    const auto& sc = set.rows[i].scenario;
+    if (sc.plan.method == Method::sequential) continue;
+    const std::string m = method_name(sc.plan.method);
+    auto upd = [&](auto& best, double v) {
+      if (!best.count(m) || v < best[m].first) best[m] = {v, sc.plan.k};
+    };
+    upd(best_measured, r.rows[i].measured_s);
+    upd(best_predicted, r.rows[i].predicted_s);
+  }
+  EXPECT_EQ(best_measured["eagle1"].second, 3);
+  EXPECT_EQ(best_measured["eagle3"].second, 4);
+  EXPECT_EQ(best_predicted["eagle1"].second, 3);
+  EXPECT_EQ(best_predicted["eagle3"].second, 4);
+  // Fitted terms stay physical.
+  EXPECT_GT(r.hardware.memory_efficiency, 0.3);
+  EXPECT_LE(r.hardware.memory_efficiency, 1.0);
+  EXPECT_GE(r.hardware.step_overhead_s, 0.0);
+}
+
+// AWS Trainium (trn1.32xlarge, TP 32) median per-token latencies of four Llama models.
+TEST(Calibration, AwsTrainiumPerTokenLatency) {
+  SpecLibrary lib;
+  const CalibrationSet set = load_calibration_set(calibration_file("aws_trainium_trn1.json"), lib);
+  ASSERT_EQ(set.rows.size(), 4u);
+  const CalibrationResult r = calibrate(set, lib.hardware(set.hardware));
+  for (const auto& row : r.rows) EXPECT_LT(std::fabs(row.relative_error), 0.10) << row.label << " " << row.predicted_s;
+}
+
+// Step times generated from known terms are fitted back (model and drafter shapes fixed).
+TEST(Calibration, RecoversKnownTermsFromSyntheticData) {
+  SpecLibrary lib;
+  HardwareSpec truth = lib.hardware("a100-80gb-sxm");
+  truth.memory_efficiency = 0.62;
+  truth.step_overhead_s = 2.5e-3;
+  truth.draft_step_overhead_s["eagle3"] = 0.4e-3;
+  nlohmann::json j = {{"hardware", "a100-80gb-sxm"},
+                      {"defaults", {{"model", "llama-3.1-8b"}, {"prompt_len", 256}, {"output_len", 128}}},
+                      {"rows", nlohmann::json::array()}};
+  // Models of different sizes separate the bandwidth term from the fixed step overhead.
+  for (const char* m : {"llama-3.2-1b", "llama-3.1-8b", "llama-2-13b"})
+    j["rows"].push_back({{"method", "sequential"}, {"model", m}, {"step_ms", 1.0}});
+  for (int k : {1, 3, 6})
+    j["rows"].push_back({{"method", "eagle3"}, {"drafter", "eagle3-llama3.1-8b"}, {"k", k}, {"acceptance_length", 1.5},
+                         {"step_ms", 1.0}});
+  CalibrationSet set = parse_calibration_json(j, "synthetic", lib);
+  for (auto& row : set.rows) row.measured_step_s = predicted_step_s(row, truth);
+  const CalibrationResult r =
+      calibrate(set, lib.hardware("a100-80gb-sxm"),
+                {"memory_efficiency", "step_overhead_s", "draft_step_overhead_s.eagle3"});
+  EXPECT_LT(r.max_abs_error, 0.005);
+  EXPECT_NEAR(r.hardware.memory_efficiency, 0.62, 0.03);
+  EXPECT_NEAR(r.hardware.step_overhead_s, 2.5e-3, 0.3e-3);
+  EXPECT_NEAR(r.hardware.draft_step_overhead("eagle3"), 0.4e-3, 0.1e-3);
+}
+
+TEST(Calibration, CsvFormatMatchesJson) {
+  SpecLibrary lib;
+  const std::string csv =
+      "# measured on the reference backend\n"
+      "label,model,drafter,method,k,batch,prompt_len,output_len,acceptance_length,step_ms\n"
+      "seq,llama-2-7b,,sequential,,1,64,64,,30.5\n"
+      "draft K=3,llama-2-70b,draft-llama-2-7b,draft_model,3,1,64,64,2.4,250\n";
+  const CalibrationSet set = parse_calibration_csv(csv, "t.csv", lib);
+  ASSERT_EQ(set.rows.size(), 2u);
+  EXPECT_EQ(set.rows[0].label, "seq");
+  EXPECT_DOUBLE_EQ(set.rows[0].measured_step_s, 30.5e-3);
+  EXPECT_EQ(set.rows[1].scenario.plan.k, 3);
+  EXPECT_DOUBLE_EQ(set.rows[1].tokens_per_step, 2.4);
+  EXPECT_DOUBLE_EQ(set.rows[0].context, 64 + 32);
+}
+
+TEST(Calibration, FileErrors) {
+  SpecLibrary lib;
+  EXPECT_NE(error_of([&] { parse_calibration_csv("model,step_ms,speed\n", "t.csv", lib); }).find("unknown column 'speed'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_calibration_csv("model,step_ms\nllama-2-7b,fast\n", "t.csv", lib); })
+                .find("t.csv line 2: column 'step_ms' must be a number"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_calibration_csv("model,step_ms\nllama-2-7b\n", "t.csv", lib); }).find("1 cells"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_calibration_csv("model,step_ms\n", "t.csv", lib); }).find("no measured configurations"),
+            std::string::npos);
+  auto j = nlohmann::json::parse(R"({"rows":[{"model":"llama-2-7b","step_ms":3,"tpot_ms":3}]})");
+  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("c.json row 0: give exactly one of"),
+            std::string::npos);
+  j = nlohmann::json::parse(R"({"rows":[{"model":"llama-3.1-8b","method":"draft_model","drafter":"draft-vicuna-68m","k":2,
+      "acceptance_length":2.5,"tpot_ms":3}]})");
+  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("vocabulary"), std::string::npos);
+  j = nlohmann::json::parse(R"({"rows":[{"model":"llama-3.1-8b","method":"eagle3","drafter":"eagle3-llama3.1-8b","k":2,
+      "acceptance_length":3.5,"tpot_ms":3}]})");
+  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("'acceptance_length' must be in [1, k + 1]"),
+            std::string::npos);
+  j = nlohmann::json::parse(R"({"rows":[]})");
+  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("non-empty list"), std::string::npos);
+  HardwareSpec h = lib.hardware("h100-sxm");
+  EXPECT_NE(error_of([&] { get_parameter(h, "warp_speed"); }).find("unknown calibration parameter 'warp_speed'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { get_parameter(h, "draft_step_overhead_s.medusa"); }).find("unknown method 'medusa'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace specdec::sim

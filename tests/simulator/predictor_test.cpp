@@ -1,0 +1,174 @@
+// Predictions: Leviathan's speedup as a special case, limits, per-method draft cost structure,
+// best K, capacity planning and scenario errors.
+#include <gtest/gtest.h>
+
+#include "simulator/capacity.hpp"
+#include "simulator/predictor.hpp"
+#include "test_util.hpp"
+
+namespace specdec::sim {
+namespace {
+
+using test::error_of;
+
+HardwareSpec no_overheads(HardwareSpec h) {
+  h.kernel_floor_s = h.step_overhead_s = h.comm_latency_s = 0;
+  h.draft_step_overhead_s.clear();
+  h.spec_step_overhead_s.clear();
+  return h;
+}
+
+Scenario scenario(const std::string& model, const std::string& hw, const std::string& drafter, int k, double alpha) {
+  SpecLibrary lib;
+  Scenario s;
+  s.target = lib.model(model);
+  s.hardware = lib.hardware(hw);
+  if (!drafter.empty()) {
+    s.drafter = lib.drafter(drafter, s.target);
+    s.plan.method = s.drafter->method;
+    s.plan.k = k;
+    s.acceptance = iid_acceptance(alpha);
+  }
+  s.workload.prompt_len = 128;
+  s.workload.output_len = 2;
+  return s;
+}
+
+// With no overheads and a flat verification (batch 1, memory bound), the simulator reduces to
+// Leviathan et al.: speedup = (1 − α^{K+1}) / ((1 − α)(cK + 1)), c = T_draft / T_target.
+TEST(Predictor, LeviathanIsASpecialCase) {
+  for (double alpha : {0.5, 0.7, 0.9})
+    for (int k : {1, 3, 5, 8}) {
+      Scenario s = scenario("llama-2-70b", "h100-sxm", "draft-llama-2-7b", k, alpha);
+      s.hardware = no_overheads(s.hardware);
+      const Prediction p = predict(s);
+      Scenario draft_only;
+      draft_only.target = s.drafter->shape;
+      draft_only.hardware = s.hardware;
+      draft_only.workload = s.workload;
+      const double c = predict(draft_only).tpot_s / p.sequential_tpot_s;
+      EXPECT_NEAR(p.speedup / leviathan_speedup(alpha, k, c), 1.0, 0.01) << "alpha " << alpha << " K " << k;
+      EXPECT_NEAR(p.tokens_per_step, leviathan_expected_tokens(alpha, k), 1e-12);
+    }
+}
+
+TEST(Predictor, LimitsInAlpha) {
+  for (const char* d : {"eagle3-llama3.1-8b", "eagle1-llama3-8b", "peagle-llama3.1-8b"}) {
+    Scenario s = scenario("llama-3.1-8b", "h100-sxm", d, 4, 0.0);
+    const Prediction none = predict(s);
+    EXPECT_LT(none.speedup, 1.0) << d << ": nothing accepted costs the drafting";
+    EXPECT_DOUBLE_EQ(none.tokens_per_step, 1.0);
+    s.acceptance = iid_acceptance(1.0);
+    const Prediction all = predict(s);
+    EXPECT_DOUBLE_EQ(all.tokens_per_step, 5.0);
+    EXPECT_GT(all.speedup, 2.0) << d;
+    double prev = 0;
+    for (double a = 0.0; a <= 1.0001; a += 0.1) {
+      s.acceptance = iid_acceptance(std::min(a, 1.0));
+      const double sp = predict(s).speedup;
+      EXPECT_GT(sp, prev) << d << " alpha " << a;
+      prev = sp;
+    }
+  }
+}
+
+TEST(Predictor, DraftCostStructurePerMethod) {
+  auto draft_ms = [](const char* d, int k) {
+    Scenario s = scenario("llama-3.1-8b", "h100-sxm", d, k, 0.8);
+    return predict(s).step.draft_s;
+  };
+  // EAGLE / EAGLE-3: K sequential drafter steps, so drafting grows linearly with K.
+  const double e3_1 = draft_ms("eagle3-llama3.1-8b", 1), e3_8 = draft_ms("eagle3-llama3.1-8b", 8);
+  EXPECT_GT(e3_8 / e3_1, 5.0);
+  // P-EAGLE: one pass over K positions, nearly flat in K at batch 1.
+  const double p1 = draft_ms("peagle-llama3.1-8b", 1), p8 = draft_ms("peagle-llama3.1-8b", 8);
+  EXPECT_LT(p8 / p1, 1.2);
+  // EAGLE-1's step evaluates the full 128k-vocab LM head; EAGLE-3's a 32k draft vocab.
+  EXPECT_GT(draft_ms("eagle1-llama3-8b", 4), draft_ms("eagle3-llama3.1-8b", 4));
+  // Drafter forwards are counted as the method implies.
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 6, 0.8);
+  EXPECT_EQ(predict(s).step.draft_forwards, 6);
+  s = scenario("llama-3.1-8b", "h100-sxm", "peagle-llama3.1-8b", 6, 0.8);
+  EXPECT_EQ(predict(s).step.draft_forwards, 1);
+  s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 0, 0.8);
+  s.plan.tree = builtin_tree("mc_sim_7b_63");
+  s.acceptance = tree_acceptance({{0.7, 0.2, 0.1, 0.1}, {0.7, 0.2, 0.1}, {0.7, 0.2, 0.1}, {0.7, 0.2}, {0.7, 0.2}});
+  const Prediction tree = predict(s);
+  EXPECT_EQ(tree.step.draft_forwards, 5);
+  EXPECT_DOUBLE_EQ(tree.step.verify_tokens, 26.0);
+  EXPECT_EQ(tree.tree_nodes, 25);
+}
+
+TEST(Predictor, BestKIsTheArgmin) {
+  for (double alpha : {0.5, 0.8, 0.95}) {
+    Scenario s = scenario("llama-3.1-70b", "h200", "eagle3-llama3.3-70b", 1, alpha);
+    s.workload.tp = 4;
+    const BestK b = best_k(s, 1, 10);
+    ASSERT_EQ(b.all.size(), 10u);
+    for (const auto& p : b.all) EXPECT_GE(p.tpot_s, b.best.tpot_s) << "alpha " << alpha << " K " << p.k;
+    EXPECT_EQ(b.all[b.k - 1].k, b.k);
+  }
+  // Better acceptance never shortens the best draft.
+  Scenario lo = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 1, 0.5);
+  Scenario hi = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 1, 0.9);
+  EXPECT_LE(best_k(lo, 1, 12).k, best_k(hi, 1, 12).k);
+}
+
+TEST(Predictor, ScenarioErrors) {
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 0, 0.8);
+  EXPECT_NE(error_of([&] { predict(s); }).find("K must be >= 1"), std::string::npos);
+  s.plan.k = 3;
+  s.acceptance = nullptr;
+  EXPECT_NE(error_of([&] { predict(s); }).find("needs an acceptance model"), std::string::npos);
+  s = scenario("gpt-oss-120b", "h200", "peagle-gpt-oss-120b", 9, 0.8);
+  EXPECT_NE(error_of([&] { predict(s); }).find("trained for up to 8"), std::string::npos);
+  s.plan.k = 8;
+  EXPECT_NO_THROW(predict(s));
+  s = scenario("llama-3.1-8b", "h100-sxm", "", 0, 0);
+  s.workload.batch = 0;
+  EXPECT_NE(error_of([&] { predict(s); }).find("batch size must be >= 1"), std::string::npos);
+  s.workload.batch = 1;
+  s.hardware.interconnect_bandwidth_bytes_per_s = 0;
+  s.workload.tp = 2;
+  EXPECT_NE(error_of([&] { predict(s); }).find("has no interconnect"), std::string::npos);
+  s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 3, 0.8);
+  s.plan.method = Method::eagle1;
+  EXPECT_NE(error_of([&] { predict(s); }).find("is a eagle3 drafter"), std::string::npos);
+  s.plan.method = Method::sequential;
+  EXPECT_NE(error_of([&] { best_k(s, 1, 4); }).find("undefined for sequential"), std::string::npos);
+}
+
+TEST(Predictor, MemoryFit) {
+  Scenario s = scenario("llama-2-70b", "h100-sxm", "", 0, 0);
+  EXPECT_FALSE(predict(s).fits_memory) << "140 GB of fp16 weights on one 80 GB GPU";
+  s.workload.tp = 2;
+  EXPECT_TRUE(predict(s).fits_memory);
+}
+
+TEST(Capacity, PlanArithmetic) {
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 4, 0.8);
+  s.workload.prompt_len = 512;
+  s.workload.output_len = 256;
+  CapacityRequest req;
+  req.requests_per_s = 20;
+  req.tpot_target_s = 0.02;
+  const CapacityPlan plan = plan_capacity(s, req);
+  ASSERT_TRUE(plan.feasible);
+  EXPECT_LE(plan.prediction.tpot_s, req.tpot_target_s);
+  const double per_replica = plan.batch / (plan.prediction.ttft_s + 256 * plan.prediction.tpot_s);
+  EXPECT_EQ(plan.replicas, int(std::ceil(20 / per_replica)));
+  const double price = s.hardware.price_per_device_hour();
+  EXPECT_NEAR(plan.cost_per_million_output_tokens, plan.replicas * price / (20 * 256 * 3600.0) * 1e6, 1e-9);
+  for (const auto& o : plan.options) {
+    if (o.feasible) {
+      EXPECT_GE(int(std::ceil(20 / o.requests_per_s_per_replica)), plan.replicas) << "batch " << o.batch;
+    }
+  }
+  req.tpot_target_s = 1e-6;
+  EXPECT_FALSE(plan_capacity(s, req).feasible);
+  req.requests_per_s = 0;
+  EXPECT_NE(error_of([&] { plan_capacity(s, req); }).find("request rate must be > 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace specdec::sim
