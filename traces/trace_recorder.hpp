@@ -17,6 +17,7 @@ class TraceRecorder final : public DecodeObserver {
 
   void on_prefill(const std::vector<int32_t>& prompt, int64_t prefill_ns) override;
   void on_sequential_step(const SequentialStep& step) override;
+  void on_speculative_step(const SpeculativeStep& step) override;
   void on_finish(const std::vector<int32_t>& output, const std::string& stop_reason) override;
 
   // The finished trace; timing.prefill_ns/total_ns are the caller's to fill from the run's stats.

@@ -7,6 +7,7 @@
 #include "reference/core/error.hpp"
 #include "specdec/version.hpp"
 #include "traces/hdf5.hpp"
+#include "reference/io/atomic_file.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_layout.hpp"
 
@@ -194,32 +195,18 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
   } catch (const Error& e) {
     throw Error(name + ": cannot write trace: " + e.what());
   }
-  if (path.filename().empty()) throw Error(name + ": cannot write trace: the path names a directory, expected a file");
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw Error(name + ": cannot write trace: directory '" + dir.string() + "' does not exist");
-  }
-  if (fs::is_directory(path, ec)) throw Error(name + ": cannot write trace: a directory of that name exists");
-
-  std::random_device rd;
-  std::string tmp_name = ".";
-  tmp_name += path.filename().string();
-  tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  const fs::path tmp = dir / tmp_name;
   try {
-    {
+    write_path_atomically(path, [&](const std::filesystem::path& tmp) {
       h5::File f = h5::File::create(tmp, name);
       write_all(f, trace);
       f.close();
-    }
-    fs::rename(tmp, path);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove(tmp, ec);
+    });
+  } catch (const std::filesystem::filesystem_error& e) {
     throw Error(name + ": cannot write trace: " + e.code().message());
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind(name + ":", 0) == 0) throw;
+    throw Error(name + ": cannot write trace: " + what);
   }
 }
 

@@ -12,6 +12,7 @@ namespace specdec::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"generate", "decode a prompt with a model and print the output and statistics", run_generate},
+      {"explain", "decode a prompt step by step, showing drafts, acceptance decisions and why", run_explain},
       {"record", "decode a prompt and write every step to an HDF5 trace", run_record},
       {"inspect", "summarise a checkpoint directory, a .safetensors file or a trace", run_inspect},
       {"init-model", "write a deterministic random-weight Llama checkpoint of a named shape", run_init_model},

@@ -38,7 +38,8 @@ int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
   save_llama_checkpoint(dir, config, weights, dtype, static_cast<std::size_t>(shard_mb * 1024 * 1024));
   if (config.vocab_size == 259) Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<pad>", 2}}).save(dir / "vocab.json");
   io.out << "wrote " << out << ": preset " << p.name << " (" << p.description << "), " << parameter_count(config) / 1e6
-         << "M parameters, " << dtype_name << ", seed " << seed << ", fingerprint " << weights_fingerprint(weights) << "\n";
+         << "M parameters, " << dtype_name << ", seed " << seed << ", fingerprint "
+         << weights_fingerprint(load_llama_checkpoint(dir).weights) << " (of the stored weights)\n";
   return 0;
 }
 

@@ -26,8 +26,15 @@ bool is_hdf5(const std::filesystem::path& p) {
 
 std::string join(const std::vector<int32_t>& v, size_t limit) {
   std::string s;
-  for (size_t i = 0; i < v.size() && i < limit; ++i) s += (i ? " " : "") + std::to_string(v[i]);
-  if (v.size() > limit) s += " … (" + std::to_string(v.size()) + " in all)";
+  for (size_t i = 0; i < v.size() && i < limit; ++i) {
+    if (i) s += ' ';
+    s += std::to_string(v[i]);
+  }
+  if (v.size() > limit) {  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained temporaries
+    s += " … (";
+    s += std::to_string(v.size());
+    s += " in all)";
+  }
   return s;
 }
 

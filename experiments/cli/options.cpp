@@ -14,7 +14,9 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), or a .safetensors file beside a config.json")
       ("prompt", po::value(&a.prompt), "prompt text (models with a vocab.json)")
       ("prompt-ids", po::value(&a.prompt_ids), "prompt as comma-separated token ids")
-      ("method", po::value(&a.method)->default_value(a.method), "decoding method: sequential")
+      ("method", po::value(&a.method)->default_value(a.method), "decoding method: sequential | draft")
+      ("draft-model", po::value(&a.draft_model), "draft language model directory (--method draft)")
+      ("k", po::value(&a.k)->default_value(a.k), "draft length K: tokens drafted per step")
       ("sampling", po::value(&a.sampling)->default_value(a.sampling), "greedy | sample | coupled")
       ("temperature", po::value(&a.temperature)->default_value(a.temperature), "sampling temperature (> 0)")
       ("top-k", po::value(&a.top_k)->default_value(a.top_k), "keep the k most likely tokens (0 = off)")
@@ -28,13 +30,14 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
 
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,
                    const std::string& usage_line, po::positional_options_description* positional) {
-  bool help = false;
-  desc.add_options()("help,h", po::bool_switch(&help), "show this help");
+  desc.add_options()("help,h", po::bool_switch(), "show this help");
   po::variables_map vm;
   auto parser = po::command_line_parser(args).options(desc);
   if (positional) parser.positional(*positional);
   po::store(parser.run(), vm);
-  if (help) {
+  // Bound variables are only written by notify(), which also enforces required options: look at
+  // --help in the map first so that it works without them.
+  if (vm.count("help") && vm["help"].as<bool>()) {
     io.out << "usage: " << usage_line << "\n\n" << desc << "\n";
     return false;
   }
@@ -102,7 +105,6 @@ SamplingParams sampling_params(const DecodeArgs& a) {
 
 GenerationOptions generation_options(const DecodeArgs& a) {
   if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be >= 0");
-  if (a.method != "sequential") throw Error("--method '" + a.method + "' is not available; known methods: sequential");
   GenerationOptions o;
   o.max_new_tokens = a.max_new_tokens;
   o.stop_at_eos = !a.ignore_eos;

@@ -22,6 +22,8 @@ struct DecodeArgs {
   std::string prompt;
   std::string prompt_ids;
   std::string method = "sequential";
+  std::string draft_model;
+  int k = 4;
   std::string sampling = "greedy";
   double temperature = 1.0;
   int top_k = 0;

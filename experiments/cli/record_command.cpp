@@ -5,7 +5,7 @@
 
 #include "experiments/cli/options.hpp"
 #include "reference/core/error.hpp"
-#include "reference/decoding/sequential.hpp"
+#include "experiments/cli/method_runner.hpp"
 #include "specdec/version.hpp"
 #include "traces/trace_recorder.hpp"
 
@@ -24,17 +24,17 @@ int run_record(const std::vector<std::string>& args, CommandIO& io) {
   if (!parse_options(args, desc, io, "specdec record --model DIR (--prompt TEXT | --prompt-ids IDS) --out TRACE.h5 [options]")) return 0;
   if (logits != "full" && logits != "topk") throw Error("--logits must be 'full' or 'topk', not '" + logits + "'");
   if (logit_top_k < 1) throw Error("--logit-top-k must be >= 1");
-  apply_threads(a.threads);
-  const GenerationOptions options = generation_options(a);
-  const SamplingParams sampling = sampling_params(a);
-  LoadedModel m = load_model(a.model);
-  const std::vector<int32_t> prompt = prompt_tokens(a, m);
+  DecodeJob job = prepare_decode(a);
+  const GenerationOptions& options = job.options;
+  const SamplingParams& sampling = job.sampling;
+  const LoadedModel& m = job.target;
+  const std::vector<int32_t>& prompt = job.prompt;
 
   TraceMeta meta;
   meta.method = a.method;
   meta.seed = sampling.seed;
   meta.sampling_json = nlohmann::json(sampling).dump();
-  meta.config_json = nlohmann::json{{"method", a.method},
+  meta.config_json = nlohmann::json{{"method", method_json(a)},
                                     {"max_new_tokens", options.max_new_tokens},
                                     {"stop_at_eos", options.stop_at_eos},
                                     {"sequence", options.sequence},
@@ -42,8 +42,10 @@ int run_record(const std::vector<std::string>& args, CommandIO& io) {
                                     {"logit_top_k", logit_top_k}}
                          .dump();
   meta.models["target"] = ModelInfo{m.path, m.fingerprint, model_config_to_json(m.model->config()).dump()};
+  const std::optional<LoadedModel> drafter = load_drafter(a);
+  if (drafter) meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, model_config_to_json(drafter->model->config()).dump()};
   TraceRecorder recorder(meta, LogitRecording{logits == "full", logit_top_k});
-  const GenerationResult r = decode_sequential(*m.model, prompt, sampling, options, &recorder);
+  const GenerationResult r = run_method(a, m, prompt, sampling, options, &recorder, drafter ? &*drafter : nullptr);
   Trace& trace = recorder.trace();
   trace.timing.total_ns = r.stats.prefill_ns + r.stats.decode_ns;
   write_trace(out, trace);

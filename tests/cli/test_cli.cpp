@@ -1,0 +1,198 @@
+// The specdec command line end to end: init-model, generate, record, inspect, and the errors a
+// user can hit. Commands run in-process through run_cli with captured output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "experiments/cli/cli.hpp"
+#include "traces/trace.hpp"
+
+namespace specdec {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  cli::CommandIO io{out, err, false};
+  const int code = cli::run_cli(args, io);
+  return {code, out.str(), err.str()};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("specdec_cli_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const CliRun r = run({"init-model", "--preset", "tiny", "--seed", "3", "--out", (dir_ / "tiny").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static std::string model() { return (dir_ / "tiny").string(); }
+  static fs::path dir_;
+};
+fs::path Cli::dir_;
+
+TEST_F(Cli, GenerateTextPromptJson) {
+  const CliRun r = run({"generate", "--model", model(), "--prompt", "Hello", "--max-new-tokens", "6", "--ignore-eos", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["output_tokens"].size(), 6u);
+  EXPECT_EQ(j["prompt_tokens"].size(), 6u);  // <bos> + 5 bytes
+  EXPECT_EQ(j["prompt_tokens"][0], 0);
+  EXPECT_EQ(j["prompt_tokens"][1], 'H' + 3);
+  EXPECT_EQ(j["stop_reason"], "max_tokens");
+  EXPECT_EQ(j["stats"]["target_forwards"], 6);
+  // Deterministic: the same command gives the same tokens, with any thread count.
+  const CliRun again = run({"generate", "--model", model(), "--prompt", "Hello", "--max-new-tokens", "6", "--ignore-eos", "--json", "--threads", "1"});
+  EXPECT_EQ(nlohmann::json::parse(again.out)["output_tokens"], j["output_tokens"]);
+}
+
+TEST_F(Cli, GenerateTextOutputAndHelp) {
+  const CliRun r = run({"generate", "--model", model(), "--prompt-ids", "0,40,41", "--max-new-tokens", "3", "--sampling", "coupled", "--temperature", "0.8", "--seed", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("stats    3 tokens"), std::string::npos) << r.out;
+  const CliRun h = run({"generate", "--help"});
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--max-new-tokens"), std::string::npos);
+  EXPECT_EQ(run({}).code, 2);
+  EXPECT_EQ(run({"--help"}).code, 0);
+}
+
+TEST_F(Cli, RecordThenInspectTrace) {
+  const std::string trace = (dir_ / "run.h5").string();
+  CliRun r = run({"record", "--model", model(), "--prompt", "abc", "--max-new-tokens", "5", "--ignore-eos", "--out", trace, "--logits", "full"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Trace t = read_trace(trace);
+  EXPECT_EQ(t.steps.size(), 5u);
+  EXPECT_EQ(t.output.size(), 5u);
+  EXPECT_TRUE(t.steps[0].target_logits[0].is_full());
+  EXPECT_EQ(t.steps[0].target_logits[0].full.size(), 259u);
+  EXPECT_EQ(t.meta.method, "sequential");
+  // The recorded output is what generate prints.
+  const CliRun g = run({"generate", "--model", model(), "--prompt", "abc", "--max-new-tokens", "5", "--ignore-eos", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(g.out)["output_tokens"].get<std::vector<int32_t>>(), t.output);
+
+  r = run({"inspect", trace, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "trace");
+  EXPECT_EQ(j["steps"], 5);
+  EXPECT_EQ(j["target_logit_rows"]["full"], 5);
+}
+
+TEST_F(Cli, InspectCheckpoint) {
+  const CliRun r = run({"inspect", model(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kind"], "checkpoint");
+  EXPECT_EQ(j["config"]["vocab_size"], 259);
+  EXPECT_EQ(j["tensors"].size(), 1u + 4u * 9u + 1u + 1u);  // embed, 4 layers x 9, norm, lm_head
+  const CliRun text = run({"inspect", model(), "--tensors"});
+  EXPECT_NE(text.out.find("model.layers.3.mlp.down_proj.weight"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, InitModelIsDeterministicAndRefusesOverwrite) {
+  // Same preset and seed: the same weights (fingerprint), whatever the storage layout.
+  const std::string same = (dir_ / "tiny_again").string();
+  ASSERT_EQ(run({"init-model", "--preset", "tiny", "--seed", "3", "--out", same, "--shard-mb", "2"}).code, 0);
+  EXPECT_TRUE(fs::exists(fs::path(same) / "model.safetensors.index.json"));
+  const auto fp = [](const std::string& m) { return nlohmann::json::parse(run({"inspect", m, "--json"}).out)["fingerprint"]; };
+  EXPECT_EQ(fp(same), fp(model()));
+  const std::string bf16 = (dir_ / "tiny_bf16").string();
+  ASSERT_EQ(run({"init-model", "--preset", "tiny", "--seed", "3", "--out", bf16, "--dtype", "BF16"}).code, 0);
+  EXPECT_NE(fp(bf16), fp(model()));  // rounded weights are other weights
+  EXPECT_EQ(run({"generate", "--model", bf16, "--prompt", "x", "--max-new-tokens", "2"}).code, 0);
+  const CliRun again = run({"init-model", "--preset", "tiny", "--out", same});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+}
+
+TEST_F(Cli, DraftMethodMatchesSequentialAndReportsAcceptance) {
+  const auto seq = nlohmann::json::parse(
+      run({"generate", "--model", model(), "--prompt", "The", "--max-new-tokens", "10", "--ignore-eos", "--json"}).out);
+  // The model drafting for itself: every draft is accepted, AL = K + 1.
+  const CliRun self = run({"generate", "--model", model(), "--method", "draft", "--draft-model", model(), "--k", "3",
+                           "--prompt", "The", "--max-new-tokens", "10", "--ignore-eos", "--json"});
+  ASSERT_EQ(self.code, 0) << self.err;
+  const auto j = nlohmann::json::parse(self.out);
+  EXPECT_EQ(j["output_tokens"], seq["output_tokens"]);
+  EXPECT_DOUBLE_EQ(j["stats"]["acceptance_length"].get<double>(), 4.0);
+  EXPECT_EQ(j["method"]["k"], 3);
+}
+
+TEST_F(Cli, RecordedSpeculativeTraceReplaysIdentically) {
+  const std::string a = (dir_ / "draft_a.h5").string(), b = (dir_ / "draft_b.h5").string();
+  for (const std::string& out : {a, b}) {
+    const CliRun r = run({"record", "--model", model(), "--method", "draft", "--draft-model", model(), "--k", "2",
+                          "--sampling", "sample", "--seed", "11", "--prompt", "ab", "--max-new-tokens", "9", "--ignore-eos",
+                          "--out", out});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const Trace ta = read_trace(a), tb = read_trace(b);
+  std::string diff;
+  EXPECT_TRUE(semantically_equal(ta, tb, &diff)) << diff;
+  EXPECT_EQ(ta.meta.method, "draft");
+  ASSERT_GE(ta.steps.size(), 2u);
+  EXPECT_EQ(ta.steps[1].draft_tokens.size(), 2u);
+  EXPECT_EQ(ta.steps[1].target_logits.size(), 3u);
+  EXPECT_FALSE(ta.steps[1].accept_uniforms.empty());
+  EXPECT_EQ(ta.meta.models.count("drafter"), 1u);
+}
+
+TEST_F(Cli, ExplainShowsDecisions) {
+  const CliRun r = run({"explain", "--model", model(), "--method", "draft", "--draft-model", model(), "--k", "2", "--prompt", "a",
+                        "--max-new-tokens", "5", "--ignore-eos", "--sampling", "sample", "--seed", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("accept d1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("u="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("AL "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\033["), std::string::npos) << "colour codes when not on a terminal";
+  const CliRun colored = run({"explain", "--model", model(), "--prompt", "a", "--max-new-tokens", "2", "--color", "always"});
+  EXPECT_NE(colored.out.find("\033["), std::string::npos);
+}
+
+TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {{"generate", "--model", (dir_ / "missing").string(), "--prompt", "x"}, "missing"},
+      {{"generate", "--model", model(), "--prompt-ids", "1,x"}, "'x' is not a token id"},
+      {{"generate", "--model", model(), "--prompt-ids", "999"}, "'999' is not a token id in [0, 259)"},
+      {{"generate", "--model", model()}, "no prompt"},
+      {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
+      {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
+      {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},
+      {{"generate", "--prompt", "a"}, "--model"},
+      {{"record", "--model", model(), "--prompt", "a", "--out", (dir_ / "no_dir" / "t.h5").string()}, "no_dir"},
+      {{"record", "--model", model(), "--prompt", "a", "--out", (dir_ / "t.h5").string(), "--logits", "some"}, "--logits"},
+      {{"inspect", (dir_ / "nothing").string()}, "no such file"},
+      {{"init-model", "--preset", "huge", "--out", (dir_ / "h").string()}, "known presets"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "draft"}, "--draft-model"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "draft", "--draft-model", model(), "--k", "0"}, "--k must be >= 1"},
+      {{"explain", "--model", model(), "--prompt", "a", "--color", "pink"}, "--color"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run(c.args);
+    std::string cmd;
+    for (const auto& a : c.args) cmd += a + " ";
+    EXPECT_EQ(r.code, 1) << cmd << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos) << cmd << "\nstderr: " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "t.h5"));
+  EXPECT_EQ(run({"frobnicate"}).code, 2);
+}
+
+}  // namespace
+}  // namespace specdec
