@@ -1,0 +1,310 @@
+#include "reference/drafting/eagle_proposer.hpp"
+
+#include <algorithm>
+
+#include "reference/core/error.hpp"
+#include "reference/drafting/head_candidates.hpp"
+
+namespace specdec {
+namespace {
+
+// A level of draft nodes fed through the head at once under a tree mask: each row sees the
+// committed pairs, its ancestors' entries (appended by earlier levels) and itself.
+struct LevelRows {
+  std::vector<int32_t> tokens;
+  std::vector<const float*> features;  // each H wide (the parent's head output)
+  std::vector<std::vector<int>> visible_slots;  // drafter cache slots of each row's ancestors
+  int32_t position = 0;
+};
+
+EagleHead::Output run_level(const EagleHead& head, KVCache& cache, int committed_pairs, const LevelRows& level) {
+  const int rows = static_cast<int>(level.tokens.size());
+  const int H = head.config().hidden();
+  const int C = cache.length();
+  EagleHead::Input in;
+  in.tokens = level.tokens;
+  in.features.resize(rows, H);  // features: (rows, H) fed-back head outputs
+  for (int r = 0; r < rows; ++r) in.features.row(r) = Eigen::Map<const Eigen::RowVectorXf>(level.features[r], H);
+  // EAGLE-3 feeds its own output back without fc; EAGLE-1 sends it through fc with the embedding.
+  if (head.config().kind != EagleKind::eagle1) in.projected.assign(static_cast<size_t>(rows), 1);
+  in.positions.assign(static_cast<size_t>(rows), level.position);
+  AttentionMask mask(rows, C + rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < committed_pairs; ++c) mask.set(r, c, true);
+    for (int s : level.visible_slots[r]) mask.set(r, s, true);
+    mask.set(r, C + r, true);
+  }
+  in.mask = std::move(mask);
+  for (int r = 0; r < rows; ++r) in.logit_rows.push_back(r);
+  return head.forward(cache, in);
+}
+
+}  // namespace
+
+std::string eagle_shape_name(EagleShape shape) {
+  switch (shape) {
+    case EagleShape::chain: return "chain";
+    case EagleShape::static_tree: return "tree";
+    case EagleShape::dynamic_tree: return "dynamic";
+  }
+  return "?";
+}
+
+EagleShape parse_eagle_shape(const std::string& name) {
+  for (EagleShape s : {EagleShape::chain, EagleShape::static_tree, EagleShape::dynamic_tree}) {
+    if (eagle_shape_name(s) == name) return s;
+  }
+  throw Error("unknown EAGLE draft shape '" + name + "'; expected chain, tree or dynamic");
+}
+
+EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int cache_capacity)
+    : head_(head), options_(std::move(options)) {
+  const EagleHeadConfig& c = head.config();
+  const std::string who = "eagle " + eagle_shape_name(options_.shape);
+  if (c.kind == EagleKind::peagle) {
+    throw Error(who + ": a P-EAGLE head drafts all positions in one pass; use the P-EAGLE proposer");
+  }
+  switch (options_.shape) {
+    case EagleShape::chain:
+      if (options_.k < 1) throw Error(who + ": K must be >= 1 (got " + std::to_string(options_.k) + ")");
+      max_nodes_ = options_.k;
+      draft_slots_ = options_.k - 1;  // the last draft needs no forward
+      break;
+    case EagleShape::static_tree: {
+      shape_ = make_tree_shape(options_.choices, who + " choices");
+      if (shape_.max_rank() >= c.draft_vocab) {
+        throw Error(who + ": the tree uses candidate rank " + std::to_string(shape_.max_rank()) + " but the drafter's vocabulary has only " +
+                    std::to_string(c.draft_vocab) + " tokens (ranks must be < " + std::to_string(c.draft_vocab) + ")");
+      }
+      max_nodes_ = shape_.size();
+      for (int n = 0; n < shape_.size(); ++n) draft_slots_ += shape_.has_children(n) ? 1 : 0;
+      break;
+    }
+    case EagleShape::dynamic_tree: {
+      if (options_.depth < 1) throw Error(who + ": depth must be >= 1 (got " + std::to_string(options_.depth) + ")");
+      if (options_.top_k < 1 || options_.top_k > c.draft_vocab) {
+        throw Error(who + ": top_k must be in [1, " + std::to_string(c.draft_vocab) + "] (the drafter's vocabulary), got " +
+                    std::to_string(options_.top_k));
+      }
+      if (options_.total_tokens < 2) {
+        throw Error(who + ": total_tokens must be >= 2 (it counts the root), got " + std::to_string(options_.total_tokens));
+      }
+      const long long recorded =
+          options_.top_k + static_cast<long long>(options_.depth) * options_.top_k * options_.top_k;
+      max_nodes_ = static_cast<int>(std::min<long long>(options_.total_tokens - 1, recorded));
+      draft_slots_ = options_.depth * options_.top_k;
+      break;
+    }
+  }
+  pairs_.emplace(head, cache_capacity, draft_slots_, who);
+}
+
+std::string EagleProposer::name() const { return eagle_kind_name(head_.config().kind) + "-" + eagle_shape_name(options_.shape); }
+
+bool EagleProposer::wants_final_hidden() const { return head_.config().kind == EagleKind::eagle1; }
+
+std::vector<int> EagleProposer::wanted_aux_layers() const {
+  return head_.config().kind == EagleKind::eagle1 ? std::vector<int>{} : head_.config().aux_layers;
+}
+
+Proposal EagleProposer::propose(const DraftContext& ctx) {
+  try {
+    Proposal p;
+    switch (options_.shape) {
+      case EagleShape::chain: p = propose_chain(ctx); break;
+      case EagleShape::static_tree: p = propose_static_tree(ctx); break;
+      case EagleShape::dynamic_tree: p = propose_dynamic_tree(ctx); break;
+    }
+    pairs_->roll_back();  // drafted entries came from predicted features: drop them
+    return p;
+  } catch (...) {
+    pairs_->reset();
+    throw;
+  }
+}
+
+Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
+  const int K = options_.k;
+  Proposal p;
+  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
+  const int last = static_cast<int>(in.tokens.size()) - 1;
+  in.logit_rows = {last};
+  EagleHead::Output out = head_.forward(pairs_->cache(), in);  // logits: (1, Vd)
+  ++p.drafter_forwards;
+  pairs_->caught_up(ctx);
+  Matrix feature = out.hidden.row(last);  // feature: (1, H) the head's output at the last pair
+
+  std::vector<int32_t> chain;
+  for (int i = 0; i < K; ++i) {
+    // Draft i + 1 sits at absolute position committed + 1 + i, the key of its random draws.
+    const uint32_t position = static_cast<uint32_t>(ctx.committed + 1 + i);
+    DraftChoice c = choose_head_token(head_, out.logits.data(), ctx.sampling, ctx.sequence_id, position);
+    chain.push_back(c.token);
+    if (!c.q.empty()) p.draft_probs.push_back(std::move(c.q));
+    if (i + 1 == K) break;  // nothing is drafted after the last token
+    EagleHead::Input step;
+    step.tokens = {c.token};
+    step.features = feature;
+    if (head_.config().kind != EagleKind::eagle1) step.projected = {1};
+    step.positions = {ctx.committed + i};  // drafter position of the pair (feature, draft i + 1)
+    step.logit_rows = {0};
+    out = head_.forward(pairs_->cache(), step);
+    ++p.drafter_forwards;
+    feature = out.hidden;
+  }
+  if (!p.draft_probs.empty()) p.draft_probs.emplace_back();  // after the last node: no children
+  p.tree = DraftTree::chain(std::move(chain));
+  return p;
+}
+
+Proposal EagleProposer::propose_static_tree(const DraftContext& ctx) {
+  const TreeShape& s = shape_;
+  const int N = s.size();
+  const int Vd = head_.config().draft_vocab;
+  const int H = head_.config().hidden();
+  Proposal p;
+  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
+  const int last = static_cast<int>(in.tokens.size()) - 1;
+  in.logit_rows = {last};
+  const EagleHead::Output root = head_.forward(pairs_->cache(), in);
+  ++p.drafter_forwards;
+  pairs_->caught_up(ctx);
+  const int committed = ctx.committed;
+
+  // Per node: its logits and output (when it has children) and its drafter cache slot.
+  Matrix node_logits(N, Vd), node_hidden(N, H);  // (N, Vd), (N, H)
+  std::vector<int> slot(static_cast<size_t>(N), -1);
+  std::vector<int32_t> tokens(static_cast<size_t>(N));
+  auto parent_logits = [&](int parent) { return parent < 0 ? root.logits.row(0).data() : node_logits.row(parent).data(); };
+  auto parent_hidden = [&](int parent) { return parent < 0 ? root.hidden.row(last).data() : node_hidden.row(parent).data(); };
+
+  for (int depth = 1; depth <= s.max_depth(); ++depth) {
+    // Tokens of this level: the rank-r candidate of the parent's distribution.
+    std::vector<std::vector<int32_t>> ranked(static_cast<size_t>(N) + 1);  // index parent + 1
+    LevelRows level;
+    level.position = committed - 1 + depth;
+    std::vector<int> level_nodes;
+    for (int n = 0; n < N; ++n) {
+      if (s.depths[n] != depth) continue;
+      std::vector<int32_t>& cand = ranked[static_cast<size_t>(s.parents[n] + 1)];
+      if (cand.empty()) {
+        int need = 0;
+        for (int m = 0; m < N; ++m)
+          if (s.parents[m] == s.parents[n]) need = std::max(need, s.ranks[m] + 1);
+        cand = ranked_candidates(parent_logits(s.parents[n]), Vd, need);
+      }
+      tokens[n] = head_.to_target(cand[static_cast<size_t>(s.ranks[n])]);
+      if (!s.has_children(n)) continue;
+      level_nodes.push_back(n);
+      level.tokens.push_back(tokens[n]);
+      level.features.push_back(parent_hidden(s.parents[n]));
+      std::vector<int> visible;
+      for (int a = s.parents[n]; a >= 0; a = s.parents[a]) visible.push_back(slot[a]);
+      level.visible_slots.push_back(std::move(visible));
+    }
+    if (level_nodes.empty()) continue;
+    const int first_slot = pairs_->cache().length();
+    const EagleHead::Output out = run_level(head_, pairs_->cache(), committed, level);
+    ++p.drafter_forwards;
+    for (size_t r = 0; r < level_nodes.size(); ++r) {
+      const int n = level_nodes[r];
+      slot[n] = first_slot + static_cast<int>(r);
+      node_logits.row(n) = out.logits.row(static_cast<Eigen::Index>(r));
+      node_hidden.row(n) = out.hidden.row(static_cast<Eigen::Index>(r));
+    }
+  }
+  p.tree.tokens = tokens;
+  p.tree.parents = s.parents;
+  return p;
+}
+
+Proposal EagleProposer::propose_dynamic_tree(const DraftContext& ctx) {
+  const int Vd = head_.config().draft_vocab;
+  const int H = head_.config().hidden();
+  const int k = options_.top_k;
+  Proposal p;
+  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
+  const int last = static_cast<int>(in.tokens.size()) - 1;
+  in.logit_rows = {last};
+  const EagleHead::Output root = head_.forward(pairs_->cache(), in);
+  ++p.drafter_forwards;
+  pairs_->caught_up(ctx);
+  const int committed = ctx.committed;
+
+  // Every recorded candidate, in EAGLE's order: the root's top_k, then per expansion the top_k
+  // children of each frontier node (frontier-major). Parents are recorded before children.
+  struct Node {
+    int32_t token;  // target id
+    int parent;     // −1 = root
+    double score;   // cumulative log-probability
+    int depth;
+    int slot = -1;  // drafter cache slot once expanded
+    int hidden_row = -1;
+  };
+  std::vector<Node> nodes;
+  Matrix hidden(options_.depth * k, H);  // (depth·k, H) outputs of expanded nodes
+  const std::vector<double> lp0 = log_softmax(root.logits.row(0).data(), Vd);
+  std::vector<int> frontier;
+  for (int32_t d : ranked_candidates(root.logits.row(0).data(), Vd, k)) {
+    frontier.push_back(static_cast<int>(nodes.size()));
+    nodes.push_back({head_.to_target(d), -1, lp0[static_cast<size_t>(d)], 1});
+  }
+  // Best first; ties to the earlier recorded node, so a parent always precedes its children.
+  auto better = [&](int a, int b) { return nodes[a].score != nodes[b].score ? nodes[a].score > nodes[b].score : a < b; };
+
+  for (int it = 0; it < options_.depth; ++it) {
+    LevelRows level;
+    level.position = committed - 1 + nodes[frontier[0]].depth;
+    for (int f : frontier) {
+      level.tokens.push_back(nodes[f].token);
+      const int parent = nodes[f].parent;
+      level.features.push_back(parent < 0 ? root.hidden.row(last).data() : hidden.row(nodes[parent].hidden_row).data());
+      std::vector<int> visible;
+      for (int a = parent; a >= 0; a = nodes[a].parent) visible.push_back(nodes[a].slot);
+      level.visible_slots.push_back(std::move(visible));
+    }
+    const int first_slot = pairs_->cache().length();
+    const EagleHead::Output out = run_level(head_, pairs_->cache(), committed, level);
+    ++p.drafter_forwards;
+    std::vector<int> children;
+    for (size_t r = 0; r < frontier.size(); ++r) {
+      Node& f = nodes[frontier[r]];
+      f.slot = first_slot + static_cast<int>(r);
+      f.hidden_row = it * k + static_cast<int>(r);
+      hidden.row(f.hidden_row) = out.hidden.row(static_cast<Eigen::Index>(r));
+      const float* row = out.logits.row(static_cast<Eigen::Index>(r)).data();
+      const std::vector<double> lp = log_softmax(row, Vd);
+      const double base = f.score;
+      const int depth = f.depth + 1;
+      const int parent = frontier[r];
+      for (int32_t d : ranked_candidates(row, Vd, k)) {
+        children.push_back(static_cast<int>(nodes.size()));
+        nodes.push_back({head_.to_target(d), parent, base + lp[static_cast<size_t>(d)], depth});
+      }
+    }
+    std::partial_sort(children.begin(), children.begin() + k, children.end(), better);
+    children.resize(static_cast<size_t>(k));
+    frontier = std::move(children);
+  }
+
+  // Rerank: keep the best total_tokens − 1 nodes and lay them out in recorded order.
+  std::vector<int> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  const size_t keep = std::min(order.size(), static_cast<size_t>(max_nodes_));
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), better);
+  order.resize(keep);
+  std::sort(order.begin(), order.end());
+  std::vector<int> index(nodes.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) index[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  for (int n : order) {
+    const int parent = nodes[n].parent;
+    if (parent >= 0 && index[static_cast<size_t>(parent)] < 0) {
+      throw Error(name() + ": internal error: a kept node's parent was dropped by the rerank");
+    }
+    p.tree.tokens.push_back(nodes[n].token);
+    p.tree.parents.push_back(parent < 0 ? -1 : index[static_cast<size_t>(parent)]);
+  }
+  return p;
+}
+
+}  // namespace specdec
