@@ -61,7 +61,7 @@ void TraceRecorder::on_speculative_step(const SpeculativeStep& step) {
     s.accept_uniforms.push_back(d.value);
     s.random_counters.push_back(philox_counter(d.sequence, d.position, static_cast<RandomPurpose>(d.purpose), d.index));
   }
-  s.bonus_token = v.bonus_token;
+  s.bonus_token = v.emitted.back();  // the schema's bonus_token: the target's token after the accepted path
   trace_.steps.push_back(std::move(s));
   trace_.timing.step_ns["step"].push_back(step.draft_ns + step.verify_ns);
   trace_.timing.step_ns["draft"].push_back(step.draft_ns);

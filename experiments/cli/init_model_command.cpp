@@ -6,14 +6,81 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/presets.hpp"
 #include "reference/model/random_weights.hpp"
+#include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/drafters/eagle_config.hpp"
+#include "reference/drafters/eagle_head.hpp"
+#include <sstream>
 
 namespace specdec::cli {
+
+namespace {
+
+// A deterministic random EAGLE-family head shaped for `target_dir`'s model, in its published
+// layout (SafeAILab for EAGLE-1/EAGLE-3, AWS for P-EAGLE).
+int init_head(const std::string& kind, const std::string& target_dir, int layers, const std::string& aux,
+              const std::string& out, uint64_t seed, const std::string& dtype_name, bool force, CommandIO& io) {
+  if (target_dir.empty()) throw Error("--head needs --target DIR (the model the head drafts for)");
+  const Dtype dtype = parse_dtype(dtype_name, "--dtype");
+  const std::filesystem::path dir(out);
+  if (std::filesystem::exists(dir / "config.json") && !force) throw Error(out + " already holds a checkpoint; pass --force to overwrite it");
+  LlamaModel t = load_llama_checkpoint(target_dir);
+  const Transformer target(t.config, std::move(t.weights));
+  const ModelConfig& tc = target.config();
+  EagleHeadConfig c;
+  if (kind == "eagle1") {
+    c.kind = EagleKind::eagle1;
+    c.layout = "safeailab";
+    c.fc_bias = true;
+  } else if (kind == "eagle3") {
+    c.kind = EagleKind::eagle3;
+    c.layout = "safeailab";
+  } else if (kind == "peagle") {
+    c.kind = EagleKind::peagle;
+    c.layout = "aws";
+    c.own_embeddings = true;
+    c.mask_token_id = tc.vocab_size - 1;
+    c.trained_depth = 8;
+  } else {
+    throw Error("--head must be eagle1, eagle3 or peagle, not '" + kind + "'");
+  }
+  if (layers < 0) throw Error("--head-layers must be >= 0");
+  c.num_layers = layers > 0 ? layers : (c.kind == EagleKind::peagle ? 2 : 1);
+  c.layer = tc;
+  c.layer.num_hidden_layers = c.num_layers;
+  c.target_hidden = tc.hidden_size;
+  c.target_vocab = c.draft_vocab = tc.vocab_size;
+  if (c.kind != EagleKind::eagle1) {
+    if (aux.empty()) {
+      c.aux_layers = default_aux_layers(tc.num_hidden_layers);
+    } else {
+      std::stringstream ss(aux);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        try {
+          c.aux_layers.push_back(std::stoi(item));
+        } catch (const std::exception&) {
+          throw Error("--aux-layers: '" + item + "' is not a layer index");
+        }
+      }
+    }
+  }
+  std::filesystem::create_directories(dir);
+  const EagleHead h = random_eagle_head(c, target, seed, 0.02f);
+  save_eagle_head(dir, h, dtype);
+  io.out << "wrote " << out << ": random " << eagle_kind_name(c.kind) << " head (" << c.num_layers << " layer"
+         << (c.num_layers == 1 ? "" : "s") << ") for " << target_dir << ", seed " << seed << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
   std::string preset = "tiny", out, dtype_name = "F32";
   uint64_t seed = 0;
   double shard_mb = 0;
   bool force = false;
+  std::string head, target_dir, aux;
+  int head_layers = 0;
   po::options_description desc("init-model options");
   desc.add_options()
       ("preset", po::value(&preset)->default_value(preset), "model shape: tiny | llama-100m | llama-0.5b | llama-1b")
@@ -21,8 +88,13 @@ int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
       ("seed", po::value(&seed)->default_value(seed), "weight seed; the same seed gives the same bytes on every machine")
       ("dtype", po::value(&dtype_name)->default_value(dtype_name), "stored dtype: F32 | F16 | BF16")
       ("shard-mb", po::value(&shard_mb)->default_value(shard_mb), "split into shards of at most this many MB (0 = one file)")
-      ("force", po::bool_switch(&force), "overwrite an existing checkpoint in --out");
-  if (!parse_options(args, desc, io, "specdec init-model --out DIR [--preset NAME] [options]")) return 0;
+      ("force", po::bool_switch(&force), "overwrite an existing checkpoint in --out")
+      ("head", po::value(&head), "write a random drafter head instead: eagle1 | eagle3 | peagle (needs --target)")
+      ("target", po::value(&target_dir), "--head: the target checkpoint the head drafts for")
+      ("head-layers", po::value(&head_layers)->default_value(0), "--head: decoder layers (0 = 1 for EAGLE, 2 for P-EAGLE)")
+      ("aux-layers", po::value(&aux), "--head eagle3/peagle: target hidden-state indices to fuse, e.g. 1,2,3 (default 2, L/2, L-3)");
+  if (!parse_options(args, desc, io, "specdec init-model --out DIR [--preset NAME | --head KIND --target DIR] [options]")) return 0;
+  if (!head.empty()) return init_head(head, target_dir, head_layers, aux, out, seed, dtype_name, force, io);
 
   const ModelPreset& p = find_model_preset(preset);
   const Dtype dtype = parse_dtype(dtype_name, "--dtype");

@@ -7,6 +7,7 @@
 #include "experiments/cli/options.hpp"
 #include "reference/decoding/decode_observer.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/drafters/eagle_head.hpp"
 
 namespace specdec::cli {
 
@@ -26,14 +27,23 @@ struct DecodeJob {
 };
 DecodeJob prepare_decode(const DecodeArgs& a);
 
-// Loads the drafter model a method needs (none for sequential).
-std::optional<LoadedModel> load_drafter(const DecodeArgs& a);
+// The drafter a speculative method uses: a draft language model, or an EAGLE-family head bound
+// to the target (which must outlive it).
+struct LoadedDrafter {
+  std::string path;
+  std::string fingerprint;
+  std::string config_json;
+  std::unique_ptr<Transformer> model;  // --method draft
+  std::unique_ptr<EagleHead> head;     // --method eagle | eagle3 | peagle
+};
+// Loads and checks the drafter of `a` against the target (none for sequential).
+std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target);
 
 // Runs the method of `a` on the loaded target with the drafter from load_drafter (loaded here
 // when null and needed).
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,
                             const SamplingParams& sampling, const GenerationOptions& options,
-                            DecodeObserver* observer = nullptr, const LoadedModel* drafter = nullptr);
+                            DecodeObserver* observer = nullptr, const LoadedDrafter* drafter = nullptr);
 
 // The method configuration as JSON (for traces and --json output).
 nlohmann::json method_json(const DecodeArgs& a);

@@ -22,8 +22,13 @@ struct DecodeArgs {
   std::string prompt;
   std::string prompt_ids;
   std::string method = "sequential";
-  std::string draft_model;
+  std::string drafter;          // draft LM (draft) or EAGLE / EAGLE-3 / P-EAGLE head directory
   int k = 4;
+  std::string tree = "chain";   // chain | dynamic | mc_sim_7b_63 | a JSON file of paths
+  int depth = 7;                // dynamic tree
+  int tree_top_k = 10;          // dynamic tree
+  int total_tokens = 60;        // dynamic tree
+  bool force_depth = false;     // P-EAGLE: allow K beyond the trained depth
   std::string sampling = "greedy";
   double temperature = 1.0;
   int top_k = 0;

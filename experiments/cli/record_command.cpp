@@ -42,8 +42,8 @@ int run_record(const std::vector<std::string>& args, CommandIO& io) {
                                     {"logit_top_k", logit_top_k}}
                          .dump();
   meta.models["target"] = ModelInfo{m.path, m.fingerprint, model_config_to_json(m.model->config()).dump()};
-  const std::optional<LoadedModel> drafter = load_drafter(a);
-  if (drafter) meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, model_config_to_json(drafter->model->config()).dump()};
+  const std::optional<LoadedDrafter> drafter = load_drafter(a, m);
+  if (drafter) meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, drafter->config_json};
   TraceRecorder recorder(meta, LogitRecording{logits == "full", logit_top_k});
   const GenerationResult r = run_method(a, m, prompt, sampling, options, &recorder, drafter ? &*drafter : nullptr);
   Trace& trace = recorder.trace();

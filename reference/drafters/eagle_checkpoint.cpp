@@ -1,4 +1,5 @@
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/io/llama_checkpoint.hpp"
 
 #include <unistd.h>
 
@@ -167,6 +168,22 @@ void save_eagle_head(const fs::path& dir_arg, const EagleHead& head, Dtype dtype
     const std::string name = e.path().filename().string();
     if (name == "model.safetensors.index.json" || std::regex_match(name, shard_pattern)) fs::remove(e.path(), ec);
   }
+}
+
+std::string eagle_head_fingerprint(const EagleHead& head) {
+  const EagleWeights& w = head.weights();
+  Fnv1a64 h;
+  h.update(w.fc);
+  h.update(w.fc_bias);
+  h.update(w.hidden_norm);
+  for (const LayerWeights& l : w.layers) hash_layer_weights(h, l);
+  h.update(w.norm);
+  h.update(w.lm_head);
+  h.update(w.embed_tokens);
+  for (int64_t v : w.d2t) h.update_u64(static_cast<uint64_t>(v));
+  h.update(w.t2d.data(), w.t2d.size());
+  h.update(w.mask_hidden);
+  return h.str();
 }
 
 }  // namespace specdec

@@ -21,4 +21,8 @@ EagleHead load_eagle_head(const std::filesystem::path& dir, const Transformer& t
 // back to the same head (exactly for F32).
 void save_eagle_head(const std::filesystem::path& dir, const EagleHead& head, Dtype dtype);
 
+// "fnv1a64:…" over every weight of the head in a fixed order (the target's shared tensors are
+// not included), for trace metadata.
+std::string eagle_head_fingerprint(const EagleHead& head);
+
 }  // namespace specdec

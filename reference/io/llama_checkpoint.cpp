@@ -271,29 +271,31 @@ void save_llama_checkpoint(const fs::path& dir_arg, const ModelConfig& config, c
   }
 }
 
+void hash_layer_weights(Fnv1a64& h, const LayerWeights& l) {
+  h.update(l.input_layernorm);
+  h.update(l.q_proj);
+  h.update(l.k_proj);
+  h.update(l.v_proj);
+  h.update(l.q_bias);
+  h.update(l.k_bias);
+  h.update(l.v_bias);
+  h.update(l.o_proj);
+  h.update(l.o_bias);
+  h.update(l.q_norm);
+  h.update(l.k_norm);
+  h.update(l.post_attention_layernorm);
+  h.update(l.gate_proj);
+  h.update(l.up_proj);
+  h.update(l.down_proj);
+  h.update(l.gate_bias);
+  h.update(l.up_bias);
+  h.update(l.down_bias);
+}
+
 std::string weights_fingerprint(const LlamaWeights& w) {
   Fnv1a64 h;
   h.update(w.embed_tokens);
-  for (const LayerWeights& l : w.layers) {
-    h.update(l.input_layernorm);
-    h.update(l.q_proj);
-    h.update(l.k_proj);
-    h.update(l.v_proj);
-    h.update(l.q_bias);
-    h.update(l.k_bias);
-    h.update(l.v_bias);
-    h.update(l.o_proj);
-    h.update(l.o_bias);
-    h.update(l.q_norm);
-    h.update(l.k_norm);
-    h.update(l.post_attention_layernorm);
-    h.update(l.gate_proj);
-    h.update(l.up_proj);
-    h.update(l.down_proj);
-    h.update(l.gate_bias);
-    h.update(l.up_bias);
-    h.update(l.down_bias);
-  }
+  for (const LayerWeights& l : w.layers) hash_layer_weights(h, l);
   h.update(w.norm);
   h.update(w.lm_head);
   return h.str();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "reference/io/fingerprint.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/model/model_config.hpp"
 #include "reference/model/weights.hpp"
@@ -43,5 +44,7 @@ void check_checkpoint_weights(const ModelConfig& config, const LlamaWeights& wei
 // (u64 little-endian: rows and cols of a matrix, size of a vector) followed by its fp32 bytes in
 // row-major order. Empty tensors contribute only their zero dimensions.
 std::string weights_fingerprint(const LlamaWeights& weights);
+// Feeds one layer's tensors, in declaration order, to a fingerprint (shared with drafter heads).
+void hash_layer_weights(Fnv1a64& h, const LayerWeights& layer);
 
 }  // namespace specdec
