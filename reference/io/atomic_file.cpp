@@ -70,4 +70,27 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   });
 }
 
+void write_directory_atomically(const std::filesystem::path& dir, const std::string& what,
+                                const std::function<void(const std::filesystem::path& temporary)>& write) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw Error("cannot save " + what + " to '" + dir.string() + "': directory '" + parent.string() + "' does not exist");
+  }
+  const fs::path tmp = temporary_sibling(dir);
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directory(tmp);
+    write(tmp);
+    fs::rename(tmp, dir);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(tmp, ec);
+    throw Error("cannot save " + what + " to '" + dir.string() + "': " + e.what());
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
 }  // namespace specdec

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 namespace specdec {
@@ -20,5 +21,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 // which is renamed to `path` when it returns; on any exception the temporary file is removed.
 void write_path_atomically(const std::filesystem::path& path,
                            const std::function<void(const std::filesystem::path& temporary)>& write);
+
+// A new directory (`dir` must not exist): `write` fills a hidden sibling directory, which is
+// renamed to `dir` when it returns; on any exception the sibling is removed. `what` names the
+// content in error messages ("checkpoint", "drafter head").
+void write_directory_atomically(const std::filesystem::path& dir, const std::string& what,
+                                const std::function<void(const std::filesystem::path& temporary)>& write);
 
 }  // namespace specdec

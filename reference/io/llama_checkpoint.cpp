@@ -232,29 +232,7 @@ void save_llama_checkpoint(const fs::path& dir_arg, const ModelConfig& config, c
 
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
-    // A new directory: build it as a hidden sibling and rename it into place when complete.
-    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
-    if (!fs::is_directory(parent, ec)) {
-      throw Error("cannot save checkpoint to '" + dir.string() + "': directory '" + parent.string() +
-                  "' does not exist");
-    }
-    std::string tmp_name = ".";  // appended, not `"." + string`: GCC 12 warns falsely on that
-    tmp_name += dir.filename().string();
-    static std::atomic<unsigned long> counter{0};
-    tmp_name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-    const fs::path tmp = parent / tmp_name;
-    fs::remove_all(tmp, ec);
-    try {
-      fs::create_directory(tmp);
-      write_checkpoint_files(tmp, config, slots, dtype, max_shard_bytes);
-      fs::rename(tmp, dir);
-    } catch (const fs::filesystem_error& e) {
-      fs::remove_all(tmp, ec);
-      throw Error("cannot save checkpoint to '" + dir.string() + "': " + e.what());
-    } catch (...) {
-      fs::remove_all(tmp, ec);
-      throw;
-    }
+    write_directory_atomically(dir, "checkpoint", [&](const fs::path& tmp) { write_checkpoint_files(tmp, config, slots, dtype, max_shard_bytes); });
     return;
   }
   if (!fs::is_directory(dir, ec)) {

@@ -7,17 +7,12 @@
 #include <string>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 
 namespace specdec {
 
 namespace {
 
-// Shortest text that reads back to the same double.
-std::string format_double(double v) {
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, result.ptr);
-}
 
 // Rejects what no mode can use: null data, empty vocab, NaN, or nothing but -inf.
 void check_logits(const float* logits, int n, const char* where) {

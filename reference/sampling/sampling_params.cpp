@@ -5,19 +5,9 @@
 #include <limits>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 
 namespace specdec {
-
-namespace {
-
-// Shortest text that reads back to the same double.
-std::string format_double(double v) {
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, result.ptr);
-}
-
-}  // namespace
 
 std::string to_string(SamplingParams::Mode mode) {
   switch (mode) {

@@ -1,0 +1,15 @@
+#pragma once
+// Number formatting for messages and recorded text.
+#include <charconv>
+#include <string>
+
+namespace specdec {
+
+// Shortest text that reads back to the same double.
+inline std::string format_double(double v) {
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, result.ptr);
+}
+
+}  // namespace specdec
