@@ -62,9 +62,11 @@ class ExplainObserver final : public DecodeObserver {
            << "  target p=" << fmt(p[x]);
       const auto& q = *s.draft_probs;
       if (!q.empty() && !q[parent + 1].empty()) out_ << "  draft q=" << fmt(q[parent + 1][x]);
-      if (draw < v.draws.size() && v.draws[draw].purpose == static_cast<uint32_t>(RandomPurpose::accept)) {
-        const double ratio = !q.empty() && !q[parent + 1].empty() ? std::min(1.0, p[x] / q[parent + 1][x]) : p[x];
-        out_ << "  u=" << fmt(v.draws[draw].value) << (ok ? " < " : " ≥ ") << "min(1, p/q)=" << fmt(ratio);
+      if (i < v.accept_probs.size() && draw < v.draws.size()) {
+        // The probability the test used: min(1, p/q), or p for a deterministic draft (one-hot q),
+        // after removing earlier rejected siblings.
+        out_ << "  u=" << fmt(v.draws[draw].value) << (ok ? " < " : " ≥ ")
+             << (!q.empty() && !q[parent + 1].empty() ? "min(1, p/q)=" : "p=") << fmt(v.accept_probs[i]);
         ++draw;
       } else {
         const int32_t target_choice = v.emitted[std::min(v.accepted_nodes.size(), v.emitted.size() - 1)];

@@ -17,7 +17,7 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("method", po::value(&a.method)->default_value(a.method), "decoding method: sequential | draft | eagle | eagle3 | peagle")
       ("drafter", po::value(&a.drafter), "drafter checkpoint directory: a draft LM sharing the target's vocabulary (draft), or an EAGLE-1 (eagle), EAGLE-3 (eagle3) or P-EAGLE (peagle) head")
       ("k", po::value(&a.k)->default_value(a.k), "draft length K: tokens drafted per step (chains; P-EAGLE's parallel depth)")
-      ("tree", po::value(&a.tree)->default_value(a.tree), "draft shape for eagle/eagle3/peagle: chain | dynamic (EAGLE-2; eagle/eagle3) | mc_sim_7b_63 | FILE.json with paths of child ranks, e.g. [[0],[1],[0,0]]")
+      ("tree", po::value(&a.tree)->default_value(a.tree), "draft shape for eagle/eagle3/peagle: chain | dynamic (EAGLE-2; eagle/eagle3) | mc_sim_7b_63 | paths of child ranks as JSON, inline or in a file, e.g. '[[0],[1],[0,0]]'")
       ("depth", po::value(&a.depth)->default_value(a.depth), "dynamic tree: expansion depth")
       ("tree-top-k", po::value(&a.tree_top_k)->default_value(a.tree_top_k), "dynamic tree: children kept per node and frontier width")
       ("total-tokens", po::value(&a.total_tokens)->default_value(a.total_tokens), "dynamic tree: tokens verified per step (draft nodes + 1)")

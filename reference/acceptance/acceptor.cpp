@@ -102,6 +102,7 @@ VerifyResult RejectionAcceptor::verify_with(const VerifyInput& in, Chance& chanc
       const bool accept = chance.bernoulli(ratio, position, RandomPurpose::accept, static_cast<uint32_t>(j));
       r.decisions.push_back(accept ? 1 : 0);
       r.decision_nodes.push_back(c);
+      r.accept_probs.push_back(std::min(1.0, ratio));
       if (accept) {
         next = c;
         break;

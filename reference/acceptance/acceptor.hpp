@@ -33,6 +33,8 @@ struct VerifyResult {
   int32_t bonus_token = -1;             // the next token when the accepted path ends at a leaf, else −1
   std::vector<uint8_t> decisions;       // each acceptance test in evaluation order: 1 accept, 0 reject
   std::vector<int32_t> decision_nodes;  // the draft node each decision judged
+  std::vector<double> accept_probs;     // rejection sampling: min(1, p(x)/q(x)) each test used, with p
+                                        // and q the residuals after earlier siblings; empty for match
   std::vector<RandomDraw> draws;        // uniforms used, with their counters, in draw order
 };
 

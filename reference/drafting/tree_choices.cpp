@@ -119,6 +119,15 @@ TreeChoices load_tree_choices(const std::filesystem::path& file) {
 
 TreeChoices tree_choices_from_spec(const std::string& spec) {
   if (spec == "mc_sim_7b_63") return mc_sim_7b_63();
+  if (!spec.empty() && spec.front() == '[') {  // inline JSON, e.g. [[0],[1],[0,0]]
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(spec);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("tree choices '" + spec + "': not valid JSON (" + e.what() + ")");
+    }
+    return parse_tree_choices(j, "tree choices '" + spec + "'");
+  }
   return load_tree_choices(spec);
 }
 

@@ -41,7 +41,8 @@ TreeShape make_tree_shape(const TreeChoices& choices, const std::string& source)
 TreeChoices parse_tree_choices(const nlohmann::json& j, const std::string& source);
 // Reads such a JSON file; errors name the file.
 TreeChoices load_tree_choices(const std::filesystem::path& file);
-// "mc_sim_7b_63" gives the built-in tree; anything else is read as a JSON file path.
+// "mc_sim_7b_63" gives the built-in tree; text starting with '[' is parsed as inline JSON;
+// anything else is read as a JSON file path.
 TreeChoices tree_choices_from_spec(const std::string& spec);
 nlohmann::json tree_choices_to_json(const TreeChoices& choices);
 
