@@ -273,6 +273,9 @@ CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start
   for (const auto& p : params) {
     double v = get_parameter(hw, p);
     if (!transform_for(p).logistic && v <= 0) v = 1e-6;
+    // An efficiency at (or near) 1, as a freshly measured spec has, sits where the logistic is
+    // flat: the search could not move it. Start such terms at 0.9 instead.
+    if (transform_for(p).logistic && v > 0.9) v = 0.9;
     x0.push_back(transform_for(p).to_x(v));
   }
   for (const auto& row : set.rows) {

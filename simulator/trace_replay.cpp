@@ -93,14 +93,47 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
     s.drafter = resolve_drafter(spec, s.target, &dm);
   } else {
     const std::string src = label + " (drafter config)";
-    spec.num_layers = s.plan.method == Method::peagle ? get_int_or(dj, "num_hidden_layers", 1, src) : 1;
+    // The speculators layout nests the decoder layer's shape; the flat layouts keep it at the top.
+    const bool nested = has_field(dj, "transformer_layer_config");
+    const nlohmann::json& layer = nested ? dj.at("transformer_layer_config") : dj;
+    if (!layer.is_object()) throw Error(src + ": 'transformer_layer_config' must be an object");
+    spec.num_layers = s.plan.method == Method::peagle ? get_int_or(layer, "num_hidden_layers", 1, src) : 1;
     spec.draft_vocab_size = get_int_or(dj, "draft_vocab_size", 0, src);
+    spec.trained_depth = get_int_or(dj, "trained_depth", 0, src);
+    if (nested && has_field(dj, "speculators_config")) {
+      const nlohmann::json& sc = dj.at("speculators_config");
+      if (sc.is_object() && sc.contains("proposal_methods") && sc.at("proposal_methods").is_array())
+        for (const auto& m : sc.at("proposal_methods"))
+          if (m.is_object() && m.contains("speculative_tokens") && m.at("speculative_tokens").is_number_integer())
+            spec.trained_depth = std::max(spec.trained_depth, m.at("speculative_tokens").get<int>());
+    }
+    // A recorded run may have drafted beyond the trained depth (--force-depth); the row describes
+    // what ran, so the spec must not refuse it.
+    if (spec.trained_depth > 0 && spec.trained_depth < s.plan.k) spec.trained_depth = s.plan.k;
     spec.config = nlohmann::json::object();
     for (const char* key : {"hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim"})
-      if (has_field(dj, key)) spec.config[key] = dj.at(key);
+      if (has_field(layer, key)) spec.config[key] = layer.at(key);
     s.drafter = resolve_drafter(spec, s.target);
   }
   return row;
+}
+
+CalibrationSet calibration_set_from_traces(const std::vector<std::filesystem::path>& paths) {
+  if (paths.empty()) throw Error("calibration from traces: no trace files given");
+  CalibrationSet set;
+  set.source = paths.size() == 1 ? paths[0].filename().string() : std::to_string(paths.size()) + " recorded traces";
+  for (const auto& p : paths) {
+    const std::string label = p.stem().string();
+    std::optional<MeasuredConfig> row;
+    try {
+      row = measured_config_from_trace(read_trace(p), label);
+    } catch (const Error& e) {
+      throw Error(p.string() + ": " + e.what());
+    }
+    if (!row) throw Error(p.string() + ": the trace has no per-step timings (/timing/step_ns with decoding steps)");
+    set.rows.push_back(std::move(*row));
+  }
+  return set;
 }
 
 }  // namespace specdec::sim

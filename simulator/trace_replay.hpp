@@ -26,8 +26,14 @@ AcceptancePtr replay_acceptance_from_file(const std::filesystem::path& path);
 
 // The configurations a trace measured, as calibration rows: median recorded step time, mean
 // context, the trace's AL; the target (and a draft LM) shape from the recorded config.json. EAGLE
-// drafters are described by the recorded drafter config. Returns nothing when the trace carries
-// no step timings.
+// drafters are described by the recorded drafter config (flat HF/SafeAILab/AWS layout or the
+// speculators layout with a nested transformer_layer_config). Returns nothing when the trace
+// carries no step timings.
 std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, const std::string& label);
+
+// One calibration row per trace file (labelled by the file's stem), for `specdec simulate
+// --calibrate-traces`. Throws specdec::Error naming the file when a trace cannot be read, has no
+// step timings, or cannot be turned into a row.
+CalibrationSet calibration_set_from_traces(const std::vector<std::filesystem::path>& paths);
 
 }  // namespace specdec::sim

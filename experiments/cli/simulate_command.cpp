@@ -242,7 +242,8 @@ int usage(std::ostream& out, const po::options_description& desc) {
   out << "usage: specdec simulate --model M --hardware H [--drafter D --k K --alpha A] [options]\n"
          "       specdec simulate --sweep OUT.{csv,h5} --model M1,M2 --hardware H1,H2 --drafter none,D1 --k 1-8 ...\n"
          "       specdec simulate --measure-cpu OUT.json\n"
-         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--output FITTED.json]\n\n"
+         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--output FITTED.json]\n"
+         "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n\n"
          "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
          "P-EAGLE decoding from model, drafter and hardware specs (simulator/specs; any HF config.json\n"
          "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
@@ -279,10 +280,22 @@ int run_measure_cpu(const po::variables_map& vm, CommandIO& io) {
 }
 
 int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
-  const std::string path = vm["calibrate"].as<std::string>();
-  const CalibrationSet set = load_calibration_set(path, specs);
+  if (vm.count("calibrate") && vm.count("calibrate-traces"))
+    throw Error("give either --calibrate MEASURED.{json,csv} or --calibrate-traces T1.h5,T2.h5,..., not both");
+  const bool traces = vm.count("calibrate-traces") > 0;
+  const std::string path = traces ? "--calibrate-traces" : vm["calibrate"].as<std::string>();
+  CalibrationSet set;
+  if (traces) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : split_list(vm["calibrate-traces"].as<std::string>())) files.emplace_back(f);
+    set = calibration_set_from_traces(files);
+  } else {
+    set = load_calibration_set(path, specs);
+  }
   std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
-  if (hw_name.empty()) throw Error(path + ": no hardware named in the file; give --hardware");
+  if (hw_name.empty())
+    throw Error(traces ? "--calibrate-traces needs --hardware (a spec name or a hardware JSON, e.g. from --measure-cpu)"
+                       : path + ": no hardware named in the file; give --hardware");
   const HardwareSpec hw = specs.hardware(hw_name);
   std::vector<std::string> params;
   if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
@@ -293,10 +306,17 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     j["hardware"] = hardware_spec_to_json(r.hardware);
     for (size_t i = 0; i < r.parameters.size(); ++i)
       j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
-    for (size_t i = 0; i < r.rows.size(); ++i)
-      j["rows"].push_back({{"label", r.rows[i].label}, {"measured_ms", r.rows[i].measured_s * 1e3},
+    for (size_t i = 0; i < r.rows.size(); ++i) {
+      const Scenario& sc = set.rows[i].scenario;
+      j["rows"].push_back({{"label", r.rows[i].label}, {"method", method_name(sc.plan.method)},
+                           {"k", sc.plan.method == Method::sequential ? 0 : sc.plan.k},
+                           {"acceptance_length", set.rows[i].tokens_per_step}, {"context", set.rows[i].context},
+                           {"measured_ms", r.rows[i].measured_s * 1e3},
                            {"predicted_before_ms", before.rows[i].predicted_s * 1e3},
+                           {"relative_error_before", before.rows[i].relative_error},
                            {"predicted_ms", r.rows[i].predicted_s * 1e3}, {"relative_error", r.rows[i].relative_error}});
+    }
+    j["max_abs_relative_error_before"] = before.max_abs_error;
     j["max_abs_relative_error"] = r.max_abs_error;
     io.out << j.dump(2) << "\n";
   } else {
@@ -395,6 +415,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("quick", "--measure-cpu: short measurement (less accurate)")
     ("name", po::value<std::string>(), "--measure-cpu: hardware name to write (default cpu-local)")
     ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings (JSON or CSV)")
+    ("calibrate-traces", po::value<std::string>(), "like --calibrate, from recorded traces T1.h5,T2.h5,... (timed steps; needs --hardware)")
     ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
     ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
     ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, models/, drafters/ (repeatable)")
@@ -426,7 +447,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
-  if (vm.count("calibrate")) return run_calibrate(vm, specs, io);
+  if (vm.count("calibrate") || vm.count("calibrate-traces")) return run_calibrate(vm, specs, io);
   if (vm.count("sweep")) return run_sweep_mode(vm, specs, io);
 
   if (!vm.count("model")) throw Error("simulate: --model is required (a spec name or a config.json path; see --list)");

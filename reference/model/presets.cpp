@@ -29,6 +29,17 @@ std::vector<ModelPreset> build() {
   tiny.eos_token_ids = {1};
   tiny.max_position_embeddings = 2048;
   p.push_back({"tiny", "byte vocabulary, 4 layers, hidden 256, 8 heads / 4 KV heads", tiny});
+  // Calibration pair (scripts/calibrate_reference.sh): a target whose single-thread forward is
+  // tens of milliseconds of real work, and a draft LM about five times cheaper per forward with
+  // the same vocabulary.
+  ModelConfig m22 = llama_shape(256, 688, 8, 4, 2, 32000);
+  m22.bos_token_id = 1;
+  m22.eos_token_ids = {2};
+  p.push_back({"llama-22m", "32000 vocab, 8 layers, hidden 256, 4 heads / 2 KV heads (calibration target)", m22});
+  ModelConfig m4 = llama_shape(64, 176, 2, 1, 1, 32000);
+  m4.bos_token_id = 1;
+  m4.eos_token_ids = {2};
+  p.push_back({"llama-4m-draft", "32000 vocab, 2 layers, hidden 64, 1 head (draft LM for llama-22m)", m4});
   ModelConfig m100 = llama_shape(768, 2048, 12, 12, 4, 32000);
   m100.bos_token_id = 1;
   m100.eos_token_ids = {2};

@@ -16,6 +16,8 @@ struct ModelPreset {
 
 // "tiny": byte vocabulary, 4 layers, H 256, GQA 8/4 — the default model (~3.5M parameters).
 // "llama-100m": Llama shape with 32000 vocab, 12 layers, H 768, GQA 12/4 (~125M parameters).
+// "llama-22m", "llama-4m-draft": the target / draft LM pair the reference calibration records
+// (scripts/calibrate_reference.sh); 32000 vocab, 8 and 2 layers.
 // "llama-0.5b", "llama-1b": bandwidth-bound benchmark shapes.
 const std::vector<ModelPreset>& model_presets();
 // Throws specdec::Error listing the known names.
