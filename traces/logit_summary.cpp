@@ -7,19 +7,16 @@
 #include <string>
 
 #include "reference/core/error.hpp"
+#include "reference/io/fingerprint.hpp"
 
 namespace specdec {
 
 uint64_t fnv1a64_floats(const float* data, std::size_t n) {
-  uint64_t h = 14695981039346656037ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint32_t bits = std::bit_cast<uint32_t>(data[i]);
-    for (int b = 0; b < 4; ++b) {  // little-endian byte order
-      h ^= (bits >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  }
-  return h;
+  // The in-memory bytes are the little-endian bytes: specdec's I/O refuses to build on
+  // big-endian hosts (reference/io/safetensors.cpp).
+  Fnv1a64 h;
+  if (n) h.update(data, n * sizeof(float));
+  return h.value();
 }
 
 LogitSummary summarize_logits(const float* row, int V, int k) {
