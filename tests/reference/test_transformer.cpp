@@ -99,13 +99,8 @@ TEST(Transformer, ThreadCountInvariant) {
   ops::set_parallel_work_threshold(saved_threshold);
 }
 
-// A tree:            root-prefix
-//                   /     |     \
-//                  0      1      2
-//                 / \     |
-//                3   4    5
-//                |
-//                6
+// A tree under the cached prefix (node: parent): 0: −1, 1: −1, 2: −1, 3: 0, 4: 0, 5: 1, 6: 3,
+// so the root-to-leaf paths are 0-3-6, 0-4, 1-5 and 2.
 const std::vector<int> kParents = {-1, -1, -1, 0, 0, 1, 3};
 
 std::vector<int> path_to(int node) {
