@@ -3,11 +3,14 @@
 // target would make every exactness test trivially pass (everything rejected), so the fixtures
 // include drafters that agree often but not always: a perturbed copy of the target, and the
 // target itself (everything accepted).
+#include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "reference/drafting/draft_model_proposer.hpp"
+#include "reference/sampling/sampler.hpp"
 #include "model_fixtures.hpp"
 
 namespace specdec::testing {
@@ -63,6 +66,72 @@ inline std::vector<MethodFixture> draft_model_fixtures(DrafterPool& pool) {
          return std::make_unique<DraftModelProposer>(pool.add(make_model(small, 4242)), target.config(), k, 256);
        }},
   };
+}
+
+// Exact joint distribution of the next three tokens after `prompt` under `sampling`, by
+// enumerating every continuation (for tiny vocabularies).
+inline std::map<std::vector<int32_t>, double> three_token_distribution(const Transformer& target,
+                                                                       const std::vector<int32_t>& prompt,
+                                                                       const SamplingParams& sampling) {
+  const int V = target.config().vocab_size;
+  auto probs_after = [&](const std::vector<int32_t>& seq) {
+    auto cache = target.new_cache(static_cast<int>(seq.size()));
+    ForwardRequest r;
+    r.tokens = seq;
+    r.logit_rows = {static_cast<int>(seq.size()) - 1};
+    const Matrix l = target.forward(*cache, r).logits;
+    return probabilities(l.data(), V, sampling);
+  };
+  std::map<std::vector<int32_t>, double> expected;
+  const auto p1 = probs_after(prompt);
+  for (int a = 0; a < V; ++a) {
+    std::vector<int32_t> pa = prompt;
+    pa.push_back(a);
+    const auto p2 = probs_after(pa);
+    for (int b = 0; b < V; ++b) {
+      std::vector<int32_t> pb = pa;
+      pb.push_back(b);
+      const auto p3 = probs_after(pb);
+      for (int c = 0; c < V; ++c) expected[{a, b, c}] = p1[a] * p2[b] * p3[c];
+    }
+  }
+  return expected;
+}
+
+// Pearson chi-square of observed counts (N samples) against expected probabilities, bins with
+// expected count < 5 merged into one; the critical value at alpha = 1e-3 from the
+// Wilson–Hilferty approximation.
+struct ChiSquare {
+  double statistic = 0;
+  double degrees_of_freedom = 0;
+  double critical = 0;
+  int bins = 0;
+};
+inline ChiSquare chi_square_test(const std::map<std::vector<int32_t>, double>& expected,
+                                 const std::map<std::vector<int32_t>, int>& counts, int n) {
+  ChiSquare r;
+  double small_expected = 0;
+  int small_count = 0;
+  for (const auto& [seq, p] : expected) {
+    const double e = n * p;
+    const auto it = counts.find(seq);
+    const int o = it == counts.end() ? 0 : it->second;
+    if (e < 5) {
+      small_expected += e;
+      small_count += o;
+      continue;
+    }
+    r.statistic += (o - e) * (o - e) / e;
+    ++r.bins;
+  }
+  if (small_expected > 0) {
+    r.statistic += (small_count - small_expected) * (small_count - small_expected) / small_expected;
+    ++r.bins;
+  }
+  const double df = r.degrees_of_freedom = r.bins - 1;
+  const double z = 3.090232;  // upper 1e-3 normal quantile
+  r.critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  return r;
 }
 
 }  // namespace specdec::testing

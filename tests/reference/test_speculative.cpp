@@ -172,24 +172,7 @@ TEST(Speculative, SamplingLoopMatchesTargetDistribution) {
   s.mode = SamplingParams::Mode::sample;
   s.temperature = 1.0;
 
-  // Exact joint distribution of three tokens from the target.
-  auto probs_after = [&](const std::vector<int32_t>& seq) {
-    auto cache = target.new_cache(8);
-    ForwardRequest r;
-    r.tokens = seq;
-    r.logit_rows = {static_cast<int>(seq.size()) - 1};
-    const Matrix l = target.forward(*cache, r).logits;
-    return probabilities(l.data(), cfg.vocab_size, s);
-  };
-  std::map<std::vector<int32_t>, double> expected;
-  const auto p1 = probs_after(prompt);
-  for (int a = 0; a < 6; ++a) {
-    const auto p2 = probs_after({1, 4, a});
-    for (int b = 0; b < 6; ++b) {
-      const auto p3 = probs_after({1, 4, a, b});
-      for (int c = 0; c < 6; ++c) expected[{a, b, c}] = p1[a] * p2[b] * p3[c];
-    }
-  }
+  const auto expected = testing::three_token_distribution(target, prompt, s);
   const int N = 6000;
   std::map<std::vector<int32_t>, int> counts;
   for (int i = 1; i <= N; ++i) {
@@ -198,28 +181,10 @@ TEST(Speculative, SamplingLoopMatchesTargetDistribution) {
     RejectionAcceptor acceptor;
     counts[decode_speculative(target, proposer, acceptor, prompt, s, opts(3)).tokens]++;
   }
-  double chi2 = 0, small_expected = 0;
-  int small_count = 0, bins = 0;
-  for (const auto& [seq, p] : expected) {
-    const double e = N * p;
-    const int o = counts.count(seq) ? counts[seq] : 0;
-    if (e < 5) {
-      small_expected += e;
-      small_count += o;
-      continue;
-    }
-    chi2 += (o - e) * (o - e) / e;
-    ++bins;
-  }
-  if (small_expected > 0) {
-    chi2 += (small_count - small_expected) * (small_count - small_expected) / small_expected;
-    ++bins;
-  }
-  const double df = bins - 1;
-  const double z = 3.090232;  // upper 1e-3 normal quantile
-  const double critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
-  EXPECT_LT(chi2, critical) << "chi-square " << chi2 << " with " << df << " degrees of freedom, N " << N;
-  EXPECT_GT(bins, 10);
+  const testing::ChiSquare chi = testing::chi_square_test(expected, counts, N);
+  EXPECT_LT(chi.statistic, chi.critical) << "chi-square " << chi.statistic << " with " << chi.degrees_of_freedom
+                                         << " degrees of freedom, N " << N;
+  EXPECT_GT(chi.bins, 10);
 }
 
 }  // namespace
