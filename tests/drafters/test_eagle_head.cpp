@@ -21,6 +21,7 @@
 #include "tests/drafters/naive_eagle.hpp"
 #include "tests/reference/model_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
+#include "tests/reference/weight_pairs.hpp"
 
 namespace specdec {
 namespace {
@@ -205,56 +206,20 @@ void expect_bitwise(const Matrix& a, const Matrix& b, const std::string& label) 
   for (Eigen::Index i = 0; i < a.size(); ++i) ASSERT_EQ(bits(a.data()[i]), bits(b.data()[i])) << label << " element " << i;
 }
 
-// Every float tensor of two heads' weights, pairwise, by a readable name.
-template <typename F>
-void for_each_tensor(const EagleWeights& a, const EagleWeights& b, F f) {
-  auto m = [&](const std::string& n, const Matrix& x, const Matrix& y) {
-    f(n, x.rows(), x.cols(), y.rows(), y.cols(), x.data(), y.data());
-  };
-  auto v = [&](const std::string& n, const Vector& x, const Vector& y) { f(n, x.size(), 1, y.size(), 1, x.data(), y.data()); };
-  m("fc", a.fc, b.fc);
-  v("fc_bias", a.fc_bias, b.fc_bias);
-  v("hidden_norm", a.hidden_norm, b.hidden_norm);
-  ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (std::size_t i = 0; i < a.layers.size(); ++i) {
-    const LayerWeights &x = a.layers[i], &y = b.layers[i];
-    const std::string p = "layer " + std::to_string(i) + " ";
-    v(p + "input_layernorm", x.input_layernorm, y.input_layernorm);
-    m(p + "q_proj", x.q_proj, y.q_proj);
-    m(p + "k_proj", x.k_proj, y.k_proj);
-    m(p + "v_proj", x.v_proj, y.v_proj);
-    v(p + "q_bias", x.q_bias, y.q_bias);
-    v(p + "k_bias", x.k_bias, y.k_bias);
-    v(p + "v_bias", x.v_bias, y.v_bias);
-    m(p + "o_proj", x.o_proj, y.o_proj);
-    v(p + "o_bias", x.o_bias, y.o_bias);
-    v(p + "q_norm", x.q_norm, y.q_norm);
-    v(p + "k_norm", x.k_norm, y.k_norm);
-    v(p + "post_attention_layernorm", x.post_attention_layernorm, y.post_attention_layernorm);
-    m(p + "gate_proj", x.gate_proj, y.gate_proj);
-    m(p + "up_proj", x.up_proj, y.up_proj);
-    m(p + "down_proj", x.down_proj, y.down_proj);
-    v(p + "gate_bias", x.gate_bias, y.gate_bias);
-    v(p + "up_bias", x.up_bias, y.up_bias);
-    v(p + "down_bias", x.down_bias, y.down_bias);
-  }
-  v("norm", a.norm, b.norm);
-  m("lm_head", a.lm_head, b.lm_head);
-  m("embed_tokens", a.embed_tokens, b.embed_tokens);
-  v("mask_hidden", a.mask_hidden, b.mask_hidden);
-}
-
+// Expects `loaded` to equal `saved` after each element went through `round` (identity for F32).
 template <typename Round>
 void expect_weights_equal(const EagleWeights& saved, const EagleWeights& loaded, Round round, const std::string& label) {
-  for_each_tensor(saved, loaded,
-                  [&](const std::string& n, Eigen::Index r1, Eigen::Index c1, Eigen::Index r2, Eigen::Index c2,
-                      const float* x, const float* y) {
-                    ASSERT_EQ(r1, r2) << label << " " << n;
-                    ASSERT_EQ(c1, c2) << label << " " << n;
-                    for (Eigen::Index i = 0; i < r1 * c1; ++i) {
-                      ASSERT_EQ(bits(round(x[i])), bits(y[i])) << label << " " << n << " element " << i;
-                    }
-                  });
+  auto f = testing::equal_after(round, label);
+  testing::visit_pair("fc", saved.fc, loaded.fc, f);
+  testing::visit_pair("fc_bias", saved.fc_bias, loaded.fc_bias, f);
+  testing::visit_pair("hidden_norm", saved.hidden_norm, loaded.hidden_norm, f);
+  ASSERT_EQ(saved.layers.size(), loaded.layers.size());
+  for (std::size_t i = 0; i < saved.layers.size(); ++i)
+    testing::for_each_layer_pair(saved.layers[i], loaded.layers[i], "layer " + std::to_string(i) + " ", f);
+  testing::visit_pair("norm", saved.norm, loaded.norm, f);
+  testing::visit_pair("lm_head", saved.lm_head, loaded.lm_head, f);
+  testing::visit_pair("embed_tokens", saved.embed_tokens, loaded.embed_tokens, f);
+  testing::visit_pair("mask_hidden", saved.mask_hidden, loaded.mask_hidden, f);
   EXPECT_EQ(saved.d2t, loaded.d2t) << label;
   EXPECT_EQ(saved.t2d, loaded.t2d) << label;
 }

@@ -19,6 +19,7 @@
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/random_weights.hpp"
 #include "tests/reference/scratch_dir.hpp"
+#include "tests/reference/weight_pairs.hpp"
 
 namespace specdec {
 namespace {
@@ -72,57 +73,16 @@ std::vector<Case> cases() {
   return out;
 }
 
-uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
-
-// Applies `f` to every pair of corresponding tensors (matrices as flat arrays) with a label.
-template <typename F>
-void for_each_pair(const LlamaWeights& a, const LlamaWeights& b, F f) {
-  auto m = [&](const std::string& n, const Matrix& x, const Matrix& y) {
-    f(n, x.rows(), x.cols(), y.rows(), y.cols(), x.data(), y.data());
-  };
-  auto v = [&](const std::string& n, const Vector& x, const Vector& y) {
-    f(n, x.size(), 1, y.size(), 1, x.data(), y.data());
-  };
-  m("embed_tokens", a.embed_tokens, b.embed_tokens);
-  ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (std::size_t i = 0; i < a.layers.size(); ++i) {
-    const LayerWeights &x = a.layers[i], &y = b.layers[i];
-    const std::string p = "layer " + std::to_string(i) + " ";
-    v(p + "input_layernorm", x.input_layernorm, y.input_layernorm);
-    m(p + "q_proj", x.q_proj, y.q_proj);
-    m(p + "k_proj", x.k_proj, y.k_proj);
-    m(p + "v_proj", x.v_proj, y.v_proj);
-    v(p + "q_bias", x.q_bias, y.q_bias);
-    v(p + "k_bias", x.k_bias, y.k_bias);
-    v(p + "v_bias", x.v_bias, y.v_bias);
-    m(p + "o_proj", x.o_proj, y.o_proj);
-    v(p + "o_bias", x.o_bias, y.o_bias);
-    v(p + "q_norm", x.q_norm, y.q_norm);
-    v(p + "k_norm", x.k_norm, y.k_norm);
-    v(p + "post_attention_layernorm", x.post_attention_layernorm, y.post_attention_layernorm);
-    m(p + "gate_proj", x.gate_proj, y.gate_proj);
-    m(p + "up_proj", x.up_proj, y.up_proj);
-    m(p + "down_proj", x.down_proj, y.down_proj);
-    v(p + "gate_bias", x.gate_bias, y.gate_bias);
-    v(p + "up_bias", x.up_bias, y.up_bias);
-    v(p + "down_bias", x.down_bias, y.down_bias);
-  }
-  v("norm", a.norm, b.norm);
-  m("lm_head", a.lm_head, b.lm_head);
-}
-
 // Expects `loaded` to equal `saved` after each element went through `round` (identity for F32).
 template <typename Round>
 void expect_weights_equal(const LlamaWeights& saved, const LlamaWeights& loaded, Round round, const std::string& label) {
-  for_each_pair(saved, loaded,
-                [&](const std::string& n, Eigen::Index r1, Eigen::Index c1, Eigen::Index r2, Eigen::Index c2,
-                    const float* x, const float* y) {
-                  ASSERT_EQ(r1, r2) << label << " " << n;
-                  ASSERT_EQ(c1, c2) << label << " " << n;
-                  for (Eigen::Index i = 0; i < r1 * c1; ++i) {
-                    ASSERT_EQ(bits(round(x[i])), bits(y[i])) << label << " " << n << " element " << i;
-                  }
-                });
+  auto f = testing::equal_after(round, label);
+  testing::visit_pair("embed_tokens", saved.embed_tokens, loaded.embed_tokens, f);
+  ASSERT_EQ(saved.layers.size(), loaded.layers.size());
+  for (std::size_t i = 0; i < saved.layers.size(); ++i)
+    testing::for_each_layer_pair(saved.layers[i], loaded.layers[i], "layer " + std::to_string(i) + " ", f);
+  testing::visit_pair("norm", saved.norm, loaded.norm, f);
+  testing::visit_pair("lm_head", saved.lm_head, loaded.lm_head, f);
 }
 
 float identity(float x) { return x; }
