@@ -18,6 +18,8 @@ ModelConfig llama_shape(int hidden, int intermediate, int layers, int heads, int
   c.max_position_embeddings = 4096;
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 10000.0;
+  c.bos_token_id = 1;  // the Llama tokenizer's <s> and </s>; the byte-vocabulary preset overrides them
+  c.eos_token_ids = {2};
   return c;
 }
 
@@ -33,24 +35,14 @@ std::vector<ModelPreset> build() {
   // tens of milliseconds of real work, and a draft LM about five times cheaper per forward with
   // the same vocabulary.
   ModelConfig m22 = llama_shape(256, 688, 8, 4, 2, 32000);
-  m22.bos_token_id = 1;
-  m22.eos_token_ids = {2};
   p.push_back({"llama-22m", "32000 vocab, 8 layers, hidden 256, 4 heads / 2 KV heads (calibration target)", m22});
   ModelConfig m4 = llama_shape(64, 176, 2, 1, 1, 32000);
-  m4.bos_token_id = 1;
-  m4.eos_token_ids = {2};
   p.push_back({"llama-4m-draft", "32000 vocab, 2 layers, hidden 64, 1 head (draft LM for llama-22m)", m4});
   ModelConfig m100 = llama_shape(768, 2048, 12, 12, 4, 32000);
-  m100.bos_token_id = 1;
-  m100.eos_token_ids = {2};
   p.push_back({"llama-100m", "32000 vocab, 12 layers, hidden 768, 12 heads / 4 KV heads", m100});
   ModelConfig m500 = llama_shape(1536, 4096, 16, 12, 4, 32000);
-  m500.bos_token_id = 1;
-  m500.eos_token_ids = {2};
   p.push_back({"llama-0.5b", "32000 vocab, 16 layers, hidden 1536, 12 heads / 4 KV heads", m500});
   ModelConfig m1b = llama_shape(2048, 5632, 22, 32, 4, 32000);
-  m1b.bos_token_id = 1;
-  m1b.eos_token_ids = {2};
   p.push_back({"llama-1b", "TinyLlama-1.1B shape: 22 layers, hidden 2048, 32 heads / 4 KV heads", m1b});
   return p;
 }
