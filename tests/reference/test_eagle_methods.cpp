@@ -3,13 +3,9 @@
 // decoding, target and drafter cache exactness, consistency between the shapes, the trained-depth
 // guard, user tree files, and the sampling loop's distribution.
 //
-// Random heads almost never agree with a random target, which would leave the acceptance paths
-// untested. So the suite also uses an EAGLE-1 head that reproduces a "bigram-like" target: the
-// target's attention and MLP outputs are damped and its final norm is 1, so its next token depends
-// mostly on the current token (logits ≈ lm_head · e_t / rms(e_t)); the head's fc passes the token
-// embedding through and its layer adds nothing (o_proj = down_proj = 0), so its logits are
-// lm_head · 100·e_t: the same argmax whenever the context's contribution does not flip it. The
-// observed acceptance lengths are printed, and asserted to be well above 1 for that head.
+// The heads and methods come from eagle_fixtures.hpp, among them a passthrough head that agrees
+// often with a "bigram-like" target so that the acceptance paths are exercised: the observed
+// acceptance lengths are printed, and asserted to be well above 1 for that head.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,12 +27,27 @@
 #include "reference/drafting/tree_choices.hpp"
 #include "reference/sampling/counter_rng.hpp"
 #include "reference/sampling/sampler.hpp"
+#include "eagle_fixtures.hpp"
 #include "model_fixtures.hpp"
 #include "speculative_fixtures.hpp"
 #include "scratch_dir.hpp"
 
 namespace specdec {
 namespace {
+
+using testing::bigram_like;
+using testing::chain_options;
+using testing::dynamic_options;
+using testing::eagle1_config;
+using testing::eagle3_config;
+using testing::EagleMethod;
+using testing::EagleTarget;
+using testing::HeadPool;
+using testing::kSmallTree;
+using testing::peagle_chain;
+using testing::peagle_config;
+using testing::peagle_tree;
+using testing::static_options;
 
 const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
 constexpr uint64_t kModelSeed = 2024;
@@ -62,17 +73,6 @@ std::vector<testing::NamedConfig> target_configs() {
   return out;
 }
 
-// The fixture target with attention and MLP outputs damped and a unit final norm (see the top).
-Transformer bigram_like(const ModelConfig& c, uint64_t seed) {
-  LlamaWeights w = testing::make_model(c, seed).weights();
-  for (LayerWeights& l : w.layers) {
-    l.o_proj *= 0.03f;
-    l.down_proj *= 0.03f;
-  }
-  w.norm.setOnes();
-  return Transformer(c, w);
-}
-
 GenerationOptions opts(int n) {
   GenerationOptions o;
   o.max_new_tokens = n;
@@ -82,230 +82,7 @@ GenerationOptions opts(int n) {
 DenseKVCache& dense(KVCache& c) { return dynamic_cast<DenseKVCache&>(c); }
 const DenseKVCache& dense(const KVCache& c) { return dynamic_cast<const DenseKVCache&>(c); }
 
-// --- heads ------------------------------------------------------------------------------------
-
-ModelConfig head_layer(const ModelConfig& target, int layers) {
-  ModelConfig c;
-  c.hidden_size = target.hidden_size;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 12;
-  c.vocab_size = target.vocab_size;
-  c.max_position_embeddings = 256;
-  c.rms_norm_eps = 1e-5;
-  c.rope_theta = 10000.0;
-  c.bos_token_id = 0;
-  c.eos_token_ids = {1};
-  return c;
-}
-
-EagleHeadConfig eagle1_config(const ModelConfig& t) {
-  EagleHeadConfig c;
-  c.kind = EagleKind::eagle1;
-  c.layout = "safeailab";
-  c.layer = head_layer(t, 1);
-  c.target_hidden = t.hidden_size;
-  c.target_vocab = c.draft_vocab = t.vocab_size;
-  c.fc_bias = true;
-  return c;
-}
-
-// Draft vocabulary smaller than the target's (d2t), aux layers as given (empty = the default).
-EagleHeadConfig eagle3_config(const ModelConfig& t, int draft_vocab, std::vector<int> aux = {}) {
-  EagleHeadConfig c;
-  c.kind = EagleKind::eagle3;
-  c.layout = "safeailab";
-  c.layer = head_layer(t, 1);
-  c.target_hidden = t.hidden_size;
-  c.target_vocab = t.vocab_size;
-  c.draft_vocab = draft_vocab;
-  c.aux_layers = std::move(aux);
-  return c;
-}
-
-EagleHeadConfig peagle_config(const ModelConfig& t, int draft_vocab, int trained_depth) {
-  EagleHeadConfig c;
-  c.kind = EagleKind::peagle;
-  c.layout = "aws";
-  c.layer = head_layer(t, 2);
-  c.num_layers = 2;
-  c.target_hidden = t.hidden_size;
-  c.target_vocab = t.vocab_size;
-  c.draft_vocab = draft_vocab;
-  c.own_embeddings = true;
-  c.mask_token_id = 5;
-  c.trained_depth = trained_depth;
-  return c;
-}
-
-// EAGLE-1 head whose output is the token embedding: logits = lm_head · e_token (see the top).
-EagleHead embedding_passthrough_head(const Transformer& target) {
-  const EagleHead random = random_eagle_head(eagle1_config(target.config()), target, 77, 0.08f);
-  EagleWeights w = random.weights();
-  const int H = target.config().hidden_size;
-  w.fc.setZero();
-  // x = 100·embed(token), the feature ignored: the scale sharpens the head's distribution (the
-  // argmax is unchanged) so that EAGLE-2's cumulative scores favour deep paths.
-  w.fc.leftCols(H) = 100.0f * Matrix::Identity(H, H);
-  w.fc_bias.setZero();
-  w.layers[0].o_proj.setZero();
-  w.layers[0].down_proj.setZero();
-  return EagleHead(random.config(), w, target, "passthrough head");
-}
-
-struct HeadPool {
-  std::vector<std::unique_ptr<EagleHead>> heads;
-  const EagleHead& add(EagleHead h) {
-    heads.push_back(std::make_unique<EagleHead>(std::move(h)));
-    return *heads.back();
-  }
-};
-
-// --- methods ----------------------------------------------------------------------------------
-
-enum class TargetKind { plain, bigram };
-
-struct Method {
-  std::string name;
-  TargetKind target = TargetKind::plain;
-  bool uses_k = true;  // chains: run for K = 1..8; tree shapes: once
-  std::function<std::unique_ptr<Proposer>(const Transformer& target, int k)> make;
-};
-
-EagleOptions chain_options(int k) {
-  EagleOptions o;
-  o.shape = EagleShape::chain;
-  o.k = k;
-  return o;
-}
-
-EagleOptions static_options(TreeChoices choices) {
-  EagleOptions o;
-  o.shape = EagleShape::static_tree;
-  o.choices = std::move(choices);
-  return o;
-}
-
-EagleOptions dynamic_options(int depth, int top_k, int total) {
-  EagleOptions o;
-  o.shape = EagleShape::dynamic_tree;
-  o.depth = depth;
-  o.top_k = top_k;
-  o.total_tokens = total;
-  return o;
-}
-
-PEagleOptions peagle_chain(int k) {
-  PEagleOptions o;
-  o.k = k;
-  return o;
-}
-
-PEagleOptions peagle_tree(TreeChoices choices) {
-  PEagleOptions o;
-  o.shape = PEagleShape::tree;
-  o.choices = std::move(choices);
-  return o;
-}
-
-const TreeChoices kSmallTree = {{0}, {1}, {0, 0}, {0, 1}, {1, 0}};
-const TreeChoices kDeepTree = {{0}, {1}, {0, 0}, {0, 0, 0}, {0, 0, 1}, {0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}};
-
-std::vector<Method> methods(HeadPool& pool) {
-  auto e1 = [&pool](const Transformer& t) -> const EagleHead& {
-    return pool.add(random_eagle_head(eagle1_config(t.config()), t, 11, 0.08f));
-  };
-  auto e3 = [&pool](const Transformer& t) -> const EagleHead& {
-    return pool.add(random_eagle_head(eagle3_config(t.config(), 64), t, 12, 0.08f));
-  };
-  auto e3_aux = [&pool](const Transformer& t) -> const EagleHead& {
-    return pool.add(random_eagle_head(eagle3_config(t.config(), 97, {1, 3}), t, 13, 0.08f));
-  };
-  auto pe = [&pool](const Transformer& t) -> const EagleHead& {
-    return pool.add(random_eagle_head(peagle_config(t.config(), 80, 8), t, 14, 0.08f));
-  };
-  auto pass = [&pool](const Transformer& t) -> const EagleHead& { return pool.add(embedding_passthrough_head(t)); };
-  using P = std::unique_ptr<Proposer>;
-  std::vector<Method> m;
-  m.push_back({"eagle1_chain", TargetKind::plain, true, [=](const Transformer& t, int k) -> P {
-                 return std::make_unique<EagleProposer>(e1(t), chain_options(k), 64);
-               }});
-  m.push_back({"eagle3_chain", TargetKind::plain, true, [=](const Transformer& t, int k) -> P {
-                 return std::make_unique<EagleProposer>(e3(t), chain_options(k), 64);
-               }});
-  m.push_back({"eagle3_aux13_chain", TargetKind::plain, true, [=](const Transformer& t, int k) -> P {
-                 return std::make_unique<EagleProposer>(e3_aux(t), chain_options(k), 64);
-               }});
-  m.push_back({"peagle_chain", TargetKind::plain, true, [=](const Transformer& t, int k) -> P {
-                 return std::make_unique<PEagleProposer>(pe(t), peagle_chain(k), 64);
-               }});
-  m.push_back({"passthrough_chain", TargetKind::bigram, true, [=](const Transformer& t, int k) -> P {
-                 return std::make_unique<EagleProposer>(pass(t), chain_options(k), 64);
-               }});
-  const std::vector<std::pair<std::string, TreeChoices>> trees = {
-      {"mc_sim_7b_63", mc_sim_7b_63()}, {"small", kSmallTree}, {"deep", kDeepTree}};
-  for (const auto& [tree_name, choices] : trees) {
-    const TreeChoices ch = choices;
-    m.push_back({"eagle1_tree_" + tree_name, TargetKind::plain, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(e1(t), static_options(ch), 64);
-                 }});
-    m.push_back({"eagle3_tree_" + tree_name, TargetKind::plain, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(e3(t), static_options(ch), 64);
-                 }});
-    m.push_back({"passthrough_tree_" + tree_name, TargetKind::bigram, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(pass(t), static_options(ch), 64);
-                 }});
-    m.push_back({"peagle_tree_" + tree_name, TargetKind::plain, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<PEagleProposer>(pe(t), peagle_tree(ch), 64);
-                 }});
-  }
-  const std::vector<std::array<int, 3>> dynamic = {{1, 1, 2}, {2, 3, 8}, {4, 4, 20}, {7, 10, 60}};
-  for (const auto& [depth, top_k, total] : dynamic) {
-    const std::string suffix = std::to_string(depth) + "_" + std::to_string(top_k) + "_" + std::to_string(total);
-    const int d = depth, k = top_k, n = total;
-    m.push_back({"eagle1_dynamic_" + suffix, TargetKind::plain, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(e1(t), dynamic_options(d, k, n), 64);
-                 }});
-    m.push_back({"eagle3_dynamic_" + suffix, TargetKind::plain, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(e3(t), dynamic_options(d, k, n), 64);
-                 }});
-    m.push_back({"passthrough_dynamic_" + suffix, TargetKind::bigram, false, [=](const Transformer& t, int) -> P {
-                   return std::make_unique<EagleProposer>(pass(t), dynamic_options(d, k, n), 64);
-                 }});
-  }
-  return m;
-}
-
-// The drafter cache of a proposer, and the head.
-const EaglePairCache& pair_cache_of(const Proposer& p) {
-  if (auto* e = dynamic_cast<const EagleProposer*>(&p)) return e->pair_cache();
-  return dynamic_cast<const PEagleProposer&>(p).pair_cache();
-}
-const EagleHead& head_of(const Proposer& p) {
-  if (auto* e = dynamic_cast<const EagleProposer*>(&p)) return e->head();
-  return dynamic_cast<const PEagleProposer&>(p).head();
-}
-
-// What a fresh head builds over the pairs (f_i, t_{i+1}), i < n, of `tokens` (n + 1 tokens), with
-// the features from one plain target forward.
-std::unique_ptr<KVCache> fresh_pair_cache(const Transformer& target, const EagleHead& head, const std::vector<int32_t>& tokens) {
-  const int n = static_cast<int>(tokens.size()) - 1;
-  auto cache = head.new_cache(kCapacity);
-  if (n <= 0) return cache;
-  auto tc = target.new_cache(kCapacity);
-  ForwardRequest r;
-  r.tokens.assign(tokens.begin(), tokens.end() - 1);
-  r.final_hidden = head.config().kind == EagleKind::eagle1;
-  if (!r.final_hidden) r.aux_layers = head.config().aux_layers;
-  const ForwardResult f = target.forward(*tc, r);
-  EagleHead::Input in;
-  in.tokens.assign(tokens.begin() + 1, tokens.end());
-  in.features = r.final_hidden ? f.final_hidden : f.aux_hidden;
-  head.forward(*cache, in);
-  return cache;
-}
+// --- exactness against sequential decoding -----------------------------------------------------
 
 struct AcceptanceLog {
   std::map<std::string, std::pair<double, int>> by_method;  // sum of acceptance lengths, runs
@@ -334,9 +111,9 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
       }
     }
     HeadPool pool;
-    for (const Method& m : methods(pool)) {
-      const Transformer& target = m.target == TargetKind::plain ? plain : bigram;
-      const int tk = m.target == TargetKind::plain ? 0 : 1;
+    for (const EagleMethod& m : testing::eagle_methods(pool)) {
+      const Transformer& target = m.target == EagleTarget::plain ? plain : bigram;
+      const int tk = m.target == EagleTarget::plain ? 0 : 1;
       for (int k = 1; k <= (m.uses_k ? 8 : 1); ++k) {
         for (size_t pi = 0; pi < kPrompts.size(); ++pi) {
           const std::string where = mode + ": method " + m.name + ", target " + cfg_name + ", K " + std::to_string(k) +
@@ -355,14 +132,14 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           target.forward(*plain_cache, ForwardRequest::chain(seq));
           EXPECT_TRUE(dense(*cache).equals(dense(*plain_cache))) << "target cache differs; " << where;
           // Drafter cache exactness: exactly the committed pairs, bitwise what a fresh head builds.
-          const EaglePairCache& pc = pair_cache_of(*proposer);
+          const EaglePairCache& pc = testing::pair_cache_of(*proposer);
           const std::vector<int32_t>& covered = pc.covered_tokens();
           seq.push_back(r.tokens.back());
           ASSERT_GE(covered.size(), kPrompts[pi].size() + 1) << where;
           ASSERT_LE(covered.size(), seq.size()) << where;
           EXPECT_TRUE(std::equal(covered.begin(), covered.end(), seq.begin())) << "covered tokens are not a prefix; " << where;
           EXPECT_EQ(pc.cache().length(), pc.pairs()) << where;
-          auto fresh = fresh_pair_cache(target, head_of(*proposer), covered);
+          auto fresh = testing::fresh_pair_cache(target, testing::head_of(*proposer), covered, kCapacity);
           EXPECT_TRUE(dense(pc.cache()).equals(dense(*fresh))) << "drafter cache differs from a fresh run; " << where;
         }
       }
@@ -844,8 +621,8 @@ TEST(EagleMethods, SampleModeRunsWithSaneStatistics) {
   const Transformer target = testing::make_model(cfg, kModelSeed);
   const Transformer bigram = bigram_like(cfg, kModelSeed);
   HeadPool pool;
-  for (const Method& m : methods(pool)) {
-    const Transformer& t = m.target == TargetKind::plain ? target : bigram;
+  for (const EagleMethod& m : testing::eagle_methods(pool)) {
+    const Transformer& t = m.target == EagleTarget::plain ? target : bigram;
     for (int k : {1, 4}) {
       if (!m.uses_k && k != 1) continue;
       for (uint64_t seed : {1u, 2u}) {

@@ -1,0 +1,39 @@
+#pragma once
+// Blocks of dot products in the reference's reduction order (reference/model/ops.cpp, ops::dot):
+// eight interleaved partial sums over the first 8·⌊n/8⌋ elements, a sequential tail, then the
+// fixed combine (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)))+tail, every product and sum rounded on its
+// own (no FMA). One AVX2 register holds exactly the eight partial sums, so the AVX2 versions and
+// the portable ones give bitwise the same results, and neither depends on how many rows or tokens
+// are processed together.
+//
+// A block is R ≤ kMaxBlockRows weight rows (stored F32, BF16 or F16, widened in registers) by
+// TB ≤ kMaxBlockTokens activation rows (fp32): every weight element is loaded once per block
+// however many tokens it serves.
+#include <cstddef>
+
+#include "reference/io/safetensors.hpp"
+
+namespace specdec::cpu {
+
+constexpr int kMaxBlockRows = 4;
+constexpr int kMaxBlockTokens = 4;
+
+// out[r·TB + t] = Σ_i x[t·ldx + i] · w_r[i], i < n, in ops::dot's order. rows[r] points at the
+// first element of weight row r (of type `dtype`: F32, BF16 or F16).
+void dot_block(Dtype dtype, const void* const* rows, int R, const float* x, std::size_t ldx, int TB, int n,
+               float* out);
+
+// dst[i] = src[i] widened to fp32 (exact), i < n; src holds elements of `dtype` (F32, BF16, F16).
+void widen(Dtype dtype, const void* src, int n, float* dst);
+
+// ops::dot(a, b, n) bitwise, on the fastest available path.
+float dot(const float* a, const float* b, int n);
+
+// Whether this CPU has AVX2 and F16C (checked at run time).
+bool simd_available();
+// Whether the AVX2 kernels are in use (default: simd_available()). Turning them off selects the
+// portable versions, which give bitwise the same results; tests compare the two.
+bool simd_enabled();
+void set_simd_enabled(bool enabled);  // enabling is ignored where simd_available() is false
+
+}  // namespace specdec::cpu

@@ -1,0 +1,102 @@
+#include "optimized/cpu/fused_linear.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "optimized/cpu/dot_kernels.hpp"
+#include "reference/model/ops.hpp"
+
+namespace specdec::cpu {
+
+namespace {
+
+// A block is four weight rows; tokens go through the kernel two at a time (4 × 2 accumulators
+// plus the operands fit the 16 AVX2 registers). With more than two tokens, a narrow (BF16/F16)
+// block is first widened once into an fp32 scratch copy that stays in L1/L2, so each element is
+// widened once however many tokens read it; the products are the same either way.
+constexpr int kRowsPerBlock = 4;
+constexpr int kTokensPerCall = 2;
+
+// Runs `epilogue(r0, R, t0, TB, out)` for every block of weight rows and group of tokens, where
+// out[r·TB + t] = dot(x_{t0+t}, w_{r0+r}). Blocks are split statically over the threads.
+template <class Epilogue>
+void for_each_block(const PackedMatrix& w, const float* x, std::size_t ldx, int T, const Epilogue& epilogue) {
+  const int rows = w.rows(), n = w.cols();
+  const int blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const bool widen_first = w.dtype() != Dtype::F32 && T > kTokensPerCall;
+  const bool parallel = static_cast<long long>(T) * rows * n >= ops::parallel_work_threshold();
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scratch(widen_first ? static_cast<std::size_t>(kRowsPerBlock) * n : 0);
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; ++b) {
+      const int r0 = b * kRowsPerBlock;
+      const int R = std::min(kRowsPerBlock, rows - r0);
+      const void* ptrs[kRowsPerBlock];
+      Dtype dtype = w.dtype();
+      for (int r = 0; r < R; ++r) {
+        if (widen_first) {
+          float* dst = scratch.data() + static_cast<std::size_t>(r) * n;
+          w.widen_row(r0 + r, dst);
+          ptrs[r] = dst;
+        } else {
+          ptrs[r] = w.row(r0 + r);
+        }
+      }
+      if (widen_first) dtype = Dtype::F32;
+      float out[kRowsPerBlock * kTokensPerCall];
+      for (int t0 = 0; t0 < T; t0 += kTokensPerCall) {
+        const int TB = std::min(kTokensPerCall, T - t0);
+        dot_block(dtype, ptrs, R, x + static_cast<std::size_t>(t0) * ldx, ldx, TB, n, out);
+        epilogue(r0, R, t0, TB, out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void linear(const PackedMatrix& w, const float* bias, const float* x, std::size_t ldx, int T, float* y,
+            std::size_t ldy, bool accumulate) {
+  for_each_block(w, x, ldx, T, [&](int r0, int R, int t0, int TB, const float* out) {
+    for (int r = 0; r < R; ++r) {
+      const float b = bias ? bias[r0 + r] : 0.0f;
+      for (int t = 0; t < TB; ++t) {
+        float& dst = y[static_cast<std::size_t>(t0 + t) * ldy + r0 + r];
+        const float v = out[r * TB + t] + b;
+        dst = accumulate ? dst + v : v;
+      }
+    }
+  });
+}
+
+PackedMatrix pack_gate_up(const Matrix& gate, const Matrix& up, Dtype precision, const std::string& name) {
+  const Eigen::Index I = gate.rows();
+  Matrix m(2 * I, gate.cols());
+  for (Eigen::Index f0 = 0; f0 < I; f0 += 2) {
+    const Eigen::Index pair = std::min<Eigen::Index>(2, I - f0);
+    m.middleRows(2 * f0, pair) = gate.middleRows(f0, pair);
+    m.middleRows(2 * f0 + pair, pair) = up.middleRows(f0, pair);
+  }
+  return PackedMatrix(m, precision, name);
+}
+
+void linear_swiglu(const PackedMatrix& gate_up, const float* gate_bias, const float* up_bias, const float* x,
+                   std::size_t ldx, int T, float* act, std::size_t ldact) {
+  for_each_block(gate_up, x, ldx, T, [&](int r0, int R, int t0, int TB, const float* out) {
+    const int pair = R / 2;  // features in this block: rows [0, pair) are gates, [pair, R) ups
+    const int f0 = r0 / 2;
+    for (int j = 0; j < pair; ++j) {
+      const float bg = gate_bias ? gate_bias[f0 + j] : 0.0f;
+      const float bu = up_bias ? up_bias[f0 + j] : 0.0f;
+      for (int t = 0; t < TB; ++t) {
+        const float g = out[j * TB + t] + bg;
+        const float u = out[(pair + j) * TB + t] + bu;
+        act[static_cast<std::size_t>(t0 + t) * ldact + f0 + j] = (g / (1.0f + std::exp(-g))) * u;
+      }
+    }
+  });
+}
+
+}  // namespace specdec::cpu

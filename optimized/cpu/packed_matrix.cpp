@@ -1,0 +1,76 @@
+#include "optimized/cpu/packed_matrix.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+
+#include "optimized/cpu/dot_kernels.hpp"
+#include "reference/core/error.hpp"
+#include "reference/core/half.hpp"
+
+namespace specdec::cpu {
+
+void check_precision(Dtype precision, const std::string& where) {
+  if (precision != Dtype::F32 && precision != Dtype::BF16 && precision != Dtype::F16) {
+    throw Error(where + ": unsupported weight precision " + dtype_name(precision) + "; expected F32, BF16 or F16");
+  }
+}
+
+float round_to_precision(float v, Dtype precision) {
+  switch (precision) {
+    case Dtype::BF16: return bfloat16_to_float(float_to_bfloat16(v));
+    case Dtype::F16: return half_to_float(float_to_half(v));
+    default: return v;
+  }
+}
+
+Matrix round_to_precision(const Matrix& m, Dtype precision) {
+  Matrix r(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = round_to_precision(m.data()[i], precision);
+  return r;
+}
+
+void PackedMatrix::FreeAligned::operator()(std::byte* p) const { std::free(p); }
+
+PackedMatrix::PackedMatrix(const Matrix& m, Dtype precision, const std::string& name)
+    : rows_(static_cast<int>(m.rows())), cols_(static_cast<int>(m.cols())), dtype_(precision) {
+  check_precision(precision, "cpu backend, tensor '" + name + "'");
+  const std::size_t n = static_cast<std::size_t>(m.size());
+  // Rounded up to whole 64-byte lines so the allocation size is a multiple of the alignment.
+  const std::size_t bytes = std::max<std::size_t>(64, (n * element_size() + 63) / 64 * 64);
+  data_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+  if (!data_) throw std::bad_alloc();
+  const float* src = m.data();
+  switch (precision) {
+    case Dtype::F32:
+      std::memcpy(data_.get(), src, n * sizeof(float));
+      break;
+    case Dtype::BF16: {
+      auto* dst = reinterpret_cast<uint16_t*>(data_.get());
+      for (std::size_t i = 0; i < n; ++i) dst[i] = float_to_bfloat16(src[i]);
+      break;
+    }
+    case Dtype::F16: {
+      auto* dst = reinterpret_cast<uint16_t*>(data_.get());
+      for (std::size_t i = 0; i < n; ++i) {
+        dst[i] = float_to_half(src[i]);
+        if (std::isfinite(src[i]) && std::isinf(half_to_float(dst[i]))) {
+          std::ostringstream msg;
+          msg << "cpu backend: tensor '" << name << "' element " << i << " (" << src[i]
+              << ") is outside the F16 range (|x| < 65520); store the model as F32 or BF16";
+          throw Error(msg.str());
+        }
+      }
+      break;
+    }
+    default:
+      break;  // rejected by check_precision
+  }
+}
+
+void PackedMatrix::widen_row(int r, float* out) const { widen(dtype_, row(r), cols_, out); }
+
+}  // namespace specdec::cpu

@@ -1,0 +1,53 @@
+#pragma once
+// A weight matrix kept in its stored precision (F32, BF16 or F16): row-major, rows contiguous and
+// unpadded ([out, in], one row per output feature, as in the checkpoint). Kernels widen the
+// elements to fp32 in registers; widening is exact, so a packed matrix computes bitwise what the
+// reference computes with the same values held as floats.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "reference/core/tensor.hpp"
+#include "reference/io/safetensors.hpp"
+
+namespace specdec::cpu {
+
+// Throws specdec::Error unless `precision` is F32, BF16 or F16; `where` names the caller.
+void check_precision(Dtype precision, const std::string& where);
+
+// `v` rounded to `precision` (nearest, ties to even) and widened back to fp32.
+float round_to_precision(float v, Dtype precision);
+// Every element of `m` rounded to `precision`.
+Matrix round_to_precision(const Matrix& m, Dtype precision);
+
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  // Rounds every element of m ([rows, cols]) to `precision`. `name` is the tensor's name in error
+  // messages: a finite value beyond the F16 range is refused rather than turned into infinity.
+  PackedMatrix(const Matrix& m, Dtype precision, const std::string& name);
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  Dtype dtype() const { return dtype_; }
+  std::size_t element_size() const { return dtype_ == Dtype::F32 ? 4 : 2; }
+  std::size_t bytes() const { return static_cast<std::size_t>(rows_) * cols_ * element_size(); }
+  // The stored row r: cols() elements of dtype().
+  const void* row(int r) const {
+    return data_.get() + static_cast<std::size_t>(r) * cols_ * element_size();
+  }
+  // Row r widened to fp32 into out[0, cols()).
+  void widen_row(int r, float* out) const;
+
+ private:
+  struct FreeAligned {
+    void operator()(std::byte* p) const;
+  };
+  int rows_ = 0;
+  int cols_ = 0;
+  Dtype dtype_ = Dtype::F32;
+  std::unique_ptr<std::byte[], FreeAligned> data_;  // 64-byte aligned
+};
+
+}  // namespace specdec::cpu

@@ -1,0 +1,77 @@
+#pragma once
+// The cpu backend next to its reference twin: the same config and random weights, the reference
+// given the weights rounded to the cpu model's precision (rounded_llama_weights), so that the two
+// must agree bitwise. Configs: the reference fixtures plus the features they leave out.
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "optimized/cpu/cpu_kv_cache.hpp"
+#include "optimized/cpu/cpu_transformer.hpp"
+#include "tests/reference/model_fixtures.hpp"
+
+namespace specdec::testing {
+
+inline const std::vector<Dtype>& cpu_precisions() {
+  static const std::vector<Dtype> p = {Dtype::F32, Dtype::BF16, Dtype::F16};
+  return p;
+}
+
+// fixture_configs() plus: every bias (attention, o_proj, MLP) with widths that leave tails in the
+// 8-wide dot products and an odd intermediate size; Mistral's sliding window on every layer;
+// Qwen2's on layers >= max_window_layers.
+inline std::vector<NamedConfig> cpu_fixture_configs() {
+  std::vector<NamedConfig> out = fixture_configs();
+  ModelConfig biased = tiny_llama();
+  biased.hidden_size = 52;        // 6·8 + 4
+  biased.intermediate_size = 81;  // odd: the last gate/up block holds one feature
+  biased.num_attention_heads = 4;
+  biased.num_key_value_heads = 2;
+  biased.head_dim = 10;  // 8 + 2
+  biased.attention_bias = biased.o_proj_bias = biased.mlp_bias = true;
+  out.push_back({"llama_all_biases_odd_widths", biased});
+  ModelConfig mistral = tiny_llama();
+  mistral.model_type = "mistral";
+  mistral.architecture = "MistralForCausalLM";
+  mistral.sliding_window = 3;
+  out.push_back({"mistral_sliding_window", mistral});
+  ModelConfig qwen2 = tiny_llama();
+  qwen2.model_type = "qwen2";
+  qwen2.architecture = "Qwen2ForCausalLM";
+  qwen2.attention_bias = true;
+  qwen2.sliding_window = 4;
+  qwen2.max_window_layers = 1;
+  out.push_back({"qwen2_window_from_layer_1", qwen2});
+  return out;
+}
+
+struct CpuTwin {
+  CpuTwin(const ModelConfig& c, const LlamaWeights& w, Dtype precision)
+      : reference(c, cpu::rounded_llama_weights(w, precision)), cpu(c, w, precision) {}
+  Transformer reference;
+  cpu::CpuTransformer cpu;
+};
+
+inline std::unique_ptr<CpuTwin> make_twin(const ModelConfig& c, uint64_t seed, Dtype precision) {
+  return std::make_unique<CpuTwin>(c, make_model(c, seed).weights(), precision);
+}
+
+inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+inline bool bitwise_equal(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+inline cpu::CpuKVCache& cpu_cache(KVCache& c) { return dynamic_cast<cpu::CpuKVCache&>(c); }
+inline const cpu::CpuKVCache& cpu_cache(const KVCache& c) { return dynamic_cast<const cpu::CpuKVCache&>(c); }
+inline const DenseKVCache& dense_cache(const KVCache& c) { return dynamic_cast<const DenseKVCache&>(c); }
+
+}  // namespace specdec::testing
