@@ -12,11 +12,14 @@ namespace specdec::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
       {"generate", "decode a prompt with a model and print the output and statistics", run_generate},
+      {"compare", "run one prompt through several methods side by side and check that the outputs agree", run_compare},
       {"explain", "decode a prompt step by step, showing drafts, acceptance decisions and why", run_explain},
       {"record", "decode a prompt and write every step to an HDF5 trace", run_record},
       {"inspect", "summarise a checkpoint directory, a .safetensors file or a trace", run_inspect},
       {"init-model", "write a deterministic random-weight Llama checkpoint of a named shape", run_init_model},
       {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},
+      {"validate", "compare a backend step by step with the reference or a recorded trace (exit 0 pass, 1 fail)", run_validate},
+      {"bench", "measure bandwidth, decode speed, verify cost and every method's speedup on this machine", run_bench},
   };
   return list;
 }

@@ -30,10 +30,13 @@ int run_cli(const std::vector<std::string>& args, CommandIO& io);
 
 // Subcommands (one file each).
 int run_generate(const std::vector<std::string>& args, CommandIO& io);
+int run_compare(const std::vector<std::string>& args, CommandIO& io);
 int run_explain(const std::vector<std::string>& args, CommandIO& io);
 int run_record(const std::vector<std::string>& args, CommandIO& io);
 int run_inspect(const std::vector<std::string>& args, CommandIO& io);
 int run_init_model(const std::vector<std::string>& args, CommandIO& io);
 int run_simulate(const std::vector<std::string>& args, CommandIO& io);
+int run_validate(const std::vector<std::string>& args, CommandIO& io);
+int run_bench(const std::vector<std::string>& args, CommandIO& io);
 
 }  // namespace specdec::cli

@@ -26,6 +26,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
     nlohmann::json j = {
         {"model", m.path},
         {"model_fingerprint", m.fingerprint},
+        {"backend", a.backend},
         {"method", method_json(a)},
         {"sampling", sampling},
         {"prompt_tokens", prompt},
@@ -54,7 +55,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
   const ModelConfig& c = m.model->config();
   io.out << "model    " << m.path << " (" << c.architecture << ", " << parameter_count(c) / 1e6 << "M parameters, "
          << m.stored_dtype << ")\n";
-  io.out << "method   " << a.method << ", " << sampling.to_string() << "\n";
+  io.out << "method   " << a.method << ", " << sampling.to_string() << ", backend " << a.backend << "\n";
   if (m.vocabulary) {
     io.out << "prompt   " << printable(m.vocabulary->decode(prompt)) << "  (" << prompt.size() << " tokens)\n";
     io.out << "output   " << printable(text) << "\n";

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "experiments/cli/options.hpp"
+#include "experiments/runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/presets.hpp"
@@ -26,44 +27,30 @@ int init_head(const std::string& kind, const std::string& target_dir, int layers
   LlamaModel t = load_llama_checkpoint(target_dir);
   const Transformer target(t.config, std::move(t.weights));
   const ModelConfig& tc = target.config();
-  EagleHeadConfig c;
+  EagleKind head_kind;
   if (kind == "eagle1") {
-    c.kind = EagleKind::eagle1;
-    c.layout = "safeailab";
-    c.fc_bias = true;
+    head_kind = EagleKind::eagle1;
   } else if (kind == "eagle3") {
-    c.kind = EagleKind::eagle3;
-    c.layout = "safeailab";
+    head_kind = EagleKind::eagle3;
   } else if (kind == "peagle") {
-    c.kind = EagleKind::peagle;
-    c.layout = "aws";
-    c.own_embeddings = true;
-    c.mask_token_id = tc.vocab_size - 1;
-    c.trained_depth = 8;
+    head_kind = EagleKind::peagle;
   } else {
     throw Error("--head must be eagle1, eagle3 or peagle, not '" + kind + "'");
   }
   if (layers < 0) throw Error("--head-layers must be >= 0");
-  c.num_layers = layers > 0 ? layers : (c.kind == EagleKind::peagle ? 2 : 1);
-  c.layer = tc;
-  c.layer.num_hidden_layers = c.num_layers;
-  c.target_hidden = tc.hidden_size;
-  c.target_vocab = c.draft_vocab = tc.vocab_size;
-  if (c.kind != EagleKind::eagle1) {
-    if (aux.empty()) {
-      c.aux_layers = default_aux_layers(tc.num_hidden_layers);
-    } else {
-      std::stringstream ss(aux);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        try {
-          c.aux_layers.push_back(std::stoi(item));
-        } catch (const std::exception&) {
-          throw Error("--aux-layers: '" + item + "' is not a layer index");
-        }
+  std::vector<int> aux_layers;
+  if (head_kind != EagleKind::eagle1 && !aux.empty()) {
+    std::stringstream ss(aux);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      try {
+        aux_layers.push_back(std::stoi(item));
+      } catch (const std::exception&) {
+        throw Error("--aux-layers: '" + item + "' is not a layer index");
       }
     }
   }
+  const EagleHeadConfig c = random_head_config(head_kind, tc, layers, aux_layers);
   std::filesystem::create_directories(dir);
   const EagleHead h = random_eagle_head(c, target, seed, 0.02f);
   save_eagle_head(dir, h, dtype);

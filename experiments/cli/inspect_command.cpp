@@ -8,6 +8,7 @@
 
 #include "experiments/cli/options.hpp"
 #include "reference/core/error.hpp"
+#include "reference/drafters/eagle_config.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/presets.hpp"
@@ -82,8 +83,64 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
   return 0;
 }
 
+// A drafter head (EAGLE-1, EAGLE-3, P-EAGLE): its config alone, since loading its weights needs
+// the target it drafts for.
+int inspect_head(const std::filesystem::path& path, const TensorStore& store, bool json, bool tensors,
+                 CommandIO& io) {
+  const std::filesystem::path dir = std::filesystem::is_directory(path) ? path : path.parent_path();
+  const std::filesystem::path config_path = dir / "config.json";
+  std::ifstream in(config_path);
+  if (!in) throw Error(config_path.string() + ": cannot read the head's config.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw Error(config_path.string() + ": not valid JSON");
+  const EagleHeadConfig c = parse_eagle_config(j, store.names(), config_path.string());
+  int64_t params = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const std::string& name : store.names()) {
+    const TensorInfo& info = store.info(name);
+    int64_t n = 1;
+    for (int64_t d : info.shape) n *= d;
+    params += n;
+    list.push_back({{"name", name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}});
+  }
+  if (json) {
+    io.out << nlohmann::json{{"kind", "drafter_head"}, {"path", path.string()}, {"head", eagle_kind_name(c.kind)},
+                             {"layout", c.layout}, {"layers", c.num_layers}, {"hidden_size", c.hidden()},
+                             {"target_hidden_size", c.target_hidden}, {"vocab_size", c.target_vocab},
+                             {"draft_vocab_size", c.draft_vocab}, {"aux_layers", c.aux_layers},
+                             {"mask_token_id", c.mask_token_id}, {"trained_depth", c.trained_depth},
+                             {"parameters", params}, {"tensors", list}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  io.out << "head        " << path.string() << "\n"
+         << "kind        " << eagle_kind_name(c.kind) << " (" << c.layout << " layout), " << c.num_layers
+         << (c.num_layers == 1 ? " layer" : " layers") << ", hidden " << c.hidden() << ", intermediate "
+         << c.layer.intermediate_size << ", heads " << c.layer.num_attention_heads << " (KV "
+         << c.layer.num_key_value_heads << ")\n"
+         << "target      hidden " << c.target_hidden << ", vocab " << c.target_vocab << " (draft vocab "
+         << c.draft_vocab << ")\n";
+  if (!c.aux_layers.empty()) {
+    io.out << "aux layers ";
+    for (int l : c.aux_layers) io.out << " " << l;
+    io.out << "\n";
+  }
+  if (c.kind == EagleKind::peagle) {
+    io.out << "parallel    mask token " << c.mask_token_id << ", trained depth "
+           << (c.trained_depth ? std::to_string(c.trained_depth) : std::string("unknown")) << "\n";
+  }
+  io.out << "tensors     " << list.size() << ", " << std::fixed << std::setprecision(2) << params / 1e6
+         << "M parameters (load it with a target: generate --method ... --drafter " << path.string() << ")\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "\n";
+  }
+  return 0;
+}
+
 int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
   const TensorStore store(path);
+  if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
   const LlamaModel m = load_llama_checkpoint(path);
   const ModelConfig& c = m.config;
   const auto vocab = Vocabulary::find(path);

@@ -7,45 +7,27 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
-#include "reference/drafting/draft_model_proposer.hpp"
-#include "reference/drafting/eagle_proposer.hpp"
-#include "reference/drafting/peagle_proposer.hpp"
 
 namespace specdec::cli {
 
-namespace {
-
-EagleKind head_kind_for(const std::string& method) {
-  return method == "eagle" ? EagleKind::eagle1 : method == "eagle3" ? EagleKind::eagle3 : EagleKind::peagle;
-}
-
-TreeChoices tree_choices(const DecodeArgs& a) { return tree_choices_from_spec(a.tree); }
-
-}  // namespace
-
-const std::vector<std::string>& method_names() {
-  static const std::vector<std::string> names = {"sequential", "draft", "eagle", "eagle3", "peagle"};
-  return names;
+MethodSpec method_spec(const DecodeArgs& a) {
+  MethodSpec s;
+  s.method = a.method;
+  s.k = a.k;
+  s.tree = a.tree;
+  s.depth = a.depth;
+  s.tree_top_k = a.tree_top_k;
+  s.total_tokens = a.total_tokens;
+  s.force_depth = a.force_depth;
+  return s;
 }
 
 void check_method_args(const DecodeArgs& a) {
-  const auto& names = method_names();
-  if (std::find(names.begin(), names.end(), a.method) == names.end()) {
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw Error("--method '" + a.method + "' is not available; known methods: " + known);
-  }
-  if (a.method == "sequential") return;
-  if (a.k < 1) throw Error("--k must be >= 1 (got " + std::to_string(a.k) + ")");
-  if (a.drafter.empty()) {
+  check_method_spec(method_spec(a));
+  if (a.method != "sequential" && a.drafter.empty()) {
     throw Error("--method " + a.method + " needs --drafter DIR (" +
                 (a.method == "draft" ? std::string("a small model sharing the target's vocabulary")
                                      : std::string("an ") + eagle_kind_name(head_kind_for(a.method)) + " head") + ")");
-  }
-  if (a.method == "draft" && a.tree != "chain") throw Error("--method draft drafts a chain; --tree applies to eagle, eagle3 and peagle");
-  if (a.method == "peagle" && a.tree == "dynamic") throw Error("--tree dynamic is EAGLE-2's; P-EAGLE takes chain or a static tree");
-  if (a.tree == "dynamic" && (a.depth < 1 || a.tree_top_k < 1 || a.total_tokens < 2)) {
-    throw Error("dynamic tree: --depth and --tree-top-k must be >= 1 and --total-tokens >= 2");
   }
 }
 
@@ -55,7 +37,7 @@ DecodeJob prepare_decode(const DecodeArgs& a) {
   DecodeJob job;
   job.options = generation_options(a);
   job.sampling = sampling_params(a);
-  job.target = load_model(a.model);
+  job.target = load_model(a.model, a.backend);
   job.prompt = prompt_tokens(a, job.target);
   return job;
 }
@@ -66,10 +48,11 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   LoadedDrafter d;
   d.path = a.drafter;
   if (a.method == "draft") {
-    LoadedModel m = load_model(a.drafter);
+    LoadedModel m = load_model(a.drafter, a.backend);
     d.fingerprint = m.fingerprint;
     d.config_json = model_config_to_json(m.model->config()).dump();
     d.model = std::move(m.model);
+    d.backend_model = std::move(m.backend_model);
     return d;
   }
   d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, *target.model));
@@ -85,11 +68,20 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   return d;
 }
 
+std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
+                                        int capacity, const LanguageModel* draft_lm) {
+  check_method_args(a);
+  if (a.method == "sequential") return nullptr;
+  if (!drafter) throw Error("--method " + a.method + ": no drafter was loaded");
+  if (!draft_lm) draft_lm = drafter->draft_lm();
+  return make_method_proposer(method_spec(a), target.model->config(), draft_lm, drafter->head.get(), capacity);
+}
+
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,
                             const SamplingParams& sampling, const GenerationOptions& options, DecodeObserver* observer,
                             const LoadedDrafter* drafter) {
   check_method_args(a);
-  if (a.method == "sequential") return decode_sequential(*target.model, prompt, sampling, options, observer);
+  if (a.method == "sequential") return decode_sequential(target.forward_model(), prompt, sampling, options, observer);
   std::optional<LoadedDrafter> loaded;
   if (!drafter) {
     loaded = load_drafter(a, target);
@@ -97,33 +89,35 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
   }
   const auto acceptor = default_acceptor(sampling);
   const int capacity = static_cast<int>(prompt.size()) + options.max_new_tokens + 1;
-  std::unique_ptr<Proposer> proposer;
-  if (a.method == "draft") {
-    proposer = std::make_unique<DraftModelProposer>(*drafter->model, target.model->config(), a.k, capacity);
-  } else if (a.method == "peagle") {
-    PEagleOptions o;
-    o.k = a.k;
-    o.force = a.force_depth;
-    if (a.tree != "chain") {
-      o.shape = PEagleShape::tree;
-      o.choices = tree_choices(a);
-    }
-    proposer = std::make_unique<PEagleProposer>(*drafter->head, o, capacity);
-  } else {
-    EagleOptions o;
-    o.k = a.k;
-    if (a.tree == "dynamic") {
-      o.shape = EagleShape::dynamic_tree;
-      o.depth = a.depth;
-      o.top_k = a.tree_top_k;
-      o.total_tokens = a.total_tokens;
-    } else if (a.tree != "chain") {
-      o.shape = EagleShape::static_tree;
-      o.choices = tree_choices(a);
-    }
-    proposer = std::make_unique<EagleProposer>(*drafter->head, o, capacity);
+  const std::unique_ptr<Proposer> proposer = make_proposer(a, target, drafter, capacity);
+  return decode_speculative(target.forward_model(), *proposer, *acceptor, prompt, sampling, options, observer);
+}
+
+void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a) {
+  const auto j = nlohmann::json::parse(config_json, nullptr, false);
+  const std::string where = source + ": /meta/config_json";
+  if (j.is_discarded() || !j.is_object()) throw Error(where + " is not a JSON object");
+  if (!j.contains("method") || !j["method"].is_object()) {
+    throw Error(where + " has no \"method\" object; was the trace written by specdec record?");
   }
-  return decode_speculative(*target.model, *proposer, *acceptor, prompt, sampling, options, observer);
+  const nlohmann::json& m = j["method"];
+  try {
+    a.method = m.at("method").get<std::string>();
+    if (m.contains("drafter")) a.drafter = m["drafter"].get<std::string>();
+    if (m.contains("tree")) a.tree = m["tree"].get<std::string>();
+    if (m.contains("k")) a.k = m["k"].get<int>();
+    if (m.contains("depth")) a.depth = m["depth"].get<int>();
+    if (m.contains("tree_top_k")) a.tree_top_k = m["tree_top_k"].get<int>();
+    if (m.contains("total_tokens")) a.total_tokens = m["total_tokens"].get<int>();
+    if (m.contains("force_depth")) a.force_depth = m["force_depth"].get<bool>();
+    a.max_new_tokens = j.at("max_new_tokens").get<int>();
+    a.ignore_eos = !j.at("stop_at_eos").get<bool>();
+    if (j.contains("sequence") && j["sequence"].get<int64_t>() != 0) {
+      throw Error(where + ": sequence " + j["sequence"].dump() + " is not supported; specdec decodes sequence 0");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(where + ": " + e.what() + "; expected the method object and max_new_tokens / stop_at_eos of specdec record");
+  }
 }
 
 nlohmann::json method_json(const DecodeArgs& a) {

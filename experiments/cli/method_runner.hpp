@@ -5,16 +5,19 @@
 #include <vector>
 
 #include "experiments/cli/options.hpp"
+#include "experiments/runtime/method_spec.hpp"
 #include "reference/decoding/decode_observer.hpp"
 #include "reference/decoding/generation.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafting/proposer.hpp"
 
 namespace specdec::cli {
 
-// Names accepted by --method.
-const std::vector<std::string>& method_names();
+// The method options of `a`.
+MethodSpec method_spec(const DecodeArgs& a);
 
-// Validates the method and its options (before any model is loaded).
+// Validates the method and its options, and that a speculative method names a drafter (before
+// any model is loaded).
 void check_method_args(const DecodeArgs& a);
 
 // Everything a decoding subcommand needs, from its parsed options: validated method, generation
@@ -33,17 +36,34 @@ struct LoadedDrafter {
   std::string path;
   std::string fingerprint;
   std::string config_json;
-  std::unique_ptr<Transformer> model;  // --method draft
-  std::unique_ptr<EagleHead> head;     // --method eagle | eagle3 | peagle
+  std::unique_ptr<Transformer> model;            // --method draft: the draft LM in the reference
+  std::unique_ptr<LanguageModel> backend_model;  // --method draft on another backend (--backend)
+  std::unique_ptr<EagleHead> head;               // --method eagle | eagle3 | peagle
+
+  // The draft LM's forwards go here: the --backend copy when there is one, else the reference.
+  const LanguageModel* draft_lm() const { return backend_model ? backend_model.get() : model.get(); }
 };
-// Loads and checks the drafter of `a` against the target (none for sequential).
+// Loads and checks the drafter of `a` against the target (none for sequential). A draft LM is
+// loaded into a.backend too; EAGLE-family heads always run on the reference, bound to
+// target.model.
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target);
 
-// Runs the method of `a` on the loaded target with the drafter from load_drafter (loaded here
-// when null and needed).
+// The Proposer of the speculative method of `a` (null for sequential), for sequences of up to
+// `capacity` tokens. `draft_lm` overrides the model a draft LM's forwards go to (default:
+// drafter.draft_lm()); validation and benchmarks interpose wrappers there.
+std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
+                                        int capacity, const LanguageModel* draft_lm = nullptr);
+
+// Runs the method of `a` on the loaded target's backend (forward_model) with the drafter from
+// load_drafter (loaded here when null and needed).
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,
                             const SamplingParams& sampling, const GenerationOptions& options,
                             DecodeObserver* observer = nullptr, const LoadedDrafter* drafter = nullptr);
+
+// The inverse of the run configuration `specdec record` writes into a trace's config_json: the
+// method options of `a` (method, drafter, k, tree, ...) and max_new_tokens / ignore_eos. Throws
+// specdec::Error naming the trace field that is missing or malformed.
+void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a);
 
 // The method configuration as JSON (for traces and --json output).
 nlohmann::json method_json(const DecodeArgs& a);

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "experiments/runtime/backend.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
@@ -30,6 +31,7 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("max-new-tokens", po::value(&a.max_new_tokens)->default_value(a.max_new_tokens), "tokens to generate at most")
       ("ignore-eos", po::bool_switch(&a.ignore_eos), "do not stop at the end-of-sequence token")
       ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it")
+      ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation of the target and of a draft LM: reference | cpu (optimized, when built)")
       ("json", po::bool_switch(&a.json), "print one JSON object instead of text");
 }
 
@@ -50,13 +52,16 @@ bool parse_options(const std::vector<std::string>& args, po::options_description
   return true;
 }
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path, const std::string& backend) {
+  check_backend(backend, "--backend");
   LoadedModel m;
   m.path = path;
+  m.backend = backend;
   LlamaModel loaded = load_llama_checkpoint(path);
   m.stored_dtype = loaded.config.torch_dtype;
   m.fingerprint = weights_fingerprint(loaded.weights);
   m.model = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
+  if (backend != "reference") m.backend_model = load_backend(backend, path);
   m.vocabulary = Vocabulary::find(path);
   if (m.vocabulary && m.vocabulary->size() > m.model->config().vocab_size) {
     throw Error(path + ": vocab.json needs " + std::to_string(m.vocabulary->size()) + " token ids but the model has vocab_size " +

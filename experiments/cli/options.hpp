@@ -37,10 +37,12 @@ struct DecodeArgs {
   int max_new_tokens = 32;
   bool ignore_eos = false;
   int threads = 0;
+  std::string backend = "reference";  // forward implementation of the target and the draft LM
   bool json = false;
 };
 
-// --model, --prompt/--prompt-ids, --method, sampling, --max-new-tokens, --ignore-eos, --threads, --json.
+// --model, --prompt/--prompt-ids, --method, sampling, --max-new-tokens, --ignore-eos, --threads,
+// --backend, --json.
 void add_decode_options(po::options_description& desc, DecodeArgs& a);
 
 // Parses `args` against `desc`; returns false (after printing usage) when --help was given.
@@ -48,14 +50,23 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a);
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,
                    const std::string& usage_line, po::positional_options_description* positional = nullptr);
 
+// A checkpoint loaded for decoding. `model` is always the reference Transformer: its config, and
+// the weights EAGLE heads bind to (embeddings, LM head). Target forwards go to forward_model(),
+// the backend chosen with --backend (the reference itself unless another one was loaded).
 struct LoadedModel {
   std::string path;
   std::unique_ptr<Transformer> model;
+  std::string backend = "reference";
+  std::unique_ptr<LanguageModel> backend_model;  // null for the reference backend
   std::optional<Vocabulary> vocabulary;
   std::string fingerprint;
   std::string stored_dtype;
+
+  const LanguageModel& forward_model() const { return backend_model ? *backend_model : *model; }
 };
-LoadedModel load_model(const std::string& path);
+// Loads the checkpoint at `path` into the reference and, unless `backend` is "reference", into
+// that backend too. Throws specdec::Error for an unknown or unavailable backend before reading.
+LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
 
 // The prompt as token ids: --prompt-ids "1,2,3" or --prompt TEXT (needs a vocabulary).
 std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m);

@@ -34,7 +34,11 @@ int run_record(const std::vector<std::string>& args, CommandIO& io) {
   meta.method = a.method;
   meta.seed = sampling.seed;
   meta.sampling_json = nlohmann::json(sampling).dump();
+  // The backend and thread count describe how the run was computed, not what it computed:
+  // config_json is where the schema keeps them (semantic comparison ignores it).
   meta.config_json = nlohmann::json{{"method", method_json(a)},
+                                    {"backend", a.backend},
+                                    {"threads", a.threads},
                                     {"max_new_tokens", options.max_new_tokens},
                                     {"stop_at_eos", options.stop_at_eos},
                                     {"sequence", options.sequence},

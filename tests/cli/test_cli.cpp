@@ -209,6 +209,59 @@ TEST_F(Cli, EveryMethodMatchesSequentialAndReplaysItsTrace) {
   EXPECT_NE(wrong.err.find("needs an eagle3 head"), std::string::npos) << wrong.err;
 }
 
+// compare runs one prompt through several methods; drafters default to the bundled layout
+// (siblings of the target directory: draft, eagle1, eagle3, peagle).
+TEST_F(Cli, CompareRunsMethodsSideBySideAndChecksAgreement) {
+  const fs::path zoo = dir_ / "zoo";
+  fs::create_directories(zoo);
+  fs::copy(model(), zoo / "target", fs::copy_options::recursive);
+  fs::copy(model(), zoo / "draft", fs::copy_options::recursive);
+  for (const std::string kind : {"eagle1", "peagle"}) {
+    const CliRun r = run({"init-model", "--head", kind, "--target", (zoo / "target").string(), "--aux-layers", "1,2,3",
+                          "--seed", "4", "--out", (zoo / kind).string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::vector<std::string> base = {"compare", "--model", (zoo / "target").string(), "--prompt", "To be",
+                                         "--max-new-tokens", "10", "--ignore-eos"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const CliRun text = run(with({"--methods", "sequential,draft,eagle,peagle"}));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("all outputs agree token for token"), std::string::npos) << text.out;
+  for (const char* m : {"sequential", "draft", "eagle", "peagle"}) EXPECT_NE(text.out.find(m), std::string::npos) << m;
+
+  const CliRun coupled = run(with({"--methods", "sequential,peagle=" + (zoo / "peagle").string(), "--sampling", "coupled",
+                                   "--temperature", "0.9", "--json"}));
+  ASSERT_EQ(coupled.code, 0) << coupled.err;
+  const auto j = nlohmann::json::parse(coupled.out);
+  EXPECT_TRUE(j["all_outputs_agree"].get<bool>());
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["output_tokens"], j["runs"][1]["output_tokens"]);
+  EXPECT_GE(j["runs"][1]["acceptance_length"].get<double>(), 1.0);
+
+  const CliRun unknown = run(with({"--methods", "sequential,medusa"}));
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.err.find("unknown method 'medusa'"), std::string::npos) << unknown.err;
+  const CliRun missing = run(with({"--methods", "eagle3"}));  // no zoo/eagle3
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("eagle3"), std::string::npos) << missing.err;
+  const CliRun stray = run(with({"--method", "eagle"}));
+  EXPECT_EQ(stray.code, 1);
+  EXPECT_NE(stray.err.find("--methods"), std::string::npos) << stray.err;
+
+  // inspect summarises a drafter head from its config alone.
+  const CliRun head = run({"inspect", (zoo / "peagle").string()});
+  ASSERT_EQ(head.code, 0) << head.err;
+  EXPECT_NE(head.out.find("peagle (aws layout)"), std::string::npos) << head.out;
+  EXPECT_NE(head.out.find("trained depth"), std::string::npos) << head.out;
+  const auto hj = nlohmann::json::parse(run({"inspect", (zoo / "eagle1").string(), "--json"}).out);
+  EXPECT_EQ(hj["kind"], "drafter_head");
+  EXPECT_EQ(hj["head"], "eagle1");
+}
+
 TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
   struct Case {
     std::vector<std::string> args;

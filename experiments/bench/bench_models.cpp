@@ -1,0 +1,132 @@
+#include "experiments/bench/bench_models.hpp"
+
+#include <algorithm>
+
+#include "experiments/runtime/backend.hpp"
+#include "experiments/runtime/method_spec.hpp"
+#include "experiments/runtime/random_drafters.hpp"
+#include "reference/core/error.hpp"
+#include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "reference/model/presets.hpp"
+#include "reference/model/random_weights.hpp"
+
+namespace specdec::bench {
+
+namespace {
+
+bool wants(const std::vector<std::string>& methods, const std::string& m) {
+  return std::find(methods.begin(), methods.end(), m) != methods.end();
+}
+
+// Random drafters, from seeds derived from `seed` so that they differ from the target's weights.
+void add_random_drafters(BenchModels& m, const std::vector<std::string>& backends, const std::vector<std::string>& methods,
+                         Dtype precision, uint64_t seed) {
+  const ModelConfig& tc = m.target->config();
+  if (wants(methods, "draft") && !m.draft_lm) {
+    const ModelConfig dc = draft_lm_config(tc);
+    LlamaWeights w = round_weights(random_llama_weights(dc, seed + 1), precision);
+    for (const std::string& b : backends)
+      if (b != "reference") m.draft_backends[b] = make_backend(b, dc, w, precision);
+    m.draft_lm = std::make_unique<Transformer>(dc, std::move(w));
+    m.drafter_sources["draft"] = "random";
+  }
+  const std::vector<std::pair<std::string, EagleKind>> heads = {
+      {"eagle", EagleKind::eagle1}, {"eagle3", EagleKind::eagle3}, {"peagle", EagleKind::peagle}};
+  // EAGLE-3's default fused layers {2, L/2, L-3} need 6 or more layers; shallower presets
+  // (tiny) fuse distinct layers spread over the depth instead.
+  std::vector<int> aux;
+  try {
+    aux = default_aux_layers(tc.num_hidden_layers);
+  } catch (const Error&) {
+    const int L = tc.num_hidden_layers;
+    for (int i : {1, L / 2, L - 1})
+      if (i >= 0 && (aux.empty() || aux.back() < i)) aux.push_back(i);
+  }
+  uint64_t offset = 2;
+  for (const auto& [method, kind] : heads) {
+    ++offset;
+    if (!wants(methods, method) || m.heads.count(method)) continue;
+    m.heads[method] = std::make_unique<EagleHead>(random_eagle_head(random_head_config(kind, tc, 0, aux), *m.target, seed + offset, 0.02f));
+    m.drafter_sources[method] = "random";
+  }
+}
+
+}  // namespace
+
+const LanguageModel& BenchModels::target_on(const std::string& backend) const {
+  if (backend == "reference") return *target;
+  const auto it = backends.find(backend);
+  if (it == backends.end()) throw Error("bench: the target was not built for backend '" + backend + "'");
+  return *it->second;
+}
+
+const LanguageModel* BenchModels::draft_lm_on(const std::string& backend) const {
+  if (backend == "reference") return draft_lm.get();
+  const auto it = draft_backends.find(backend);
+  return it == draft_backends.end() ? nullptr : it->second.get();
+}
+
+const EagleHead* BenchModels::head_for(const std::string& method) const {
+  const auto it = heads.find(method);
+  return it == heads.end() ? nullptr : it->second.get();
+}
+
+BenchModels preset_models(const std::string& preset, Dtype precision, const std::vector<std::string>& backends,
+                          const std::vector<std::string>& methods, uint64_t seed) {
+  const ModelPreset& p = find_model_preset(preset);
+  for (const std::string& b : backends) check_backend(b, "--backends");
+  BenchModels m;
+  m.description = "preset " + p.name + " (" + p.description + "), random weights, seed " + std::to_string(seed);
+  m.precision = dtype_name(precision);
+  // The other backends pack their copy first; the reference then takes the weights over
+  // (bandwidth-bound presets are GBs).
+  LlamaWeights w = round_weights(random_llama_weights(p.config, seed), precision);
+  for (const std::string& b : backends)
+    if (b != "reference") m.backends[b] = make_backend(b, p.config, w, precision);
+  m.target = std::make_unique<Transformer>(p.config, std::move(w));
+  add_random_drafters(m, backends, methods, precision, seed);
+  return m;
+}
+
+BenchModels directory_models(const std::string& dir, const std::vector<std::string>& backends,
+                             const std::vector<std::string>& methods, const DrafterDirs& dirs, uint64_t seed) {
+  for (const std::string& b : backends) check_backend(b, "--backends");
+  BenchModels m;
+  LlamaModel loaded = load_llama_checkpoint(dir);
+  m.description = "checkpoint " + dir;
+  m.precision = loaded.config.torch_dtype;
+  m.target = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
+  for (const std::string& b : backends)
+    if (b != "reference") m.backends[b] = load_backend(b, dir);
+  if (wants(methods, "draft") && !dirs.draft_lm.empty()) {
+    LlamaModel d = load_llama_checkpoint(dirs.draft_lm);
+    if (d.config.vocab_size != m.target->config().vocab_size) {
+      throw Error(dirs.draft_lm + ": the draft LM's vocabulary (" + std::to_string(d.config.vocab_size) + ") differs from the target's (" +
+                  std::to_string(m.target->config().vocab_size) + ")");
+    }
+    m.draft_lm = std::make_unique<Transformer>(std::move(d.config), std::move(d.weights));
+    for (const std::string& b : backends)
+      if (b != "reference") m.draft_backends[b] = load_backend(b, dirs.draft_lm);
+    m.drafter_sources["draft"] = dirs.draft_lm;
+  }
+  for (const auto& [method, path] : {std::pair<std::string, std::string>{"eagle", dirs.eagle}, {"eagle3", dirs.eagle3}, {"peagle", dirs.peagle}}) {
+    if (!wants(methods, method) || path.empty()) continue;
+    auto head = std::make_unique<EagleHead>(load_eagle_head(path, *m.target));
+    if (head->config().kind != head_kind_for(method)) {
+      throw Error(path + " holds an " + eagle_kind_name(head->config().kind) + " head; method " + method + " needs an " +
+                  eagle_kind_name(head_kind_for(method)) + " head");
+    }
+    m.heads[method] = std::move(head);
+    m.drafter_sources[method] = path;
+  }
+  // Random drafters for what was not given: rounded like the checkpoint's own weights when it is
+  // stored narrower, so that every backend holds the same drafter weights.
+  Dtype precision = Dtype::F32;
+  if (m.precision == "bfloat16") precision = Dtype::BF16;
+  if (m.precision == "float16") precision = Dtype::F16;
+  add_random_drafters(m, backends, methods, precision, seed);
+  return m;
+}
+
+}  // namespace specdec::bench

@@ -1,0 +1,49 @@
+#pragma once
+// The forward implementations a run can choose with --backend: "reference" (reference/model, fp32,
+// the truth) and "cpu" (optimized/cpu, when this build has it). Decoding algorithms take a
+// `const LanguageModel&`, so a backend is just another LanguageModel; EAGLE heads keep binding to
+// the reference Transformer for the target's embeddings and LM head.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/io/safetensors.hpp"
+#include "reference/model/language_model.hpp"
+#include "reference/model/weights.hpp"
+
+namespace specdec {
+
+// Every backend name specdec knows, available in this build or not: {"reference", "cpu"}.
+const std::vector<std::string>& known_backends();
+// Whether this build can run `name` ("cpu" needs the specdec_optimized_cpu library).
+bool backend_available(const std::string& name);
+// Throws specdec::Error when `name` is unknown or not built, naming `option` (e.g. "--backend")
+// and listing the backends this build has.
+void check_backend(const std::string& name, const std::string& option);
+
+// Loads the checkpoint at `path` (directory or .safetensors / index file) into backend `name`.
+// "cpu" keeps the stored precision of the linear weights (F32, BF16 or F16).
+std::unique_ptr<LanguageModel> load_backend(const std::string& name, const std::filesystem::path& path);
+
+// Builds backend `name` from in-memory fp32 weights. "cpu" packs the linear weights into
+// `precision` (rounding to nearest even when narrower); "reference" computes in fp32 from the
+// weights as given and accepts only F32 (round the weights first to compare against a narrower
+// cpu backend, see round_weights).
+std::unique_ptr<LanguageModel> make_backend(const std::string& name, const ModelConfig& config,
+                                            const LlamaWeights& weights, Dtype precision);
+
+// The weights as `precision` would store them, widened back to fp32 (F32: unchanged; BF16, F16:
+// rounded to nearest even), so that the reference computes with exactly the weights a narrower
+// backend holds.
+LlamaWeights round_weights(LlamaWeights weights, Dtype precision);
+
+// Weight bytes one single-token forward streams from memory: every layer's matrices and vectors,
+// the final norm, the LM head and one embedding row, in the precision the backend stores them
+// (reference: fp32). The denominator of the bandwidth limit in benchmarks.
+double weight_bytes_per_step(const LanguageModel& model);
+
+// "reference", "cpu" or "other" for a model built by this file's functions.
+std::string backend_name(const LanguageModel& model);
+
+}  // namespace specdec

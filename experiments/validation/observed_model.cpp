@@ -1,0 +1,38 @@
+#include "experiments/validation/observed_model.hpp"
+
+#include "reference/core/error.hpp"
+
+namespace specdec::validation {
+
+bool ForwardRecord::same_request(const ForwardRecord& o) const {
+  return tokens == o.tokens && positions == o.positions && cache_length == o.cache_length;
+}
+
+ObservedModel::ObservedModel(const LanguageModel& inner, bool keep_logits, const int* step)
+    : inner_(inner), keep_logits_(keep_logits), step_(step) {}
+
+ForwardResult ObservedModel::forward(KVCache& cache, const ForwardRequest& request) const {
+  ForwardRecord rec;
+  const int index = static_cast<int>(records_.size());
+  rec.step = step_ ? *step_ : index;
+  rec.tokens = request.tokens;
+  rec.positions = request.positions;
+  rec.cache_length = cache.length();
+  ForwardResult out = inner_.forward(cache, request);
+  if (keep_logits_) rec.logits = out.logits;
+  rec.final_hidden = out.final_hidden;
+  rec.aux_hidden = out.aux_hidden;
+  records_.push_back(std::move(rec));
+  const auto it = replacements_.find(index);
+  if (it != replacements_.end()) {
+    if (it->second.rows() != out.logits.rows() || it->second.cols() != out.logits.cols()) {
+      throw Error("validation: forced logits for forward " + std::to_string(index) + " have shape (" +
+                  std::to_string(it->second.rows()) + ", " + std::to_string(it->second.cols()) + "); the forward returned (" +
+                  std::to_string(out.logits.rows()) + ", " + std::to_string(out.logits.cols()) + ")");
+    }
+    out.logits = it->second;
+  }
+  return out;
+}
+
+}  // namespace specdec::validation

@@ -1,0 +1,676 @@
+#include "experiments/validation/validator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+
+#include "experiments/validation/forced_proposer.hpp"
+#include "experiments/validation/observed_model.hpp"
+#include "experiments/validation/row_comparison.hpp"
+#include "experiments/validation/run_recorder.hpp"
+#include "reference/acceptance/acceptor.hpp"
+#include "reference/core/error.hpp"
+#include "reference/decoding/sequential.hpp"
+#include "reference/decoding/speculative.hpp"
+
+namespace specdec::validation {
+
+namespace {
+
+// Quantity names, rules and bounds, in report order.
+struct QuantityInfo {
+  std::string name, rule;
+  double bound;
+};
+std::vector<QuantityInfo> quantity_infos(const TolerancePolicy& p) {
+  return {{"target logits", "NMSE per row", p.logits_nmse},
+          {"target logits (top-k)", "NMSE over the recorded top-k", p.logits_nmse},
+          {"top-k membership", "excess over the k-th value", p.near_tie_logit_margin},
+          {"logsumexp", "absolute difference", p.logsumexp_abs},
+          {"hidden states", "NMSE per row", p.hidden_nmse},
+          {"draft LM logits", "NMSE per row", p.logits_nmse},
+          {"draft distributions q", "max absolute difference", p.draft_probability_abs}};
+}
+
+// Worst value per quantity and step, so that a step compared again in a later run replaces its
+// earlier figures instead of counting twice.
+class Stats {
+ public:
+  // Forgets step `step` before it is compared again; a step whose target logits were forced
+  // keeps their figures from the run that measured them (the forced rows are the reference's).
+  void clear_step(int step, bool keep_target_logits) {
+    for (auto& [q, steps] : data_) {
+      const bool logits = q == "target logits" || q == "target logits (top-k)" || q == "top-k membership" || q == "logsumexp";
+      if (!(keep_target_logits && logits)) steps.erase(step);
+    }
+  }
+  void add(const std::string& quantity, int step, double value, const std::string& at) {
+    Entry& e = data_[quantity][step];
+    if (e.count == 0 || value > e.worst || std::isnan(value)) {
+      e.worst = value;
+      e.at = at;
+    }
+    ++e.count;
+  }
+  std::vector<QuantitySummary> summary(const TolerancePolicy& policy) const {
+    std::vector<QuantitySummary> out;
+    for (const QuantityInfo& info : quantity_infos(policy)) {
+      const auto it = data_.find(info.name);
+      if (it == data_.end() || it->second.empty()) continue;
+      QuantitySummary q;
+      q.quantity = info.name;
+      q.rule = info.rule;
+      q.bound = info.bound;
+      bool first = true;
+      for (const auto& [step, e] : it->second) {
+        q.compared += e.count;
+        if (first || e.worst > q.worst || std::isnan(e.worst)) {
+          q.worst = e.worst;
+          q.worst_at = e.at;
+          first = false;
+        }
+      }
+      q.pass = !(q.worst > q.bound) && !std::isnan(q.worst);
+      out.push_back(q);
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    double worst = 0;
+    std::string at;
+    long count = 0;
+  };
+  std::map<std::string, std::map<int, Entry>> data_;
+};
+
+struct Forcing {
+  std::map<int, Matrix> logits;    // target forward (= step) -> the rows it returns instead
+  std::map<int, Proposal> drafts;  // step -> the proposal made instead
+};
+
+struct Side {
+  RecordedRun run;
+  std::vector<ForwardRecord> target_forwards;
+  std::vector<ForwardRecord> draft_forwards;
+};
+
+Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& forcing) {
+  if (!b.target) throw Error("validation: backend '" + b.name + "' has no target model");
+  int draft_step = 0;
+  ObservedModel target(*b.target, false);
+  for (const auto& [s, m] : forcing.logits) target.replace_logits(s, m);
+  std::optional<ObservedModel> draft;
+  if (b.draft_lm) draft.emplace(*b.draft_lm, true, &draft_step);
+  TraceMeta meta;
+  meta.method = setup.method;
+  meta.seed = setup.sampling.seed;
+  RunRecorder recorder(meta, setup.sampling, setup.options.sequence);
+  std::unique_ptr<Proposer> inner = setup.make_proposer ? setup.make_proposer(draft ? &*draft : nullptr) : nullptr;
+  if (!inner) {
+    decode_sequential(target, setup.prompt, setup.sampling, setup.options, &recorder);
+  } else {
+    ForcedProposer proposer(*inner, &draft_step);
+    for (const auto& [s, p] : forcing.drafts) proposer.force(s, p);
+    const auto acceptor = default_acceptor(setup.sampling);
+    decode_speculative(target, proposer, *acceptor, setup.prompt, setup.sampling, setup.options, &recorder);
+  }
+  Side side;
+  side.run = recorder.take();
+  side.target_forwards = target.records();
+  if (draft) side.draft_forwards = draft->records();
+  return side;
+}
+
+// The reference side: a live run (extras and forwards present) or a recorded trace.
+struct Reference {
+  const Trace* trace = nullptr;
+  const std::vector<StepExtras>* extras = nullptr;
+  const std::vector<ForwardRecord>* target_forwards = nullptr;
+  const std::vector<ForwardRecord>* draft_forwards = nullptr;
+};
+
+std::string at_row(int step, int row) { return "step " + std::to_string(step) + " row " + std::to_string(row); }
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+// Decisions of a recorded step from its logits rows: full rows for every mode, top-k rows for
+// greedy. Nothing when the trace cannot give them.
+std::optional<std::vector<Decision>> trace_decisions(const StepRecord& r, const SamplingParams& sampling, uint32_t sequence,
+                                                     const std::optional<std::vector<std::vector<double>>>& q) {
+  if (r.target_logits.empty()) return std::nullopt;
+  const bool full = r.target_logits[0].is_full();
+  const int V = full ? static_cast<int>(r.target_logits[0].full.size()) : r.target_logits[0].summary.vocab_size;
+  const DraftTree tree{r.draft_tokens, r.draft_parents};
+  if (full) {
+    Matrix rows(static_cast<Eigen::Index>(r.target_logits.size()), V);
+    for (size_t j = 0; j < r.target_logits.size(); ++j) {
+      if (!r.target_logits[j].is_full()) return std::nullopt;
+      std::copy(r.target_logits[j].full.begin(), r.target_logits[j].full.end(), rows.row(static_cast<Eigen::Index>(j)).data());
+    }
+    if (tree.size() == 0) {
+      return std::vector<Decision>{token_decision(rows.data(), V, sampling, sequence, static_cast<int32_t>(r.position))};
+    }
+    if (!q) return std::nullopt;
+    VerifyInput in;
+    in.tree = &tree;
+    in.target_logits = &rows;
+    in.draft_probs = &*q;
+    in.sampling = sampling;
+    in.sequence = sequence;
+    in.root_position = static_cast<int32_t>(r.position);
+    return verify_decisions(in);
+  }
+  if (sampling.mode != SamplingParams::Mode::greedy) return std::nullopt;
+  std::vector<Decision> out;
+  int point = -1;
+  for (;;) {
+    const LogitSummary& s = r.target_logits.at(static_cast<size_t>(point + 1)).summary;
+    Decision d = topk_choice(s.topk_ids, s.topk_values, s.vocab_size,
+                             static_cast<int32_t>(r.position) + (point < 0 ? 0 : tree.depth(point)));
+    d.row = point + 1;
+    out.push_back(d);
+    int next = -1;
+    for (int c : tree.children(point))
+      if (tree.tokens[c] == d.token) {
+        next = c;
+        break;
+      }
+    if (next < 0) return out;
+    point = next;
+  }
+}
+
+// Sampled-draft distributions of a recorded step (from its log q rows): empty for deterministic
+// drafts, nothing when the rows are top-k summaries.
+std::optional<std::vector<std::vector<double>>> trace_draft_probs(const StepRecord& r) {
+  std::vector<std::vector<double>> q;
+  if (r.draft_logits.empty()) return q;
+  q.resize(r.draft_tokens.size() + 1);
+  for (size_t i = 0; i < r.draft_logits.size(); ++i) {
+    if (!r.draft_logits[i].is_full()) return std::nullopt;
+    const int node = r.draft_logit_nodes.at(i);
+    std::vector<double>& row = q.at(static_cast<size_t>(node + 1));
+    for (float lq : r.draft_logits[i].full) row.push_back(std::isinf(lq) && lq < 0 ? 0.0 : std::exp(static_cast<double>(lq)));
+  }
+  return q;
+}
+
+struct StepOutcome {
+  enum class Kind { equal, near_tie, fail } kind = Kind::equal;
+  NearTie tie;
+  bool force_draft = false;  // near-tie of the drafter (else of the target's decision)
+  Divergence failure;
+};
+
+class StepComparer {
+ public:
+  StepComparer(const ValidationSetup& setup, const TolerancePolicy& policy, const Side& cand, const Reference& ref,
+               const Forcing& forcing, Stats& stats)
+      : setup_(setup), policy_(policy), cand_(cand), ref_(ref), forcing_(forcing), stats_(stats) {}
+
+  StepOutcome compare(int s) {
+    const StepRecord& c = cand_.run.trace.steps[static_cast<size_t>(s)];
+    const StepRecord& r = ref_.trace->steps[static_cast<size_t>(s)];
+    const bool logits_forced = forcing_.logits.count(s) > 0;
+    stats_.clear_step(s, logits_forced);
+    base_ = Divergence{};
+    base_.step = s;
+    base_.position = static_cast<int32_t>(r.position);
+    base_.reference_emitted = r.emitted_tokens;
+    base_.candidate_emitted = c.emitted_tokens;
+    if (c.position != r.position) return fail("step field", "position " + std::to_string(c.position) + " vs the reference's " + std::to_string(r.position));
+
+    if (auto f = compare_draft_forwards(s)) return *f;
+    if (c.draft_tokens != r.draft_tokens || c.draft_parents != r.draft_parents) return draft_divergence(s, c, r);
+    if (auto f = compare_draft_probs(s, c, r)) return *f;
+
+    // Target logits, row by row (not at a step whose rows were forced: they are the reference's).
+    if (c.target_logits.size() != r.target_logits.size() && !r.target_logits.empty()) {
+      return fail("step field", std::to_string(c.target_logits.size()) + " target logits rows vs the reference's " +
+                                    std::to_string(r.target_logits.size()));
+    }
+    std::vector<double> row_error(c.target_logits.size(), kUnknown);
+    std::optional<Divergence> tolerance;
+    if (!logits_forced) {
+      for (size_t j = 0; j < r.target_logits.size(); ++j) {
+        const std::vector<float>& cr = c.target_logits[j].full;
+        const int row = static_cast<int>(j);
+        if (r.target_logits[j].is_full()) {
+          const RowDifference d = compare_rows(cr.data(), r.target_logits[j].full.data(), static_cast<int>(cr.size()));
+          row_error[j] = d.max_abs;
+          stats_.add("target logits", s, d.nmse, at_row(s, row));
+          if (!tolerance && !(d.nmse <= policy_.logits_nmse)) tolerance = tolerance_failure("target logits", row, d.nmse, policy_.logits_nmse, "NMSE");
+        } else {
+          const SummaryDifference d = compare_to_summary(cr.data(), static_cast<int>(cr.size()), r.target_logits[j].summary);
+          row_error[j] = d.topk.max_abs;
+          stats_.add("target logits (top-k)", s, d.topk.nmse, at_row(s, row));
+          stats_.add("top-k membership", s, d.outside_excess, at_row(s, row));
+          stats_.add("logsumexp", s, d.logsumexp_abs, at_row(s, row));
+          if (!tolerance && !(d.topk.nmse <= policy_.logits_nmse))
+            tolerance = tolerance_failure("target logits", row, d.topk.nmse, policy_.logits_nmse, "NMSE over the recorded top-k");
+          if (!tolerance && !(d.outside_excess <= policy_.near_tie_logit_margin))
+            tolerance = tolerance_failure("target logits", row, d.outside_excess, policy_.near_tie_logit_margin,
+                                          "a logit outside the recorded top-k exceeds the k-th value by");
+          if (!tolerance && !(d.logsumexp_abs <= policy_.logsumexp_abs))
+            tolerance = tolerance_failure("target logits", row, d.logsumexp_abs, policy_.logsumexp_abs, "|Δ logsumexp|");
+        }
+      }
+    }
+
+    // Token decisions, in evaluation order.
+    const std::vector<Decision>& cd = cand_.run.extras[static_cast<size_t>(s)].decisions;
+    std::optional<std::vector<Decision>> rd;
+    if (ref_.extras) rd = (*ref_.extras)[static_cast<size_t>(s)].decisions;
+    else rd = trace_decisions(r, setup_.sampling, setup_.options.sequence, trace_draft_probs(r));
+    if (rd) {
+      size_t i = 0;
+      while (i < cd.size() && i < rd->size() && cd[i].same_outcome((*rd)[i])) ++i;
+      if (i < cd.size() || i < rd->size()) return decision_divergence(s, c, r, cd, *rd, i, row_error, tolerance, logits_forced);
+    }
+    if (tolerance) return fail_with(*tolerance);
+
+    if (auto f = compare_hidden(s)) return *f;
+    return compare_fields(c, r);
+  }
+
+ private:
+  StepOutcome fail(const std::string& what, const std::string& detail) {
+    Divergence d = base_;
+    d.what = what;
+    d.detail = detail;
+    return fail_with(d);
+  }
+  static StepOutcome fail_with(const Divergence& d) {
+    StepOutcome o;
+    o.kind = StepOutcome::Kind::fail;
+    o.failure = d;
+    return o;
+  }
+  Divergence tolerance_failure(const std::string& what, int row, double value, double bound, const std::string& measure) {
+    Divergence d = base_;
+    d.what = what;
+    d.row = row;
+    d.value = value;
+    d.bound = bound;
+    d.detail = what + " row " + std::to_string(row) + ": " + measure + " " + g(value) + " exceeds the bound " + g(bound);
+    return d;
+  }
+
+  // Drafter forwards of step s (live runs with a draft LM): logits within tolerance while the
+  // two drafters were given the same input.
+  std::optional<StepOutcome> compare_draft_forwards(int s) {
+    if (!ref_.draft_forwards) return std::nullopt;
+    std::vector<const ForwardRecord*> a, b;
+    for (const ForwardRecord& f : cand_.draft_forwards)
+      if (f.step == s) a.push_back(&f);
+    for (const ForwardRecord& f : *ref_.draft_forwards)
+      if (f.step == s) b.push_back(&f);
+    for (size_t j = 0; j < a.size() && j < b.size(); ++j) {
+      if (!a[j]->same_request(*b[j])) break;
+      if (a[j]->logits.rows() != b[j]->logits.rows() || a[j]->logits.cols() != b[j]->logits.cols()) break;
+      for (Eigen::Index i = 0; i < a[j]->logits.rows(); ++i) {
+        const RowDifference d = compare_rows(a[j]->logits.row(i).data(), b[j]->logits.row(i).data(), static_cast<int>(a[j]->logits.cols()));
+        const std::string where = "step " + std::to_string(s) + " drafter forward " + std::to_string(j);
+        stats_.add("draft LM logits", s, d.nmse, where);
+        if (!(d.nmse <= policy_.logits_nmse)) {
+          Divergence f = base_;
+          f.what = "draft LM logits";
+          f.value = d.nmse;
+          f.bound = policy_.logits_nmse;
+          f.logit_error = d.max_abs;
+          f.detail = where + ": NMSE " + g(d.nmse) + " exceeds the bound " + g(policy_.logits_nmse);
+          return fail_with(f);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  StepOutcome draft_divergence(int s, const StepRecord& c, const StepRecord& r) {
+    size_t n = 0;
+    while (n < c.draft_tokens.size() && n < r.draft_tokens.size() && c.draft_tokens[n] == r.draft_tokens[n] &&
+           c.draft_parents[n] == r.draft_parents[n])
+      ++n;
+    auto describe = [&](const StepRecord& x) {
+      if (n >= x.draft_tokens.size()) return "no node " + std::to_string(n) + " (" + std::to_string(x.draft_tokens.size()) + " drafted)";
+      return "node " + std::to_string(n) + " = token " + std::to_string(x.draft_tokens[n]) + " under parent " + std::to_string(x.draft_parents[n]);
+    };
+    NearTie t;
+    t.step = s;
+    t.position = static_cast<int32_t>(r.position);
+    if (n < r.draft_tokens.size()) {
+      const DraftTree tree{r.draft_tokens, r.draft_parents};
+      t.position += tree.depth(static_cast<int>(n)) - 1;
+    }
+    t.kind = "draft";
+    t.reference_token = n < r.draft_tokens.size() ? r.draft_tokens[n] : -1;
+    t.candidate_token = n < c.draft_tokens.size() ? c.draft_tokens[n] : -1;
+    t.reference = describe(r);
+    t.candidate = describe(c);
+    if (forcing_.drafts.count(s)) {
+      Divergence d = base_;
+      d.what = "draft";
+      d.reference_token = t.reference_token;
+      d.candidate_token = t.candidate_token;
+      d.detail = "the drafts differ although the reference's draft was forced at this step: reference " + t.reference + ", candidate " + t.candidate;
+      return fail_with(d);
+    }
+    StepOutcome o;
+    o.kind = StepOutcome::Kind::near_tie;
+    o.tie = t;
+    o.force_draft = true;
+    return o;
+  }
+
+  std::optional<StepOutcome> compare_draft_probs(int s, const StepRecord& c, const StepRecord& r) {
+    const std::vector<std::vector<double>>& cq = cand_.run.extras[static_cast<size_t>(s)].draft_probs;
+    std::optional<std::vector<std::vector<double>>> rq;
+    if (ref_.extras) rq = (*ref_.extras)[static_cast<size_t>(s)].draft_probs;
+    else rq = trace_draft_probs(r);
+    if (!rq) return std::nullopt;  // a trace with top-k draft rows: nothing exact to compare
+    if (cq.empty() != rq->empty() || (!cq.empty() && cq.size() != rq->size())) {
+      return fail("draft distributions", "the candidate drafted with " + std::to_string(cq.size()) + " sampled distributions, the reference with " +
+                                             std::to_string(rq->size()));
+    }
+    (void)c;
+    for (size_t k = 0; k < cq.size(); ++k) {
+      if (cq[k].empty() || (*rq)[k].empty()) continue;
+      if (cq[k].size() != (*rq)[k].size()) return fail("draft distributions", "q row sizes differ at node " + std::to_string(static_cast<int>(k) - 1));
+      double worst = 0;
+      for (size_t v = 0; v < cq[k].size(); ++v) worst = std::max(worst, std::abs(cq[k][v] - (*rq)[k][v]));
+      const std::string where = "step " + std::to_string(s) + " node " + std::to_string(static_cast<int>(k) - 1);
+      stats_.add("draft distributions q", s, worst, where);
+      if (!(worst <= policy_.draft_probability_abs)) {
+        Divergence d = base_;
+        d.what = "draft distributions";
+        d.value = worst;
+        d.bound = policy_.draft_probability_abs;
+        d.detail = where + ": max |Δq| " + g(worst) + " exceeds the bound " + g(policy_.draft_probability_abs);
+        return fail_with(d);
+      }
+    }
+    return std::nullopt;
+  }
+
+  StepOutcome decision_divergence(int s, const StepRecord& c, const StepRecord& r, const std::vector<Decision>& cd,
+                                  const std::vector<Decision>& rd, size_t i, const std::vector<double>& row_error,
+                                  const std::optional<Divergence>& tolerance, bool logits_forced) {
+    const Decision* a = i < cd.size() ? &cd[i] : nullptr;
+    const Decision* b = i < rd.size() ? &rd[i] : nullptr;
+    const Decision& any = b ? *b : *a;
+    // The two tokens: those chosen or drawn; after an acceptance test, those the runs emitted
+    // at the tested position (the node's token if accepted, else what came instead).
+    const size_t k = static_cast<size_t>(std::max<int64_t>(0, any.position - r.position));
+    auto token = [&](const Decision* x, const StepRecord& step) -> int32_t {
+      if (x && x->kind != DecisionKind::test) return x->token;
+      if (k < step.emitted_tokens.size()) return step.emitted_tokens[k];
+      return x ? x->token : -1;
+    };
+    const int32_t ref_token = token(b, r);
+    const int32_t cand_token = token(a, c);
+    const double margin = b ? b->margin : kUnknown;
+    const bool choice = any.kind == DecisionKind::choice;
+    const double threshold = choice ? policy_.near_tie_logit_margin : policy_.near_tie_probability_margin;
+    const double error = any.row >= 0 && static_cast<size_t>(any.row) < row_error.size() ? row_error[static_cast<size_t>(any.row)] : kUnknown;
+    const bool excusable = a && b && a->kind == b->kind && a->row == b->row && !std::isnan(margin) && margin < threshold && !tolerance;
+    if (excusable && !logits_forced) {
+      NearTie t;
+      t.step = s;
+      t.position = b->position;
+      t.kind = to_string(b->kind);
+      t.row = b->row;
+      t.reference_token = ref_token;
+      t.candidate_token = cand_token;
+      t.reference = b->describe();
+      t.candidate = a->describe();
+      t.margin = margin;
+      t.margin_units = choice ? "logit" : "probability";
+      t.logit_error = error;
+      StepOutcome o;
+      o.kind = StepOutcome::Kind::near_tie;
+      o.tie = t;
+      return o;
+    }
+    Divergence d = tolerance ? *tolerance : base_;
+    d.what = "token";
+    d.position = any.position;
+    d.row = any.row;
+    d.reference_token = ref_token;
+    d.candidate_token = cand_token;
+    d.margin = margin;
+    d.margin_units = choice ? "logit" : "probability";
+    d.logit_error = error;
+    std::string why;
+    if (logits_forced) why = "the decision differs although the reference's logits were forced at this step";
+    else if (tolerance) why = "the logits are out of tolerance (" + tolerance->detail + ")";
+    else if (std::isnan(margin)) why = "the reference's margin is unknown (the trace keeps top-k logits; record with --logits full)";
+    else why = "the reference's margin " + g(margin) + " is not below the near-tie threshold " + g(threshold);
+    d.detail = "reference " + (b ? b->describe() : std::string("made no such decision")) + "; candidate " +
+               (a ? a->describe() : std::string("made no such decision")) + "; " + why;
+    return fail_with(d);
+  }
+
+  std::optional<StepOutcome> compare_hidden(int s) {
+    if (!ref_.target_forwards) return std::nullopt;
+    const size_t i = static_cast<size_t>(s);
+    if (i >= cand_.target_forwards.size() || i >= ref_.target_forwards->size()) return std::nullopt;
+    const ForwardRecord& a = cand_.target_forwards[i];
+    const ForwardRecord& b = (*ref_.target_forwards)[i];
+    if (!a.same_request(b)) return std::nullopt;
+    for (const auto& [name, x, y] : {std::tuple<const char*, const Matrix*, const Matrix*>{"final", &a.final_hidden, &b.final_hidden},
+                                     std::tuple<const char*, const Matrix*, const Matrix*>{"aux", &a.aux_hidden, &b.aux_hidden}}) {
+      if (x->rows() != y->rows() || x->cols() != y->cols()) {
+        return fail("hidden states", std::string(name) + " hidden states have shape (" + std::to_string(x->rows()) + ", " +
+                                         std::to_string(x->cols()) + ") vs the reference's (" + std::to_string(y->rows()) + ", " +
+                                         std::to_string(y->cols()) + ")");
+      }
+      for (Eigen::Index r = 0; r < x->rows(); ++r) {
+        const RowDifference d = compare_rows(x->row(r).data(), y->row(r).data(), static_cast<int>(x->cols()));
+        const std::string where = "step " + std::to_string(s) + " " + name + " row " + std::to_string(r);
+        stats_.add("hidden states", s, d.nmse, where);
+        if (!(d.nmse <= policy_.hidden_nmse)) {
+          Divergence f = base_;
+          f.what = "hidden states";
+          f.row = static_cast<int>(r);
+          f.value = d.nmse;
+          f.bound = policy_.hidden_nmse;
+          f.detail = where + ": NMSE " + g(d.nmse) + " exceeds the bound " + g(policy_.hidden_nmse);
+          return fail_with(f);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  StepOutcome compare_fields(const StepRecord& c, const StepRecord& r) {
+    auto list = [](const auto& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) s += ' ';
+        using T = std::decay_t<decltype(v[i])>;
+        if constexpr (std::is_same_v<T, double>) {
+          s += g(v[i]);
+        } else if constexpr (std::is_same_v<T, std::array<uint32_t, 4>>) {
+          s += '{';
+          for (size_t w = 0; w < 4; ++w) {
+            if (w) s += ',';
+            s += std::to_string(v[i][w]);
+          }
+          s += '}';
+        } else {
+          s += std::to_string(static_cast<long long>(v[i]));
+        }
+      }
+      s += ']';
+      return s;
+    };
+    auto bitwise_equal = [](const std::vector<double>& x, const std::vector<double>& y) {
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (std::bit_cast<uint64_t>(x[i]) != std::bit_cast<uint64_t>(y[i])) return false;
+      return true;
+    };
+    std::string field, cv, rv;
+    if (c.emitted_tokens != r.emitted_tokens) field = "emitted_tokens", cv = list(c.emitted_tokens), rv = list(r.emitted_tokens);
+    else if (c.accepted_path != r.accepted_path) field = "accepted_path", cv = list(c.accepted_path), rv = list(r.accepted_path);
+    else if (c.accept_decisions != r.accept_decisions) field = "accept_decisions", cv = list(c.accept_decisions), rv = list(r.accept_decisions);
+    else if (c.accept_nodes != r.accept_nodes) field = "accept_nodes", cv = list(c.accept_nodes), rv = list(r.accept_nodes);
+    else if (!bitwise_equal(c.accept_uniforms, r.accept_uniforms)) field = "accept_uniforms", cv = list(c.accept_uniforms), rv = list(r.accept_uniforms);
+    else if (c.bonus_token != r.bonus_token) field = "bonus_token", cv = std::to_string(c.bonus_token), rv = std::to_string(r.bonus_token);
+    else if (c.random_counters != r.random_counters) field = "random_counters", cv = list(c.random_counters), rv = list(r.random_counters);
+    if (field.empty()) return StepOutcome{};
+    return fail("step field", field + ": candidate " + cv + ", reference " + rv);
+  }
+
+  const ValidationSetup& setup_;
+  const TolerancePolicy& policy_;
+  const Side& cand_;
+  const Reference& ref_;
+  const Forcing& forcing_;
+  Stats& stats_;
+  Divergence base_;
+};
+
+// The rows a forced target forward returns at step s: the reference's, or, from a top-k trace,
+// the candidate's rows made to agree with the reference's top-k.
+Matrix forced_logits(const StepRecord& r, const StepRecord& c) {
+  if (r.target_logits.empty() || c.target_logits.empty()) throw Error("validation: no logits to force at this step");
+  const int V = static_cast<int>(c.target_logits[0].full.size());
+  Matrix m(static_cast<Eigen::Index>(r.target_logits.size()), V);
+  for (size_t j = 0; j < r.target_logits.size(); ++j) {
+    const std::vector<float> row = r.target_logits[j].is_full()
+                                       ? r.target_logits[j].full
+                                       : forced_row_from_summary(c.target_logits[j].full.data(), V, r.target_logits[j].summary);
+    if (static_cast<int>(row.size()) != V) throw Error("validation: the reference's logits rows have " + std::to_string(row.size()) + " entries; the candidate's " + std::to_string(V));
+    std::copy(row.begin(), row.end(), m.row(static_cast<Eigen::Index>(j)).data());
+  }
+  return m;
+}
+
+ValidationReport run_validation(const ValidationSetup& setup, const Backend& candidate, const Reference& ref, ValidationReport report,
+                                const TolerancePolicy& policy) {
+  report.policy = policy;
+  report.method = setup.method;
+  report.reference_steps = static_cast<int>(ref.trace->steps.size());
+  Forcing forcing;
+  Stats stats;
+  for (;;) {
+    const Side cand = run_side(setup, candidate, forcing);
+    ++report.candidate_runs;
+    StepComparer comparer(setup, policy, cand, ref, forcing, stats);
+    const int n = static_cast<int>(std::min(cand.run.trace.steps.size(), ref.trace->steps.size()));
+    StepOutcome out;
+    int s = 0;
+    for (; s < n; ++s) {
+      out = comparer.compare(s);
+      if (out.kind != StepOutcome::Kind::equal) break;
+    }
+    report.steps_compared = s;
+    if (out.kind == StepOutcome::Kind::near_tie) {
+      report.near_ties.push_back(out.tie);
+      if (static_cast<int>(report.near_ties.size()) > policy.max_near_ties) {
+        Divergence d;
+        d.step = s;
+        d.position = out.tie.position;
+        d.what = "near-ties";
+        d.value = static_cast<double>(report.near_ties.size());
+        d.bound = policy.max_near_ties;
+        d.detail = std::to_string(report.near_ties.size()) + " near-ties, more than the " + std::to_string(policy.max_near_ties) +
+                   " rounding can explain: the backend differs systematically";
+        report.failure = d;
+        break;
+      }
+      const StepRecord& r = ref.trace->steps[static_cast<size_t>(s)];
+      const StepRecord& c = cand.run.trace.steps[static_cast<size_t>(s)];
+      if (out.force_draft) {
+        Proposal p;
+        p.tree = DraftTree{r.draft_tokens, r.draft_parents};
+        if (ref.extras) {
+          p.draft_probs = (*ref.extras)[static_cast<size_t>(s)].draft_probs;
+        } else {
+          const auto q = trace_draft_probs(r);
+          if (!q) {
+            Divergence d;
+            d.step = s;
+            d.position = out.tie.position;
+            d.what = "draft";
+            d.detail = "the drafts differ (reference " + out.tie.reference + ", candidate " + out.tie.candidate +
+                       ") and the trace keeps the draft distributions as top-k, so the reference's draft cannot be forced";
+            report.failure = d;
+            break;
+          }
+          p.draft_probs = *q;
+        }
+        forcing.drafts[s] = std::move(p);
+      } else {
+        forcing.logits[s] = forced_logits(r, c);
+      }
+      continue;
+    }
+    if (out.kind == StepOutcome::Kind::fail) {
+      report.failure = out.failure;
+      break;
+    }
+    const Trace& ct = cand.run.trace;
+    if (ct.steps.size() != ref.trace->steps.size()) {
+      Divergence d;
+      d.step = n;
+      d.what = "steps";
+      d.detail = "the candidate ran " + std::to_string(ct.steps.size()) + " steps, the reference " + std::to_string(ref.trace->steps.size());
+      report.failure = d;
+    } else if (ct.output != ref.trace->output || ct.stop_reason != ref.trace->stop_reason) {
+      Divergence d;
+      d.what = "steps";
+      d.detail = "the outputs differ (" + std::to_string(ct.output.size()) + " tokens, stop " + ct.stop_reason + " vs " +
+                 std::to_string(ref.trace->output.size()) + " tokens, stop " + ref.trace->stop_reason + ")";
+      report.failure = d;
+    }
+    break;
+  }
+  for (int s = 0; s < report.steps_compared; ++s) report.tokens_compared += static_cast<int>(ref.trace->steps[static_cast<size_t>(s)].emitted_tokens.size());
+  report.quantities = stats.summary(policy);
+  report.passed = !report.failure.has_value();
+  return report;
+}
+
+}  // namespace
+
+ValidationReport validate_backends(const ValidationSetup& setup, const Backend& candidate, const Backend& reference,
+                                   const TolerancePolicy& policy) {
+  const Side ref_side = run_side(setup, reference, Forcing{});
+  Reference ref;
+  ref.trace = &ref_side.run.trace;
+  ref.extras = &ref_side.run.extras;
+  ref.target_forwards = &ref_side.target_forwards;
+  ref.draft_forwards = reference.draft_lm ? &ref_side.draft_forwards : nullptr;
+  ValidationReport report;
+  report.candidate = candidate.name;
+  report.reference = reference.name;
+  return run_validation(setup, candidate, ref, std::move(report), policy);
+}
+
+ValidationReport validate_against_trace(const ValidationSetup& setup, const Backend& candidate, const Trace& reference,
+                                        const std::string& reference_name, const TolerancePolicy& policy) {
+  if (setup.prompt != reference.prompt) throw Error("validation: the run's prompt is not the trace's (" + reference_name + ")");
+  if (reference.steps.empty()) throw Error(reference_name + " records no steps; there is nothing to validate against");
+  ValidationReport report;
+  report.candidate = candidate.name;
+  report.reference = reference_name;
+  Reference ref;
+  ref.trace = &reference;
+  return run_validation(setup, candidate, ref, std::move(report), policy);
+}
+
+}  // namespace specdec::validation

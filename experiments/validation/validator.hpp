@@ -1,0 +1,54 @@
+#pragma once
+// Step-by-step validation of a backend (DESIGN.md, "Exactness"): the method runs on the backend
+// under test and on the reference backend, or is compared against a recorded trace; token ids,
+// drafts, trees, acceptance decisions and emitted tokens must match exactly, logits and hidden
+// states within the tolerance policy. A token decision that differs where the reference was
+// within the near-tie margin is reported as a near-tie; the candidate is then run again with the
+// reference's logits (or draft) forced at that step, and the comparison continues from there.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/validation/tolerance_policy.hpp"
+#include "experiments/validation/validation_report.hpp"
+#include "reference/decoding/generation.hpp"
+#include "reference/drafting/proposer.hpp"
+#include "reference/model/language_model.hpp"
+#include "reference/sampling/sampling_params.hpp"
+#include "traces/trace.hpp"
+
+namespace specdec::validation {
+
+// What is run: the same on both sides.
+struct ValidationSetup {
+  std::string method = "sequential";  // for the report
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  GenerationOptions options;
+  // A fresh proposer for one run, drafting with `draft_lm` (the side's draft LM, wrapped for
+  // observation; null when the method has none). Unset, or returning null: sequential decoding.
+  std::function<std::unique_ptr<Proposer>(const LanguageModel* draft_lm)> make_proposer;
+};
+
+// One side of a comparison: where target forwards and draft LM forwards go.
+struct Backend {
+  std::string name;
+  const LanguageModel* target = nullptr;
+  const LanguageModel* draft_lm = nullptr;  // --method draft only
+};
+
+// Runs the method on both backends and compares them. Throws specdec::Error for an unusable
+// setup (no target, draft LM missing for a proposer that needs one, decoding errors).
+ValidationReport validate_backends(const ValidationSetup& setup, const Backend& candidate, const Backend& reference,
+                                   const TolerancePolicy& policy = TolerancePolicy::defaults());
+
+// Runs the method on `candidate` and compares it with a recorded trace of the same
+// configuration (`setup` must hold the trace's prompt and sampling; the caller checks the model
+// fingerprints). Hidden states and draft LM logits are not in traces and are not compared;
+// near-ties need full logits rows in the trace (greedy also works with top-k rows, k >= 2).
+ValidationReport validate_against_trace(const ValidationSetup& setup, const Backend& candidate, const Trace& reference,
+                                        const std::string& reference_name,
+                                        const TolerancePolicy& policy = TolerancePolicy::defaults());
+
+}  // namespace specdec::validation
