@@ -7,10 +7,10 @@ packages=(
   g++ cmake make pkg-config
   libeigen3-dev libhdf5-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev
   python3 python3-numpy python3-h5py python3-matplotlib
+  # The training recipes (experiments/train; their smoke test is in the cpu suite): PyTorch with a
+  # threaded OpenBLAS (the reference BLAS trains ~15x slower) and the corpus's King James Bible.
+  python3-torch libopenblas0-pthread bible-kjv bible-kjv-text
 )
-if [ "${SPECDEC_WITH_TORCH:-0}" = 1 ]; then
-  packages+=(python3-torch libopenblas0-pthread)
-fi
 
 missing=()
 for p in "${packages[@]}"; do
