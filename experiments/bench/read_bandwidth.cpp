@@ -37,6 +37,15 @@ std::pair<std::size_t, std::size_t> share(std::size_t count, int t, int n) {
   return {begin, begin + per + (static_cast<std::size_t>(t) < extra ? 1 : 0)};
 }
 
+// This thread's number in the enclosing parallel region (0 without OpenMP).
+int thread_index() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
 }  // namespace
 
 ReadBandwidth measure_read_bandwidth(int threads, std::size_t buffer_bytes, int passes) {
@@ -61,11 +70,7 @@ ReadBandwidth measure_read_bandwidth(int threads, std::size_t buffer_bytes, int 
   float* data = buffer.get();
 #pragma omp parallel num_threads(n)
   {
-    int t = 0;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-#endif
-    const auto [b, e] = share(count, t, n);
+    const auto [b, e] = share(count, thread_index(), n);
     std::fill(data + b, data + e, 1.0f);  // first touch by the reading thread
   }
   ReadBandwidth r;
@@ -76,10 +81,7 @@ ReadBandwidth measure_read_bandwidth(int threads, std::size_t buffer_bytes, int 
     const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(n)
     {
-      int t = 0;
-#ifdef _OPENMP
-      t = omp_get_thread_num();
-#endif
+      const int t = thread_index();
       const auto [b, e] = share(count, t, n);
       partial[static_cast<std::size_t>(t)] += Eigen::Map<const Eigen::VectorXf>(data + b, static_cast<Eigen::Index>(e - b)).sum();
     }

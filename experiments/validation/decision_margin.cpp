@@ -138,28 +138,35 @@ Decision topk_choice(const std::vector<int32_t>& ids, const std::vector<float>& 
   return d;
 }
 
+std::vector<Decision> match_path_decisions(const DraftTree& tree, int32_t root_position,
+                                           const std::function<Decision(int row, int32_t position)>& decide) {
+  std::vector<Decision> out;
+  int point = -1;
+  for (;;) {
+    Decision d = decide(point + 1, root_position + (point < 0 ? 0 : tree.depth(point)));
+    d.row = point + 1;
+    out.push_back(d);
+    int next = -1;
+    for (int c : tree.children(point))
+      if (tree.tokens[c] == d.token) {
+        next = c;
+        break;
+      }
+    if (next < 0) return out;
+    point = next;
+  }
+}
+
 std::vector<Decision> verify_decisions(const VerifyInput& in) {
   if (!in.tree || !in.target_logits) throw Error("verify_decisions: draft tree and target logits are required");
   const DraftTree& tree = *in.tree;
   const int V = static_cast<int>(in.target_logits->cols());
-  std::vector<Decision> out;
   if (in.sampling.mode != SamplingParams::Mode::sample) {
-    int point = -1;
-    for (;;) {
-      const int32_t position = in.root_position + (point < 0 ? 0 : tree.depth(point));
-      Decision d = token_decision(row_of(*in.target_logits, point + 1), V, in.sampling, in.sequence, position);
-      d.row = point + 1;
-      out.push_back(d);
-      int next = -1;
-      for (int c : tree.children(point))
-        if (tree.tokens[c] == d.token) {
-          next = c;
-          break;
-        }
-      if (next < 0) return out;
-      point = next;
-    }
+    return match_path_decisions(tree, in.root_position, [&](int row, int32_t position) {
+      return token_decision(row_of(*in.target_logits, row), V, in.sampling, in.sequence, position);
+    });
   }
+  std::vector<Decision> out;
   MarginChance chance(in.sampling.seed, in.sequence);
   const VerifyResult r = RejectionAcceptor::verify_with(in, chance);
   size_t test = 0;

@@ -4,11 +4,13 @@
 // allowed logit error explains, or a real divergence. The decisions are those of the real rules
 // (sample_token, MatchAcceptor, RejectionAcceptor), replayed with the same keyed uniforms.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "reference/acceptance/acceptor.hpp"
+#include "reference/acceptance/draft_tree.hpp"
 #include "reference/sampling/sampling_params.hpp"
 
 namespace specdec::validation {
@@ -47,6 +49,12 @@ Decision token_decision(const float* row, int vocab, const SamplingParams& sampl
 // The greedy choice of a top-k summary row (ids by descending logit): ids[0], margin
 // values[0] − values[1] (infinite when k = 1 and V = 1, NaN when k = 1 < V).
 Decision topk_choice(const std::vector<int32_t>& ids, const std::vector<float>& values, int vocab, int32_t position);
+
+// The choices along the path a match-mode verify takes through `tree`: at each point, the root
+// first, the decision decide(row, position) makes (row 1 + point, position root_position + the
+// point's depth), then on to the child holding the chosen token, until no child holds it.
+std::vector<Decision> match_path_decisions(const DraftTree& tree, int32_t root_position,
+                                           const std::function<Decision(int row, int32_t position)>& decide);
 
 // Every decision of a verify step, in evaluation order: match mode (greedy, coupled) gives one
 // choice per visited point; sample mode gives the acceptance tests and the final draw.

@@ -173,23 +173,10 @@ std::optional<std::vector<Decision>> trace_decisions(const StepRecord& r, const 
     return verify_decisions(in);
   }
   if (sampling.mode != SamplingParams::Mode::greedy) return std::nullopt;
-  std::vector<Decision> out;
-  int point = -1;
-  for (;;) {
-    const LogitSummary& s = r.target_logits.at(static_cast<size_t>(point + 1)).summary;
-    Decision d = topk_choice(s.topk_ids, s.topk_values, s.vocab_size,
-                             static_cast<int32_t>(r.position) + (point < 0 ? 0 : tree.depth(point)));
-    d.row = point + 1;
-    out.push_back(d);
-    int next = -1;
-    for (int c : tree.children(point))
-      if (tree.tokens[c] == d.token) {
-        next = c;
-        break;
-      }
-    if (next < 0) return out;
-    point = next;
-  }
+  return match_path_decisions(tree, static_cast<int32_t>(r.position), [&](int row, int32_t position) {
+    const LogitSummary& s = r.target_logits.at(static_cast<size_t>(row)).summary;
+    return topk_choice(s.topk_ids, s.topk_values, s.vocab_size, position);
+  });
 }
 
 // Sampled-draft distributions of a recorded step (from its log q rows): empty for deterministic

@@ -9,25 +9,16 @@
 #include <sstream>
 
 #include "experiments/bench/replay_acceptor.hpp"
-#include "experiments/cli/cli.hpp"
 #include "experiments/runtime/backend.hpp"
 #include "reference/core/error.hpp"
+#include "tests/cli/cli_runner.hpp"
 #include "tests/reference/scratch_dir.hpp"
 
 namespace specdec {
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  cli::CommandIO io{out, err, false};
-  const int code = cli::run_cli(args, io);
-  return {code, out.str(), err.str()};
-}
+using testing::CliRun;
+using testing::run;
 
 std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& p) {
   std::vector<std::vector<std::string>> rows;

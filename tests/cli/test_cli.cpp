@@ -4,27 +4,16 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "experiments/cli/cli.hpp"
+#include "tests/cli/cli_runner.hpp"
 #include "traces/trace.hpp"
 
 namespace specdec {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  cli::CommandIO io{out, err, false};
-  const int code = cli::run_cli(args, io);
-  return {code, out.str(), err.str()};
-}
+using testing::CliRun;
+using testing::run;
 
 class Cli : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/ops.hpp"
 #include "tests/drafters/naive_eagle.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "tests/reference/model_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
 #include "tests/reference/weight_pairs.hpp"
@@ -28,21 +29,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::error_of;
 using testing::ScratchDir;
 
 constexpr uint64_t kTargetSeed = 11;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "expected '" << (needle) << "' in: " << (haystack)
 
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 

@@ -2,9 +2,7 @@
 // The cpu backend next to its reference twin: the same config and random weights, the reference
 // given the weights rounded to the cpu model's precision (rounded_llama_weights), so that the two
 // must agree bitwise. Configs: the reference fixtures plus the features they leave out.
-#include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -56,18 +54,6 @@ struct CpuTwin {
 
 inline std::unique_ptr<CpuTwin> make_twin(const ModelConfig& c, uint64_t seed, Dtype precision) {
   return std::make_unique<CpuTwin>(c, make_model(c, seed).weights(), precision);
-}
-
-inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-  return t;
-}
-
-inline bool bitwise_equal(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
 
 inline cpu::CpuKVCache& cpu_cache(KVCache& c) { return dynamic_cast<cpu::CpuKVCache&>(c); }

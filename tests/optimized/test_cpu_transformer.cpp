@@ -6,7 +6,6 @@
 
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <random>
 
 #include "optimized/cpu/dot_kernels.hpp"
@@ -16,6 +15,8 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/reference/error_capture.hpp"
+#include "tests/reference/tree_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
 
 namespace specdec {
@@ -26,8 +27,12 @@ using testing::cpu_cache;
 using testing::cpu_fixture_configs;
 using testing::cpu_precisions;
 using testing::dense_cache;
+using testing::error_of;
+using testing::expect_tree_equals_chains;
+using testing::kTreeParents;
 using testing::make_twin;
 using testing::random_tokens;
+using testing::tree_request;
 
 constexpr uint64_t kSeed = 4321;
 
@@ -39,18 +44,6 @@ const ModelConfig& config_named(const std::string& name) {
 }
 
 std::string where(const std::string& config, Dtype p) { return config + " / " + dtype_name(p) + ", seed " + std::to_string(kSeed); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "expected '" << (needle) << "' in: " << (haystack)
 
 // Restores the thread count, threshold and code path a test changes.
 class SettingsGuard {
@@ -333,54 +326,20 @@ TEST(CpuTransformer, ThreadCountAndCodePathInvariant) {
 
 // --- masks and the cache ------------------------------------------------------------------------
 
-// A tree under the cached prefix (node: parent): 0: −1, 1: −1, 2: −1, 3: 0, 4: 0, 5: 1, 6: 3.
-const std::vector<int> kParents = {-1, -1, -1, 0, 0, 1, 3};
-
-std::vector<int> path_to(int node) {
-  std::vector<int> path;
-  for (int n = node; n >= 0; n = kParents[static_cast<std::size_t>(n)]) path.insert(path.begin(), n);
-  return path;
-}
-
 TEST(CpuTransformer, TreeMaskEqualsChainForEveryPath) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     const auto twin = make_twin(cfg, kSeed, Dtype::F16);
-    const cpu::CpuTransformer& model = twin->cpu;
     const auto prefix = random_tokens(6, cfg.vocab_size, kSeed + 7);
-    const auto nodes = random_tokens(static_cast<int>(kParents.size()), cfg.vocab_size, kSeed + 8);
-    const int C = static_cast<int>(prefix.size());
-    ForwardRequest tree = ForwardRequest::chain(nodes);
-    tree.mask = AttentionMask::tree(C, kParents);
-    for (int n = 0; n < static_cast<int>(kParents.size()); ++n)
-      tree.positions.push_back(C + static_cast<int32_t>(path_to(n).size()) - 1);
-
-    auto tree_cache = model.new_cache(32);
-    model.forward(*tree_cache, ForwardRequest::chain(prefix));
-    const Matrix tree_logits = model.forward(*tree_cache, tree).logits;
+    const auto nodes = random_tokens(static_cast<int>(kTreeParents.size()), cfg.vocab_size, kSeed + 8);
+    const Matrix tree_logits =
+        expect_tree_equals_chains(twin->cpu, prefix, nodes, name, [](const KVCache& a, const KVCache& b) {
+          return cpu_cache(a).equals(cpu_cache(b));
+        });
     // The same tree on the reference.
     auto ref_cache = twin->reference.new_cache(32);
     twin->reference.forward(*ref_cache, ForwardRequest::chain(prefix));
+    const ForwardRequest tree = tree_request(nodes, static_cast<int>(prefix.size()));
     EXPECT_TRUE(bitwise_equal(tree_logits, twin->reference.forward(*ref_cache, tree).logits)) << name;
-
-    for (int leaf : {2, 4, 5, 6}) {
-      const std::vector<int> path = path_to(leaf);
-      std::vector<int32_t> chain_tokens = prefix;
-      for (int n : path) chain_tokens.push_back(nodes[static_cast<std::size_t>(n)]);
-      auto chain_cache = model.new_cache(32);
-      const Matrix chain_logits = model.forward(*chain_cache, ForwardRequest::chain(chain_tokens)).logits;
-      for (std::size_t i = 0; i < path.size(); ++i) {
-        EXPECT_TRUE(bitwise_equal(tree_logits.middleRows(path[i], 1), chain_logits.middleRows(C + static_cast<int>(i), 1)))
-            << name << ": leaf " << leaf << ", path node " << path[i];
-      }
-      // Compacting the tree cache to this path gives the chain's cache, bitwise.
-      auto compact = model.new_cache(32);
-      model.forward(*compact, ForwardRequest::chain(prefix));
-      model.forward(*compact, tree);
-      std::vector<int> slots;
-      for (int n : path) slots.push_back(C + n);
-      compact->gather(C, slots);
-      EXPECT_TRUE(cpu_cache(*compact).equals(cpu_cache(*chain_cache))) << name << ": compacted cache for leaf " << leaf;
-    }
   }
 }
 

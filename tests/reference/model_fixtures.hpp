@@ -1,6 +1,9 @@
 #pragma once
 // Small random-weight model configurations for the reference tests: one of each family feature
 // (grouped-query attention, tied and untied heads, Qwen2 biases, Qwen3 q/k norms, rope scaling).
+#include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,20 @@ inline std::vector<NamedConfig> fixture_configs() {
 inline Transformer make_model(const ModelConfig& c, uint64_t seed) {
   // A larger spread than real models keeps the logits well apart, so tests exercise real choices.
   return Transformer(c, random_llama_weights(c, seed, 0.08f));
+}
+
+// n tokens drawn uniformly from [0, vocab).
+inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+// Same shape and the same bits in every element.
+inline bool bitwise_equal(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
 
 }  // namespace specdec::testing

@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -18,12 +17,14 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/random_weights.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "tests/reference/scratch_dir.hpp"
 #include "tests/reference/weight_pairs.hpp"
 
 namespace specdec {
 namespace {
 
+using testing::error_of;
 using testing::ScratchDir;
 namespace fs = std::filesystem;
 
@@ -88,18 +89,6 @@ void expect_weights_equal(const LlamaWeights& saved, const LlamaWeights& loaded,
 float identity(float x) { return x; }
 float via_f16(float x) { return half_to_float(float_to_half(x)); }
 float via_bf16(float x) { return bfloat16_to_float(float_to_bfloat16(x)); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "expected '" << (needle) << "' in: " << (haystack)
 
 // --- random weights and fingerprints ------------------------------------------------------------
 

@@ -27,6 +27,7 @@
 #include "reference/drafting/tree_choices.hpp"
 #include "reference/sampling/counter_rng.hpp"
 #include "reference/sampling/sampler.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "eagle_fixtures.hpp"
 #include "model_fixtures.hpp"
 #include "speculative_fixtures.hpp"
@@ -42,6 +43,7 @@ using testing::eagle1_config;
 using testing::eagle3_config;
 using testing::EagleMethod;
 using testing::EagleTarget;
+using testing::error_of;
 using testing::HeadPool;
 using testing::kSmallTree;
 using testing::peagle_chain;
@@ -53,18 +55,6 @@ const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7
 constexpr uint64_t kModelSeed = 2024;
 constexpr int kNewTokens = 20;
 constexpr int kCapacity = 160;  // prompt + new tokens + the largest tree + 1
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "expected '" << (needle) << "' in: " << (haystack)
 
 std::vector<testing::NamedConfig> target_configs() {
   auto all = testing::fixture_configs();

@@ -2,33 +2,23 @@
 // thread-count invariance, tree masks, KV cache compaction, RoPE scaling, and its error paths.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 
 #include "reference/core/error.hpp"
 #include "reference/model/ops.hpp"
 #include "model_fixtures.hpp"
 #include "naive_forward.hpp"
+#include "tests/reference/tree_fixtures.hpp"
 
 namespace specdec {
 namespace {
 
+using testing::bitwise_equal;
 using testing::fixture_configs;
 using testing::make_model;
+using testing::random_tokens;
 
 constexpr uint64_t kSeed = 1234;
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng() % vocab);
-  return t;
-}
-
-bool bitwise_equal(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
-}
 
 DenseKVCache& dense(std::unique_ptr<KVCache>& c) { return dynamic_cast<DenseKVCache&>(*c); }
 
@@ -99,55 +89,14 @@ TEST(Transformer, ThreadCountInvariant) {
   ops::set_parallel_work_threshold(saved_threshold);
 }
 
-// A tree under the cached prefix (node: parent): 0: −1, 1: −1, 2: −1, 3: 0, 4: 0, 5: 1, 6: 3,
-// so the root-to-leaf paths are 0-3-6, 0-4, 1-5 and 2.
-const std::vector<int> kParents = {-1, -1, -1, 0, 0, 1, 3};
-
-std::vector<int> path_to(int node) {
-  std::vector<int> path;
-  for (int n = node; n >= 0; n = kParents[n]) path.insert(path.begin(), n);
-  return path;
-}
-
-std::vector<int32_t> depths() {
-  std::vector<int32_t> d(kParents.size());
-  for (size_t i = 0; i < kParents.size(); ++i) d[i] = kParents[i] < 0 ? 0 : d[kParents[i]] + 1;
-  return d;
-}
-
 TEST(Transformer, TreeMaskEqualsChainForEveryPath) {
   for (const auto& [name, cfg] : fixture_configs()) {
     Transformer model = make_model(cfg, kSeed);
     const auto prefix = random_tokens(6, cfg.vocab_size, kSeed + 4);
-    const auto nodes = random_tokens(static_cast<int>(kParents.size()), cfg.vocab_size, kSeed + 5);
-    const int C = static_cast<int>(prefix.size());
-
-    auto tree_cache = model.new_cache(32);
-    model.forward(*tree_cache, ForwardRequest::chain(prefix));
-    ForwardRequest tree = ForwardRequest::chain(nodes);
-    tree.mask = AttentionMask::tree(C, kParents);
-    for (int32_t d : depths()) tree.positions.push_back(C + d);
-    Matrix tree_logits = model.forward(*tree_cache, tree).logits;
-
-    for (int leaf : {2, 4, 5, 6}) {
-      const std::vector<int> path = path_to(leaf);
-      std::vector<int32_t> chain_tokens = prefix;
-      for (int n : path) chain_tokens.push_back(nodes[n]);
-      auto chain_cache = model.new_cache(32);
-      Matrix chain_logits = model.forward(*chain_cache, ForwardRequest::chain(chain_tokens)).logits;
-      for (size_t i = 0; i < path.size(); ++i) {
-        EXPECT_TRUE(bitwise_equal(tree_logits.middleRows(path[i], 1), chain_logits.middleRows(C + i, 1)))
-            << name << ": leaf " << leaf << ", path node " << path[i];
-      }
-      // Compacting the tree cache to this path gives the chain's cache, bitwise.
-      auto compact = model.new_cache(32);
-      model.forward(*compact, ForwardRequest::chain(prefix));
-      model.forward(*compact, tree);
-      std::vector<int> slots;
-      for (int n : path) slots.push_back(C + n);
-      compact->gather(C, slots);
-      EXPECT_TRUE(dense(compact).equals(dense(chain_cache))) << name << ": compacted cache for leaf " << leaf;
-    }
+    const auto nodes = random_tokens(static_cast<int>(testing::kTreeParents.size()), cfg.vocab_size, kSeed + 5);
+    testing::expect_tree_equals_chains(model, prefix, nodes, name, [](const KVCache& a, const KVCache& b) {
+      return dynamic_cast<const DenseKVCache&>(a).equals(dynamic_cast<const DenseKVCache&>(b));
+    });
   }
 }
 

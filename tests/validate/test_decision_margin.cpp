@@ -127,6 +127,42 @@ TEST(DecisionMargin, VerifyDecisionsReplayTheAcceptors) {
   }
 }
 
+// The match path follows the child holding each chosen token, with rows and positions along it,
+// and stops at the first choice no child holds.
+TEST(DecisionMargin, MatchPathFollowsTheChosenTokens) {
+  const DraftTree tree{{3, 4, 5, 6, 7, 1}, {-1, -1, 0, 0, 1, 2}};
+  // Chosen token per row: the root picks node 0 (3), row 1 picks node 3 (6), row 4 a token no
+  // child of node 3 holds.
+  const std::vector<int32_t> chosen = {3, 6, 0, 0, 9, 0, 0};
+  std::vector<int> rows_asked;
+  const std::vector<Decision> ds = match_path_decisions(tree, 20, [&](int row, int32_t position) {
+    rows_asked.push_back(row);
+    Decision d;
+    d.token = chosen.at(static_cast<size_t>(row));
+    d.position = position;
+    return d;
+  });
+  ASSERT_EQ(ds.size(), 3u);
+  EXPECT_EQ(rows_asked, (std::vector<int>{0, 1, 4}));
+  const std::vector<int> rows = {0, 1, 4};
+  const std::vector<int32_t> tokens = {3, 6, 9};
+  for (size_t i = 0; i < ds.size(); ++i) {
+    EXPECT_EQ(ds[i].row, rows[i]) << "decision " << i;
+    EXPECT_EQ(ds[i].position, 20 + static_cast<int32_t>(i)) << "decision " << i;
+    EXPECT_EQ(ds[i].token, tokens[i]) << "decision " << i;
+  }
+  // A root choice no draft holds is the only decision.
+  const std::vector<Decision> one = match_path_decisions(tree, 5, [](int, int32_t position) {
+    Decision d;
+    d.token = 11;
+    d.position = position;
+    return d;
+  });
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].row, 0);
+  EXPECT_EQ(one[0].position, 5);
+}
+
 // A top-k summary gives the greedy choice and its margin; k = 1 cannot give a margin.
 TEST(DecisionMargin, TopKChoice) {
   const Decision d = topk_choice({4, 9, 2}, {3.5f, 3.25f, 1.0f}, 10, 5);

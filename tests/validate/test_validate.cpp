@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "experiments/cli/cli.hpp"
 #include "experiments/cli/method_runner.hpp"
 #include "experiments/runtime/backend.hpp"
 #include "experiments/validation/run_recorder.hpp"
@@ -18,6 +17,7 @@
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
+#include "tests/cli/cli_runner.hpp"
 #include "tests/reference/scratch_dir.hpp"
 #include "tests/validate/perturbed_model.hpp"
 #include "traces/trace.hpp"
@@ -27,19 +27,9 @@ namespace specdec {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CliRun;
 using testing::PerturbedModel;
-
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  cli::CommandIO io{out, err, false};
-  const int code = cli::run_cli(args, io);
-  return {code, out.str(), err.str()};
-}
+using testing::run;
 
 std::string joined(const std::vector<std::string>& args) {
   std::string s;
