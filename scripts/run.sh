@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# The main job: install what is needed, build, make the bundled default model if it is not there
-# yet, and decode a prompt with it. Extra arguments go to `specdec generate`, e.g.
-#   scripts/run.sh --prompt "Once upon a time" --max-new-tokens 64 --sampling coupled --temperature 0.8
+# The main job: install what is needed, build, and run one held-out prompt through sequential
+# decoding, EAGLE and P-EAGLE on the bundled trained models (models/), side by side: output,
+# acceptance length, tokens per target forward, speed, and whether the outputs agree. Extra
+# arguments go to `specdec compare`, e.g.
+#   scripts/run.sh --methods sequential,draft,eagle,eagle3,peagle --sampling coupled --temperature 0.8
+#   scripts/run.sh --prompt "def parse_args(argv):" --max-new-tokens 96
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 build=${SPECDEC_BUILD_DIR:-$root/build}
-model="$build/models/tiny"
-if [ ! -f "$model/config.json" ]; then
-  "$build/specdec" init-model --preset tiny --seed 0 --out "$model"
-fi
-if [ $# -eq 0 ]; then
-  set -- --prompt "Speculative decoding is" --max-new-tokens 32
-fi
-"$build/specdec" generate --model "$model" "$@"
+cd "$root"
+args=("$@")
+given() { printf '%s\n' "${args[@]}" | grep -qE "^--($1)(=|$)"; }
+# Defaults for what the arguments leave out. The prompt: the first held-out prose prompt
+# (Genesis 1, never seen in training).
+given 'prompt|prompt-ids' || args+=(--prompt "$(/usr/bin/python3 -c \
+  "import json; print(json.load(open('experiments/train/heldout_prompts.json'))['prose'][0], end='')")")
+given 'model' || args+=(--model models/target)
+given 'methods' || args+=(--methods sequential,eagle,peagle)
+given 'max-new-tokens' || args+=(--max-new-tokens 48)
+"$build/specdec" compare "${args[@]}"
