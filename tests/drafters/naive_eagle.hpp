@@ -21,8 +21,7 @@ inline NaiveEagleOutput naive_eagle_forward(const EagleHeadConfig& c, const Eagl
                                             const Matrix& head, const std::vector<int32_t>& tokens,
                                             const std::vector<LVec>& features, const std::vector<bool>& projected) {
   const ModelConfig& lc = c.layer;
-  const int T = static_cast<int>(tokens.size()), H = lc.hidden_size, hd = lc.head_dim;
-  const int nh = lc.num_attention_heads, nkv = lc.num_key_value_heads;
+  const int T = static_cast<int>(tokens.size()), H = lc.hidden_size;
   const bool eagle1 = c.kind == EagleKind::eagle1;
   std::vector<LVec> residual(T), attn_in(T);
   for (int t = 0; t < T; ++t) {
@@ -47,46 +46,7 @@ inline NaiveEagleOutput naive_eagle_forward(const EagleHeadConfig& c, const Eagl
     if (li > 0) {
       for (int t = 0; t < T; ++t) attn_in[t] = naive_rms(x[t], nullptr, &l.input_layernorm, lc.rms_norm_eps);
     }
-    std::vector<LVec> q(T), k(T), v(T);
-    for (int t = 0; t < T; ++t) {
-      q[t] = naive_linear(attn_in[t], l.q_proj, l.q_bias);
-      k[t] = naive_linear(attn_in[t], l.k_proj, l.k_bias);
-      v[t] = naive_linear(attn_in[t], l.v_proj, l.v_bias);
-      const LVec f = expected_inv_freq(lc, t);
-      for (int h = 0; h < nh; ++h) {
-        if (l.q_norm.size()) q[t] = naive_rms(q[t], nullptr, &l.q_norm, lc.rms_norm_eps, h * hd, hd);
-        expected_rope(q[t].data() + h * hd, hd, f, t);
-      }
-      for (int h = 0; h < nkv; ++h) {
-        if (l.k_norm.size()) k[t] = naive_rms(k[t], nullptr, &l.k_norm, lc.rms_norm_eps, h * hd, hd);
-        expected_rope(k[t].data() + h * hd, hd, f, t);
-      }
-    }
-    for (int t = 0; t < T; ++t) {
-      LVec att(nh * hd, 0.0L);
-      for (int h = 0; h < nh; ++h) {
-        const int g = h * nkv / nh;
-        LVec p(t + 1);
-        LD mx = -1e300L, sum = 0;
-        for (int j = 0; j <= t; ++j) {
-          LD s = 0;
-          for (int d = 0; d < hd; ++d) s += q[t][h * hd + d] * k[j][g * hd + d];
-          p[j] = s / std::sqrt(static_cast<LD>(hd));
-          mx = std::max(mx, p[j]);
-        }
-        for (int j = 0; j <= t; ++j) sum += (p[j] = std::exp(p[j] - mx));
-        for (int j = 0; j <= t; ++j)
-          for (int d = 0; d < hd; ++d) att[h * hd + d] += p[j] / sum * v[j][g * hd + d];
-      }
-      const LVec o = naive_linear(att, l.o_proj, l.o_bias);
-      for (int i = 0; i < H; ++i) x[t][i] += o[i];
-      const LVec m = naive_rms(x[t], nullptr, &l.post_attention_layernorm, lc.rms_norm_eps);
-      LVec g = naive_linear(m, l.gate_proj, l.gate_bias);
-      const LVec u = naive_linear(m, l.up_proj, l.up_bias);
-      for (std::size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-      const LVec d = naive_linear(g, l.down_proj, l.down_bias);
-      for (int i = 0; i < H; ++i) x[t][i] += d[i];
-    }
+    naive_layer(x, attn_in, l, lc);
   }
   NaiveEagleOutput out;
   out.hidden = x;

@@ -58,6 +58,5 @@ inline std::unique_ptr<CpuTwin> make_twin(const ModelConfig& c, uint64_t seed, D
 
 inline cpu::CpuKVCache& cpu_cache(KVCache& c) { return dynamic_cast<cpu::CpuKVCache&>(c); }
 inline const cpu::CpuKVCache& cpu_cache(const KVCache& c) { return dynamic_cast<const cpu::CpuKVCache&>(c); }
-inline const DenseKVCache& dense_cache(const KVCache& c) { return dynamic_cast<const DenseKVCache&>(c); }
 
 }  // namespace specdec::testing

@@ -45,12 +45,6 @@ std::vector<Target> targets() {
   return out;
 }
 
-GenerationOptions opts(int n) {
-  GenerationOptions o;
-  o.max_new_tokens = n;
-  return o;
-}
-
 std::vector<SamplingParams> sampling_modes() {
   std::vector<SamplingParams> modes = {SamplingParams{}};
   for (double t : {0.7, 1.0}) {
@@ -82,8 +76,8 @@ TEST(CpuDecoding, SequentialEqualsReferenceSequential) {
     const auto twin = testing::make_twin(t.config, kModelSeed, t.precision);
     for (const SamplingParams& s : sampling_modes()) {
       for (std::size_t pi = 0; pi < kPrompts.size(); ++pi) {
-        EXPECT_EQ(decode_sequential(twin->cpu, kPrompts[pi], s, opts(kNewTokens)).tokens,
-                  decode_sequential(twin->reference, kPrompts[pi], s, opts(kNewTokens)).tokens)
+        EXPECT_EQ(decode_sequential(twin->cpu, kPrompts[pi], s, testing::max_new_tokens(kNewTokens)).tokens,
+                  decode_sequential(twin->reference, kPrompts[pi], s, testing::max_new_tokens(kNewTokens)).tokens)
             << mode_name(s) << ", " << t.name << " " << dtype_name(t.precision) << ", prompt #" << pi;
       }
     }
@@ -109,7 +103,7 @@ TEST(CpuDecoding, DraftModelSpeculationEqualsSequential) {
                                                    small, testing::make_model(small, 4242).weights(), t.precision));
     for (const SamplingParams& s : sampling_modes()) {
       for (std::size_t pi = 0; pi < kPrompts.size(); ++pi) {
-        const auto expected = decode_sequential(target, kPrompts[pi], s, opts(kNewTokens)).tokens;
+        const auto expected = decode_sequential(target, kPrompts[pi], s, testing::max_new_tokens(kNewTokens)).tokens;
         for (const auto& [name, drafter] : drafters) {
           for (int k = 1; k <= 8; ++k) {
             const std::string where = mode_name(s) + ": " + name + ", target " + t.name + " " + dtype_name(t.precision) +
@@ -119,7 +113,7 @@ TEST(CpuDecoding, DraftModelSpeculationEqualsSequential) {
             const auto acceptor = default_acceptor(s);
             auto cache = target.new_cache(kCapacity);
             const GenerationResult r =
-                decode_speculative(target, *cache, proposer, *acceptor, kPrompts[pi], s, opts(kNewTokens));
+                decode_speculative(target, *cache, proposer, *acceptor, kPrompts[pi], s, testing::max_new_tokens(kNewTokens));
             ASSERT_EQ(r.tokens, expected) << where;
             expect_plain_cache(target, *cache, kPrompts[pi], r.tokens, where);
             if (name == "draft_self" && s.mode == SamplingParams::Mode::greedy) {
@@ -143,7 +137,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
     std::map<std::pair<int, std::size_t>, std::vector<int32_t>> expected;  // (target kind, prompt)
     for (int tk = 0; tk < 2; ++tk)
       for (std::size_t pi = 0; pi < kPrompts.size(); ++pi)
-        expected[{tk, pi}] = decode_sequential((tk == 0 ? plain : bigram)->cpu, kPrompts[pi], sampling, opts(kNewTokens)).tokens;
+        expected[{tk, pi}] = decode_sequential((tk == 0 ? plain : bigram)->cpu, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens)).tokens;
     std::map<std::string, std::pair<double, int>> acceptance;  // method -> (sum of AL, runs)
     testing::HeadPool pool;
     for (const testing::EagleMethod& m : testing::eagle_methods(pool)) {
@@ -158,7 +152,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
           const auto acceptor = default_acceptor(sampling);
           auto cache = twin.cpu.new_cache(kCapacity);
           const GenerationResult r =
-              decode_speculative(twin.cpu, *cache, *proposer, *acceptor, kPrompts[pi], sampling, opts(kNewTokens));
+              decode_speculative(twin.cpu, *cache, *proposer, *acceptor, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens));
           ASSERT_EQ(r.tokens, (expected[{tk, pi}])) << where;
           if (!m.uses_k || k == 8) {
             acceptance[m.name].first += r.stats.acceptance_length();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/model/kv_cache.hpp"
 #include "reference/model/model_config.hpp"
 #include "reference/model/random_weights.hpp"
 #include "reference/model/transformer.hpp"
@@ -81,5 +82,9 @@ inline bool bitwise_equal(const Matrix& a, const Matrix& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
          std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
+
+// The reference's cache behind the KVCache interface (tests compare caches bitwise).
+inline DenseKVCache& dense_cache(KVCache& c) { return dynamic_cast<DenseKVCache&>(c); }
+inline const DenseKVCache& dense_cache(const KVCache& c) { return dynamic_cast<const DenseKVCache&>(c); }
 
 }  // namespace specdec::testing

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "reference/decoding/generation.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
 #include "reference/sampling/sampler.hpp"
 #include "model_fixtures.hpp"
@@ -132,6 +133,20 @@ inline ChiSquare chi_square_test(const std::map<std::vector<int32_t>, double>& e
   const double z = 3.090232;  // upper 1e-3 normal quantile
   r.critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
   return r;
+}
+
+// The targets the speculative tests decode with: GQA untied and MHA tied, never stopping at EOS.
+inline std::vector<NamedConfig> speculative_targets() {
+  auto all = fixture_configs();
+  std::vector<NamedConfig> out = {all[0], all[1]};
+  for (auto& c : out) c.config.eos_token_ids.clear();
+  return out;
+}
+
+inline GenerationOptions max_new_tokens(int n) {
+  GenerationOptions o;
+  o.max_new_tokens = n;
+  return o;
 }
 
 }  // namespace specdec::testing

@@ -56,21 +56,6 @@ constexpr uint64_t kModelSeed = 2024;
 constexpr int kNewTokens = 20;
 constexpr int kCapacity = 160;  // prompt + new tokens + the largest tree + 1
 
-std::vector<testing::NamedConfig> target_configs() {
-  auto all = testing::fixture_configs();
-  std::vector<testing::NamedConfig> out = {all[0], all[1]};  // GQA untied, MHA tied
-  for (auto& c : out) c.config.eos_token_ids.clear();
-  return out;
-}
-
-GenerationOptions opts(int n) {
-  GenerationOptions o;
-  o.max_new_tokens = n;
-  return o;
-}
-
-DenseKVCache& dense(KVCache& c) { return dynamic_cast<DenseKVCache&>(c); }
-const DenseKVCache& dense(const KVCache& c) { return dynamic_cast<const DenseKVCache&>(c); }
 
 // --- exactness against sequential decoding -----------------------------------------------------
 
@@ -91,13 +76,13 @@ struct AcceptanceLog {
 };
 
 void expect_matches_sequential(const SamplingParams& sampling, const std::string& mode, AcceptanceLog& log) {
-  for (const auto& [cfg_name, cfg] : target_configs()) {
+  for (const auto& [cfg_name, cfg] : testing::speculative_targets()) {
     const Transformer plain = testing::make_model(cfg, kModelSeed);
     const Transformer bigram = bigram_like(cfg, kModelSeed);
     std::map<std::pair<int, size_t>, std::vector<int32_t>> expected;  // (target kind, prompt)
     for (int tk = 0; tk < 2; ++tk) {
       for (size_t pi = 0; pi < kPrompts.size(); ++pi) {
-        expected[{tk, pi}] = decode_sequential(tk == 0 ? plain : bigram, kPrompts[pi], sampling, opts(kNewTokens)).tokens;
+        expected[{tk, pi}] = decode_sequential(tk == 0 ? plain : bigram, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens)).tokens;
       }
     }
     HeadPool pool;
@@ -112,7 +97,7 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           const auto acceptor = default_acceptor(sampling);
           auto cache = target.new_cache(kCapacity);
           const GenerationResult r =
-              decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[pi], sampling, opts(kNewTokens));
+              decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens));
           ASSERT_EQ(r.tokens, (expected[{tk, pi}])) << where;
           if (!m.uses_k || k == 8) log.add(m.name + (m.uses_k ? " K=8" : "") + " / " + cfg_name, r.stats.acceptance_length());
           // Target cache exactness: what one plain forward over the same tokens builds.
@@ -120,7 +105,7 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           seq.insert(seq.end(), r.tokens.begin(), r.tokens.end() - 1);
           auto plain_cache = target.new_cache(kCapacity);
           target.forward(*plain_cache, ForwardRequest::chain(seq));
-          EXPECT_TRUE(dense(*cache).equals(dense(*plain_cache))) << "target cache differs; " << where;
+          EXPECT_TRUE(testing::dense_cache(*cache).equals(testing::dense_cache(*plain_cache))) << "target cache differs; " << where;
           // Drafter cache exactness: exactly the committed pairs, bitwise what a fresh head builds.
           const EaglePairCache& pc = testing::pair_cache_of(*proposer);
           const std::vector<int32_t>& covered = pc.covered_tokens();
@@ -130,7 +115,7 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           EXPECT_TRUE(std::equal(covered.begin(), covered.end(), seq.begin())) << "covered tokens are not a prefix; " << where;
           EXPECT_EQ(pc.cache().length(), pc.pairs()) << where;
           auto fresh = testing::fresh_pair_cache(target, testing::head_of(*proposer), covered, kCapacity);
-          EXPECT_TRUE(dense(pc.cache()).equals(dense(*fresh))) << "drafter cache differs from a fresh run; " << where;
+          EXPECT_TRUE(testing::dense_cache(pc.cache()).equals(testing::dense_cache(*fresh))) << "drafter cache differs from a fresh run; " << where;
         }
       }
     }
@@ -142,7 +127,7 @@ TEST(EagleMethods, GreedyEqualsSequentialForEveryShape) {
   expect_matches_sequential(SamplingParams{}, "greedy", log);
   log.print("greedy");
   // The passthrough head agrees with the bigram-like target most of the time.
-  for (const auto& [cfg_name, cfg] : target_configs()) {
+  for (const auto& [cfg_name, cfg] : testing::speculative_targets()) {
     EXPECT_GT(log.mean("passthrough_chain K=8 / " + cfg_name), 2.0) << cfg_name;
     EXPECT_GT(log.mean("passthrough_tree_mc_sim_7b_63 / " + cfg_name), 2.0) << cfg_name;
     EXPECT_GT(log.mean("passthrough_dynamic_7_10_60 / " + cfg_name), 2.0) << cfg_name;
@@ -173,7 +158,7 @@ struct Context {
 std::unique_ptr<Context> make_context(const Transformer& target, const EagleHead& head, std::vector<int32_t> prompt, int extra) {
   auto c = std::make_unique<Context>();
   c->sequence = std::move(prompt);
-  const auto more = decode_sequential(target, c->sequence, SamplingParams{}, opts(extra)).tokens;
+  const auto more = decode_sequential(target, c->sequence, SamplingParams{}, testing::max_new_tokens(extra)).tokens;
   c->sequence.insert(c->sequence.end(), more.begin(), more.end());
   auto tc = target.new_cache(kCapacity);
   ForwardRequest r;
@@ -189,7 +174,7 @@ std::unique_ptr<Context> make_context(const Transformer& target, const EagleHead
 }
 
 TEST(EagleMethods, ShapesAgreeWhereTheyCoincide) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   HeadPool pool;
   const EagleHead& h1 = pool.add(random_eagle_head(eagle1_config(cfg), target, 21, 0.08f));
@@ -281,7 +266,7 @@ void expect_same_proposal(const Proposal& p, const std::vector<NaiveChoice>& exp
 }
 
 TEST(EagleMethods, DraftsMatchAFreshHeadEvaluation) {
-  const auto cfg = target_configs()[1].config;
+  const auto cfg = testing::speculative_targets()[1].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   HeadPool pool;
   const EagleHead& h3 = pool.add(random_eagle_head(eagle3_config(cfg, 64), target, 31, 0.08f));
@@ -382,7 +367,7 @@ std::vector<int32_t> path_tokens(const DraftTree& t, int node) {
 // Static trees: node n is the rank-r candidate of the head evaluated over its parent's path.
 // Dynamic trees: an independent EAGLE-2 over the same fresh evaluations gives the same tree.
 TEST(EagleMethods, TreesMatchAFreshHeadEvaluation) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   HeadPool pool;
   const EagleHead& h1 = pool.add(random_eagle_head(eagle1_config(cfg), target, 81, 0.08f));
@@ -447,7 +432,7 @@ TEST(EagleMethods, TreesMatchAFreshHeadEvaluation) {
 }
 
 TEST(EagleMethods, TreeSizesAndShapes) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   HeadPool pool;
   const EagleHead& h1 = pool.add(random_eagle_head(eagle1_config(cfg), target, 41, 0.08f));
@@ -491,7 +476,7 @@ TEST(EagleMethods, TreeSizesAndShapes) {
 // --- P-EAGLE trained depth ---------------------------------------------------------------------
 
 TEST(EagleMethods, PEagleRefusesDepthBeyondTrainingUnlessForced) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   const EagleHead head = random_eagle_head(peagle_config(cfg, 80, 4), target, 51, 0.08f);
   const std::string e = error_of([&] { PEagleProposer(head, peagle_chain(5), 64); });
@@ -503,8 +488,8 @@ TEST(EagleMethods, PEagleRefusesDepthBeyondTrainingUnlessForced) {
   forced.force = true;
   PEagleProposer p(head, forced, 64);
   EXPECT_EQ(p.max_nodes(), 10);
-  const GenerationResult r = decode_speculative(target, p, MatchAcceptor{}, kPrompts[0], SamplingParams{}, opts(kNewTokens));
-  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, opts(kNewTokens)).tokens);
+  const GenerationResult r = decode_speculative(target, p, MatchAcceptor{}, kPrompts[0], SamplingParams{}, testing::max_new_tokens(kNewTokens));
+  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, testing::max_new_tokens(kNewTokens)).tokens);
   // trained_depth 0 (unknown): nothing to refuse.
   const EagleHead unknown = random_eagle_head(peagle_config(cfg, 80, 0), target, 52, 0.08f);
   EXPECT_NO_THROW(PEagleProposer(unknown, peagle_chain(12), 64));
@@ -513,7 +498,7 @@ TEST(EagleMethods, PEagleRefusesDepthBeyondTrainingUnlessForced) {
 // --- bad options and contexts --------------------------------------------------------------------
 
 TEST(EagleMethods, RejectsBadOptions) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   HeadPool pool;
   const EagleHead& h1 = pool.add(random_eagle_head(eagle1_config(cfg), target, 61, 0.08f));
@@ -607,7 +592,7 @@ TEST(EagleMethods, TreeChoicesParseAndLayout) {
 // --- sample mode ---------------------------------------------------------------------------------
 
 TEST(EagleMethods, SampleModeRunsWithSaneStatistics) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   const Transformer bigram = bigram_like(cfg, kModelSeed);
   HeadPool pool;
@@ -622,7 +607,7 @@ TEST(EagleMethods, SampleModeRunsWithSaneStatistics) {
         s.top_k = 20;
         s.seed = seed;
         auto p = m.make(t, k);
-        const GenerationResult r = decode_speculative(t, *p, RejectionAcceptor{}, kPrompts[0], s, opts(kNewTokens));
+        const GenerationResult r = decode_speculative(t, *p, RejectionAcceptor{}, kPrompts[0], s, testing::max_new_tokens(kNewTokens));
         const std::string where = m.name + " K " + std::to_string(k) + " seed " + std::to_string(seed);
         ASSERT_EQ(r.tokens.size(), static_cast<size_t>(kNewTokens)) << where;
         for (int32_t tok : r.tokens) EXPECT_TRUE(tok >= 0 && tok < cfg.vocab_size) << where;
@@ -631,7 +616,7 @@ TEST(EagleMethods, SampleModeRunsWithSaneStatistics) {
         EXPECT_LE(r.stats.acceptance_length(), 1.0 + p->max_nodes()) << where;
         // The same seed gives the same output.
         auto again = m.make(t, k);
-        EXPECT_EQ(decode_speculative(t, *again, RejectionAcceptor{}, kPrompts[0], s, opts(kNewTokens)).tokens, r.tokens) << where;
+        EXPECT_EQ(decode_speculative(t, *again, RejectionAcceptor{}, kPrompts[0], s, testing::max_new_tokens(kNewTokens)).tokens, r.tokens) << where;
       }
     }
   }
@@ -673,7 +658,7 @@ TEST(EagleMethods, SamplingLoopMatchesTargetDistribution) {
     for (int i = 1; i <= N; ++i) {
       s.seed = static_cast<uint64_t>(i);
       auto proposer = k.make();
-      counts[decode_speculative(target, *proposer, RejectionAcceptor{}, prompt, s, opts(3)).tokens]++;
+      counts[decode_speculative(target, *proposer, RejectionAcceptor{}, prompt, s, testing::max_new_tokens(3)).tokens]++;
     }
     const testing::ChiSquare chi = testing::chi_square_test(expected, counts, N);
     EXPECT_LT(chi.statistic, chi.critical) << k.name << ": chi-square " << chi.statistic << " with "

@@ -20,33 +20,19 @@ using testing::MethodFixture;
 const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
 constexpr uint64_t kModelSeed = 2024;
 
-std::vector<testing::NamedConfig> target_configs() {
-  auto all = testing::fixture_configs();
-  std::vector<testing::NamedConfig> out = {all[0], all[1]};  // GQA untied, MHA tied
-  for (auto& c : out) c.config.eos_token_ids.clear();
-  return out;
-}
-
-GenerationOptions opts(int n) {
-  GenerationOptions o;
-  o.max_new_tokens = n;
-  return o;
-}
-
-DenseKVCache& dense(KVCache& c) { return dynamic_cast<DenseKVCache&>(c); }
 
 void expect_matches_sequential(const SamplingParams& sampling, const std::string& mode) {
-  for (const auto& [cfg_name, cfg] : target_configs()) {
+  for (const auto& [cfg_name, cfg] : testing::speculative_targets()) {
     const Transformer target = testing::make_model(cfg, kModelSeed);
     DrafterPool pool;
     for (const MethodFixture& m : testing::draft_model_fixtures(pool)) {
       for (int k = 1; k <= 8; ++k) {
         for (size_t pi = 0; pi < kPrompts.size(); ++pi) {
-          const auto expected = decode_sequential(target, kPrompts[pi], sampling, opts(20)).tokens;
+          const auto expected = decode_sequential(target, kPrompts[pi], sampling, testing::max_new_tokens(20)).tokens;
           auto proposer = m.make(target, k);
           const auto acceptor = default_acceptor(sampling);
           auto cache = target.new_cache(64);
-          const GenerationResult r = decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[pi], sampling, opts(20));
+          const GenerationResult r = decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[pi], sampling, testing::max_new_tokens(20));
           ASSERT_EQ(r.tokens, expected) << mode << ": method " << m.name << ", target " << cfg_name << ", K " << k
                                         << ", prompt #" << pi << ", seed " << sampling.seed;
           // Cache exactness: the target cache is what one plain forward over the same tokens builds.
@@ -54,7 +40,7 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           seq.insert(seq.end(), r.tokens.begin(), r.tokens.end() - 1);
           auto plain = target.new_cache(64);
           target.forward(*plain, ForwardRequest::chain(seq));
-          EXPECT_TRUE(dense(*cache).equals(dense(*plain)))
+          EXPECT_TRUE(testing::dense_cache(*cache).equals(testing::dense_cache(*plain)))
               << mode << ": target cache differs, method " << m.name << ", K " << k << ", prompt #" << pi;
         }
       }
@@ -75,13 +61,13 @@ TEST(Speculative, CoupledSamplingEqualsSequential) {
 }
 
 TEST(Speculative, SelfDraftAcceptsEverythingAndCountsIt) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   DrafterPool pool;
   const int k = 4;
   auto proposer = testing::draft_model_fixtures(pool)[0].make(target, k);
   MatchAcceptor acceptor;
-  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(21));
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, testing::max_new_tokens(21));
   // 1 token from the prefill, then 4 steps of K + 1 = 5 tokens.
   EXPECT_EQ(r.stats.steps, 4);
   EXPECT_DOUBLE_EQ(r.stats.acceptance_length(), 5.0);
@@ -93,7 +79,7 @@ TEST(Speculative, SelfDraftAcceptsEverythingAndCountsIt) {
   const auto& dp = dynamic_cast<const DraftModelProposer&>(*proposer);
   auto plain = pool.models.back()->new_cache(256);
   pool.models.back()->forward(*plain, ForwardRequest::chain(dp.cached_tokens()));
-  EXPECT_TRUE(dynamic_cast<const DenseKVCache&>(dp.cache()).equals(dense(*plain)));
+  EXPECT_TRUE(dynamic_cast<const DenseKVCache&>(dp.cache()).equals(testing::dense_cache(*plain)));
 }
 
 // A user-supplied acceptor is what decides: one that rejects every draft still reproduces
@@ -113,33 +99,33 @@ class RejectAll final : public TokenAcceptor {
 };
 
 TEST(Speculative, CustomAcceptorIsUsed) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   DrafterPool pool;
   auto proposer = testing::draft_model_fixtures(pool)[0].make(target, 3);  // would accept everything
   RejectAll acceptor;
-  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(12));
-  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, opts(12)).tokens);
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, testing::max_new_tokens(12));
+  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, testing::max_new_tokens(12)).tokens);
   EXPECT_DOUBLE_EQ(r.stats.acceptance_length(), 1.0);
   EXPECT_EQ(r.stats.accepted_tokens, 0);
 }
 
 TEST(Speculative, StopsAtEosInsideAStep) {
-  auto cfg = target_configs()[0].config;
+  auto cfg = testing::speculative_targets()[0].config;
   const Transformer probe = testing::make_model(cfg, kModelSeed);
-  const auto free_run = decode_sequential(probe, kPrompts[0], SamplingParams{}, opts(15)).tokens;
+  const auto free_run = decode_sequential(probe, kPrompts[0], SamplingParams{}, testing::max_new_tokens(15)).tokens;
   cfg.eos_token_ids = {free_run[6]};
   const Transformer target = testing::make_model(cfg, kModelSeed);
   DrafterPool pool;
   auto proposer = testing::draft_model_fixtures(pool)[0].make(target, 4);
   MatchAcceptor acceptor;
-  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, opts(15));
-  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, opts(15)).tokens);
+  const GenerationResult r = decode_speculative(target, *proposer, acceptor, kPrompts[0], SamplingParams{}, testing::max_new_tokens(15));
+  EXPECT_EQ(r.tokens, decode_sequential(target, kPrompts[0], SamplingParams{}, testing::max_new_tokens(15)).tokens);
   EXPECT_EQ(r.stop_reason, "eos");
 }
 
 TEST(Speculative, RejectsBadDrafters) {
-  const auto cfg = target_configs()[0].config;
+  const auto cfg = testing::speculative_targets()[0].config;
   const Transformer target = testing::make_model(cfg, kModelSeed);
   ModelConfig other = cfg;
   other.vocab_size = cfg.vocab_size + 1;
@@ -179,7 +165,7 @@ TEST(Speculative, SamplingLoopMatchesTargetDistribution) {
     s.seed = static_cast<uint64_t>(i);
     DraftModelProposer proposer(drafter, cfg, 2, 16);
     RejectionAcceptor acceptor;
-    counts[decode_speculative(target, proposer, acceptor, prompt, s, opts(3)).tokens]++;
+    counts[decode_speculative(target, proposer, acceptor, prompt, s, testing::max_new_tokens(3)).tokens]++;
   }
   const testing::ChiSquare chi = testing::chi_square_test(expected, counts, N);
   EXPECT_LT(chi.statistic, chi.critical) << "chi-square " << chi.statistic << " with " << chi.degrees_of_freedom
