@@ -5,7 +5,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <vector>
 
 #ifdef _OPENMP
@@ -13,6 +12,7 @@
 #endif
 
 #include "reference/core/error.hpp"
+#include "reference/core/stream_buffer.hpp"
 
 namespace specdec {
 
@@ -65,9 +65,10 @@ ReadBandwidth measure_read_bandwidth(int threads, std::size_t buffer_bytes, int 
   n = threads > 0 ? threads : omp_get_max_threads();
 #endif
   const std::size_t count = buffer_bytes / sizeof(float);
-  std::unique_ptr<float[]> buffer(new float[count]);
+  // The same kind of memory the optimized backend keeps its weights in (huge pages where offered).
+  const StreamBuffer buffer = allocate_stream_buffer(count * sizeof(float));
   std::vector<double> partial(static_cast<std::size_t>(n), 0.0);
-  float* data = buffer.get();
+  auto* data = reinterpret_cast<float*>(buffer.get());
 #pragma omp parallel num_threads(n)
   {
     const auto [b, e] = share(count, thread_index(), n);

@@ -2,21 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "optimized/cpu/dot_kernels.hpp"
+#include "reference/core/stream_buffer.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec::cpu {
 
 namespace {
 
-// A block is four weight rows; tokens go through the kernel two at a time (4 × 2 accumulators
-// plus the operands fit the 16 AVX2 registers). With more than two tokens, a narrow (BF16/F16)
-// block is first widened once into an fp32 scratch copy that stays in L1/L2, so each element is
-// widened once however many tokens read it; the products are the same either way.
-constexpr int kRowsPerBlock = 4;
-constexpr int kTokensPerCall = 2;
+// A block is four consecutive weight rows (pack_gate_up's unit) and up to kMaxTileTokens tokens;
+// dot_tile reads the block's weights once for all of them and prefetches the next block.
+constexpr int kRowsPerBlock = kMaxBlockRows;
 
 // Runs `epilogue(r0, R, t0, TB, out)` for every block of weight rows and group of tokens, where
 // out[r·TB + t] = dot(x_{t0+t}, w_{r0+r}). Blocks are split statically over the threads.
@@ -24,33 +21,31 @@ template <class Epilogue>
 void for_each_block(const PackedMatrix& w, const float* x, std::size_t ldx, int T, const Epilogue& epilogue) {
   const int rows = w.rows(), n = w.cols();
   const int blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  const bool widen_first = w.dtype() != Dtype::F32 && T > kTokensPerCall;
+  const std::size_t stride = static_cast<std::size_t>(n) * w.element_size();
   const bool parallel = static_cast<long long>(T) * rows * n >= ops::parallel_work_threshold();
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> scratch(widen_first ? static_cast<std::size_t>(kRowsPerBlock) * n : 0);
-#pragma omp for schedule(static)
-    for (int b = 0; b < blocks; ++b) {
-      const int r0 = b * kRowsPerBlock;
-      const int R = std::min(kRowsPerBlock, rows - r0);
-      const void* ptrs[kRowsPerBlock];
-      Dtype dtype = w.dtype();
-      for (int r = 0; r < R; ++r) {
-        if (widen_first) {
-          float* dst = scratch.data() + static_cast<std::size_t>(r) * n;
-          w.widen_row(r0 + r, dst);
-          ptrs[r] = dst;
-        } else {
-          ptrs[r] = w.row(r0 + r);
-        }
-      }
-      if (widen_first) dtype = Dtype::F32;
-      float out[kRowsPerBlock * kTokensPerCall];
-      for (int t0 = 0; t0 < T; t0 += kTokensPerCall) {
-        const int TB = std::min(kTokensPerCall, T - t0);
-        dot_block(dtype, ptrs, R, x + static_cast<std::size_t>(t0) * ldx, ldx, TB, n, out);
-        epilogue(r0, R, t0, TB, out);
-      }
+  // Activation rows whose stride is a multiple of 4 KiB (H = 1024, 2048, …) fall into the same L1
+  // sets and evict each other once a tile reads more than a few of them; a copy at a stride of
+  // 4 KiB·k + 64 bytes spreads them over the sets.
+  StreamBuffer padded;
+  if (T > 2) {
+    const std::size_t ldp = (static_cast<std::size_t>(n) + 1023) / 1024 * 1024 + 16;
+    padded = allocate_stream_buffer(static_cast<std::size_t>(T) * ldp * sizeof(float));
+    auto* xp = reinterpret_cast<float*>(padded.get());
+    for (int t = 0; t < T; ++t) std::copy(x + t * ldx, x + t * ldx + n, xp + t * ldp);
+    x = xp;
+    ldx = ldp;
+  }
+#pragma omp parallel for if (parallel) schedule(static)
+  for (int b = 0; b < blocks; ++b) {
+    const int r0 = b * kRowsPerBlock;
+    const int R = std::min(kRowsPerBlock, rows - r0);
+    const void* next = r0 + R < rows ? w.row(r0 + R) : nullptr;
+    float out[kRowsPerBlock * kMaxTileTokens];
+    for (int t0 = 0; t0 < T; t0 += kMaxTileTokens) {
+      const int TB = std::min(kMaxTileTokens, T - t0);
+      dot_tile(w.dtype(), w.row(r0), stride, R, x + static_cast<std::size_t>(t0) * ldx, ldx, TB, n, out,
+               t0 == 0 ? next : nullptr);
+      epilogue(r0, R, t0, TB, out);
     }
   }
 }

@@ -33,16 +33,11 @@ Matrix round_to_precision(const Matrix& m, Dtype precision) {
   return r;
 }
 
-void PackedMatrix::FreeAligned::operator()(std::byte* p) const { std::free(p); }
-
 PackedMatrix::PackedMatrix(const Matrix& m, Dtype precision, const std::string& name)
     : rows_(static_cast<int>(m.rows())), cols_(static_cast<int>(m.cols())), dtype_(precision) {
   check_precision(precision, "cpu backend, tensor '" + name + "'");
   const std::size_t n = static_cast<std::size_t>(m.size());
-  // Rounded up to whole 64-byte lines so the allocation size is a multiple of the alignment.
-  const std::size_t bytes = std::max<std::size_t>(64, (n * element_size() + 63) / 64 * 64);
-  data_.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
-  if (!data_) throw std::bad_alloc();
+  data_ = allocate_stream_buffer(n * element_size());
   const float* src = m.data();
   switch (precision) {
     case Dtype::F32:

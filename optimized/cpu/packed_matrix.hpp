@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "reference/core/stream_buffer.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/io/safetensors.hpp"
 
@@ -41,13 +42,10 @@ class PackedMatrix {
   void widen_row(int r, float* out) const;
 
  private:
-  struct FreeAligned {
-    void operator()(std::byte* p) const;
-  };
   int rows_ = 0;
   int cols_ = 0;
   Dtype dtype_ = Dtype::F32;
-  std::unique_ptr<std::byte[], FreeAligned> data_;  // 64-byte aligned
+  StreamBuffer data_;  // 64-byte aligned, huge pages when large
 };
 
 }  // namespace specdec::cpu

@@ -103,6 +103,46 @@ TEST(DotKernels, EqualReferenceDotForEveryShapeAndPath) {
   }
 }
 
+// Tiles of consecutive rows: every row count, token counts on both sides of the two-token
+// streaming path and up to the tile limit, lengths that span several slices of the inner
+// dimension with ragged tails, with and without rows to prefetch: still ops::dot, bitwise.
+TEST(DotKernels, TilesEqualReferenceDotForEveryShapeAndPath) {
+  SettingsGuard guard;
+  std::mt19937_64 rng(kSeed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (bool simd : {false, true}) {
+    cpu::set_simd_enabled(simd);
+    if (simd && !cpu::simd_enabled()) continue;
+    for (Dtype d : cpu_precisions()) {
+      for (int n : {1, 9, 31, 100, 520, 1100}) {
+        Matrix w(2 * cpu::kMaxBlockRows, n), x(cpu::kMaxTileTokens, n);
+        for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+        for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+        const cpu::PackedMatrix packed(w, d, "w");
+        const Matrix widened = cpu::round_to_precision(w, d);
+        const std::size_t stride = static_cast<std::size_t>(n) * packed.element_size();
+        for (int R = 1; R <= cpu::kMaxBlockRows; ++R) {
+          for (int T : {1, 2, 3, 5, 8, 13, cpu::kMaxTileTokens}) {
+            for (bool prefetch : {false, true}) {
+              std::vector<float> out(static_cast<std::size_t>(R * T), -1.0f);
+              cpu::dot_tile(d, packed.row(0), stride, R, x.data(), static_cast<std::size_t>(n), T, n, out.data(),
+                            prefetch ? packed.row(R) : nullptr);
+              for (int r = 0; r < R; ++r)
+                for (int t = 0; t < T; ++t) {
+                  const float expected = ops::dot(x.row(t).data(), widened.row(r).data(), n);
+                  ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<std::size_t>(r * T + t)]),
+                            std::bit_cast<uint32_t>(expected))
+                      << "simd " << simd << ", " << dtype_name(d) << ", n " << n << ", R " << R << ", T " << T
+                      << ", prefetch " << prefetch << ", row " << r << ", token " << t << ", seed " << kSeed;
+                }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PackedMatrix, RoundsToNearestEvenAndWidensExactly) {
   Matrix m(1, 4);
   m << 1.0f + 1.0f / 256.0f, -3.14159f, 65504.0f, 1e-7f;
