@@ -165,41 +165,40 @@ inline int slice_elements(int T) { return std::clamp(4096 / T / 32 * 32, 64, kMa
 // The lines of the next rows' slice, prefetched one at a time, evenly spread over the chunk steps
 // of every pass over the current slice (Bresenham-style). Evenly, because a burst fills the
 // core's miss buffers and stalls the compute behind it, and then leaves memory idle.
-class PrefetchQueue {
- public:
+struct PrefetchQueue {
+  const char* lines[kMaxBlockRows * kMaxSlice * 4 / 64];
+  int size = 0, done = 0, steps = 1, credit = 0;
+
   // Queues the lines of bytes [begin, end) of R rows starting at `rows` (stride bytes apart),
-  // to be issued over `steps` calls of step().
-  void reset(const std::byte* rows, int R, std::size_t stride, std::size_t begin, std::size_t end, int steps) {
-    size_ = done_ = credit_ = 0;
-    steps_ = steps;
+  // to be issued over `total_steps` chunk steps.
+  void reset(const std::byte* rows, int R, std::size_t stride, std::size_t begin, std::size_t end, int total_steps) {
+    size = done = credit = 0;
+    steps = total_steps;
     if (rows == nullptr) return;
     for (int r = 0; r < R; ++r)
-      for (std::size_t b = begin; b < end; b += 64) lines_[size_++] = reinterpret_cast<const char*>(rows + r * stride + b);
+      for (std::size_t b = begin; b < end; b += 64) lines[size++] = reinterpret_cast<const char*>(rows + r * stride + b);
   }
-  __attribute__((always_inline)) void step() {
-    credit_ += size_;
-    if (credit_ >= steps_) {
-      credit_ -= steps_;
-      if (done_ < size_) _mm_prefetch(lines_[done_++], _MM_HINT_T0);
-    }
-  }
-
- private:
-  const char* lines_[kMaxBlockRows * kMaxSlice * 4 / 64];
-  int size_ = 0, done_ = 0, steps_ = 1, credit_ = 0;
 };
 
 // acc[r][t0 + t] += x_t · w_r over chunks [k0, k1), t < TB: the partial sums are loaded from
-// `acc`, carried in registers and stored back; one prefetch step per chunk.
+// `acc`, carried in registers and stored back. Each chunk is one step of the prefetch queue; its
+// counters live in registers for the pass (through memory they would chain every chunk to the
+// last by a store-to-load round trip).
 template <int R, int TB>
 __attribute__((target("avx2,f16c"), always_inline)) inline void slice_pass_avx2(
     const float* const* wr, const float* x, std::size_t ldx, int k0, int k1, float (*acc)[kMaxTileTokens][8], int t0,
-    PrefetchQueue& prefetch) {
+    PrefetchQueue& queue) {
   __m256 a[R][TB];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TB; ++t) a[r][t] = _mm256_load_ps(acc[r][t0 + t]);
+  const int size = queue.size, steps = queue.steps;
+  int credit = queue.credit, done = queue.done;
   for (int i = k0; i < k1; i += 8) {
-    prefetch.step();
+    credit += size;
+    if (credit >= steps) {
+      credit -= steps;
+      if (done < size) _mm_prefetch(queue.lines[done++], _MM_HINT_T0);
+    }
     __m256 wv[R];
     for (int r = 0; r < R; ++r) wv[r] = _mm256_loadu_ps(wr[r] + i);
     for (int t = 0; t < TB; ++t) {
@@ -207,6 +206,8 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void slice_pass_avx2(
       for (int r = 0; r < R; ++r) a[r][t] = _mm256_add_ps(a[r][t], _mm256_mul_ps(xt, wv[r]));
     }
   }
+  queue.credit = credit;
+  queue.done = done;
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TB; ++t) _mm256_store_ps(acc[r][t0 + t], a[r][t]);
 }
