@@ -91,8 +91,18 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
     if (progress) *progress << line << std::endl;
   };
 
+  // On a shared machine the bandwidth a decode can get drifts by tens of percent within seconds,
+  // so the limit is probed again before every decode run and the best probe is the limit; and
+  // the verify forwards of every T are interleaved within each repeat, so that drift does not
+  // land on one T.
   say("measuring read bandwidth");
-  report.bandwidth = measure_read_bandwidth(options.threads, options.bandwidth_bytes, options.bandwidth_passes);
+  auto probe = [&] {
+    const ReadBandwidth bw = measure_read_bandwidth(options.threads, options.bandwidth_bytes, options.bandwidth_passes);
+    const int passes = report.bandwidth.passes + bw.passes;
+    if (bw.bytes_per_s > report.bandwidth.bytes_per_s) report.bandwidth = bw;
+    report.bandwidth.passes = passes;
+  };
+  probe();
 
   const ModelConfig& tc = models.target->config();
   const std::vector<int32_t> prompt = random_prompt(options.prompt_length, tc.vocab_size, options.seed);
@@ -102,19 +112,27 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
   go.max_new_tokens = options.tokens;
   go.stop_at_eos = false;
 
+  std::vector<int> verify_sizes;
+  for (int T = 1;; T *= 2) {
+    verify_sizes.push_back(std::min(T, options.max_verify));
+    if (verify_sizes.back() == options.max_verify) break;
+  }
+
   for (const std::string& b : options.backends) {
     const LanguageModel& target = models.target_on(b);
 
     say(b + ": sequential decode");
     double best = 0;
-    for (int r = 0; r < options.repeat; ++r) best = std::max(best, decode_sequential(target, prompt, greedy, go).decode_tokens_per_second());
+    for (int r = 0; r < options.repeat; ++r) {
+      if (r > 0) probe();
+      best = std::max(best, decode_sequential(target, prompt, greedy, go).decode_tokens_per_second());
+    }
     DecodeRow d;
     d.backend = b;
     d.precision = models.precision;
     d.weight_bytes_per_token = weight_bytes_per_step(target);
     d.tokens_per_s = best;
     d.achieved_bytes_per_s = d.weight_bytes_per_token * best;
-    d.bandwidth_fraction = d.achieved_bytes_per_s / report.bandwidth.bytes_per_s;
     report.decode.push_back(d);
 
     say(b + ": verify cost");
@@ -122,23 +140,20 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
     ForwardRequest prefill = ForwardRequest::chain(prompt);
     prefill.logit_rows = {P - 1};
     target.forward(*cache, prefill);
-    double one = 0;
     std::mt19937_64 rng(options.seed + 7);
-    for (int T = 1;; T *= 2) {
-      const int t = std::min(T, options.max_verify);
-      const ForwardRequest verify = ForwardRequest::chain(random_prompt(t, tc.vocab_size, rng()));
-      double ms = 0;
-      for (int r = 0; r < options.repeat; ++r) {
+    std::vector<ForwardRequest> verifies;
+    for (int t : verify_sizes) verifies.push_back(ForwardRequest::chain(random_prompt(t, tc.vocab_size, rng())));
+    std::vector<double> ms(verify_sizes.size(), 0.0);
+    for (int r = 0; r < options.repeat; ++r) {
+      for (std::size_t k = 0; k < verifies.size(); ++k) {
         const auto t0 = Clock::now();
-        target.forward(*cache, verify);
+        target.forward(*cache, verifies[k]);
         const double elapsed = ms_since(t0);
         cache->truncate(P);
-        ms = r == 0 ? elapsed : std::min(ms, elapsed);
+        ms[k] = r == 0 ? elapsed : std::min(ms[k], elapsed);
       }
-      if (t == 1) one = ms;
-      report.verify.push_back({b, t, ms, ms / one});
-      if (t == options.max_verify) break;
     }
+    for (std::size_t k = 0; k < verify_sizes.size(); ++k) report.verify.push_back({b, verify_sizes[k], ms[k], ms[k] / ms[0]});
 
     const int capacity = P + options.tokens + 1;
     for (const MethodSpec& spec : options.methods) {
@@ -179,7 +194,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         row.verify_ms_per_step = static_cast<double>(times.verify_ns) / 1e6 / steps;
         row.tokens_per_s = tps;
       }
-      row.drafter_per_target_forward = one > 0 ? row.drafter_ms_per_step / one : 0;
+      row.drafter_per_target_forward = ms[0] > 0 ? row.drafter_ms_per_step / ms[0] : 0;
       row.speedup = d.tokens_per_s > 0 ? row.tokens_per_s / d.tokens_per_s : 0;
       report.methods.push_back(row);
     }
@@ -190,6 +205,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
       if (ref.backend == "reference" && ref.method == row.method && ref.shape == row.shape && ref.tokens_per_s > 0)
         row.over_reference = row.tokens_per_s / ref.tokens_per_s;
   }
+  for (DecodeRow& d : report.decode) d.bandwidth_fraction = d.achieved_bytes_per_s / report.bandwidth.bytes_per_s;
   return report;
 }
 

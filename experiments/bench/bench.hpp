@@ -28,7 +28,7 @@ struct BenchOptions {
   std::vector<int> accepted;          // replayed accepted drafts per step; empty = the real greedy rule
   std::string acceptance = "greedy";  // what `accepted` came from, for the tables
   std::size_t bandwidth_bytes = 0;    // 0 = twice the last-level cache, 256 MiB to 1 GiB
-  int bandwidth_passes = 5;
+  int bandwidth_passes = 5;           // per probe; probed once, then before every decode run after the first
   uint64_t seed = 0;                  // prompt tokens
 };
 
