@@ -163,17 +163,20 @@ TEST(PackedMatrix, RoundsToNearestEvenAndWidensExactly) {
 
 // --- equality with the reference ----------------------------------------------------------------
 
-// Two forwards (a 13-token prefill, then 4 more tokens) with every output requested: logits,
-// final hidden, aux hidden and the cache equal the reference's bitwise.
+// Forwards of 13 (prefill), 2, 4 and 37 tokens (every kernel path: the two-token stream, the
+// sliced tile, and more tokens than one tile holds) with every output requested: logits, final
+// hidden, aux hidden and the cache equal the reference's bitwise.
 TEST(CpuTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     for (Dtype p : cpu_precisions()) {
       const auto twin = make_twin(cfg, kSeed, p);
       const auto a = random_tokens(13, cfg.vocab_size, kSeed + 1);
-      const auto b = random_tokens(4, cfg.vocab_size, kSeed + 2);
-      auto rc = twin->reference.new_cache(32);
-      auto cc = twin->cpu.new_cache(32);
-      for (const auto& tokens : {a, b}) {
+      const auto b = random_tokens(2, cfg.vocab_size, kSeed + 2);
+      const auto c = random_tokens(4, cfg.vocab_size, kSeed + 16);
+      const auto d = random_tokens(cpu::kMaxTileTokens + 5, cfg.vocab_size, kSeed + 17);
+      auto rc = twin->reference.new_cache(64);
+      auto cc = twin->cpu.new_cache(64);
+      for (const auto& tokens : {a, b, c, d}) {
         ForwardRequest r = ForwardRequest::chain(tokens);
         r.final_hidden = true;
         r.aux_layers = {cfg.num_hidden_layers, 0, 2};
