@@ -64,15 +64,23 @@ class SettingsGuard {
 
 // --- the kernels --------------------------------------------------------------------------------
 
-// Every block shape, every length around the 8-wide blocks, every dtype, both code paths: each
-// output is ops::dot of the widened values, bitwise.
-TEST(DotKernels, EqualReferenceDotForEveryShapeAndPath) {
+// Runs body(simd) on the portable kernels and, where this CPU has AVX2, on the AVX2 ones.
+template <class Body>
+void for_each_code_path(const Body& body) {
   SettingsGuard guard;
-  std::mt19937_64 rng(kSeed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   for (bool simd : {false, true}) {
     cpu::set_simd_enabled(simd);
     if (simd && !cpu::simd_enabled()) continue;  // no AVX2 here: the portable path was checked
+    body(simd);
+  }
+}
+
+// Every block shape, every length around the 8-wide blocks, every dtype, both code paths: each
+// output is ops::dot of the widened values, bitwise.
+TEST(DotKernels, EqualReferenceDotForEveryShapeAndPath) {
+  std::mt19937_64 rng(kSeed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for_each_code_path([&](bool simd) {
     for (Dtype d : cpu_precisions()) {
       for (int n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100}) {
         Matrix w(cpu::kMaxBlockRows, n), x(cpu::kMaxBlockTokens, n);
@@ -100,19 +108,16 @@ TEST(DotKernels, EqualReferenceDotForEveryShapeAndPath) {
             << "simd " << simd << ", n " << n;
       }
     }
-  }
+  });
 }
 
 // Tiles of consecutive rows: every row count, token counts on both sides of the two-token
 // streaming path and up to the tile limit, lengths that span several slices of the inner
 // dimension with ragged tails, with and without rows to prefetch: still ops::dot, bitwise.
 TEST(DotKernels, TilesEqualReferenceDotForEveryShapeAndPath) {
-  SettingsGuard guard;
   std::mt19937_64 rng(kSeed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (bool simd : {false, true}) {
-    cpu::set_simd_enabled(simd);
-    if (simd && !cpu::simd_enabled()) continue;
+  for_each_code_path([&](bool simd) {
     for (Dtype d : cpu_precisions()) {
       for (int n : {1, 9, 31, 100, 520, 1100}) {
         Matrix w(2 * cpu::kMaxBlockRows, n), x(cpu::kMaxTileTokens, n);
@@ -140,7 +145,7 @@ TEST(DotKernels, TilesEqualReferenceDotForEveryShapeAndPath) {
         }
       }
     }
-  }
+  });
 }
 
 TEST(PackedMatrix, RoundsToNearestEvenAndWidensExactly) {
