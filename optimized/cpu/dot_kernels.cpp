@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -261,6 +261,7 @@ __attribute__((target("avx2,f16c"))) void tile_avx2(const std::byte* w, std::siz
   if (T == 2) return tile_stream_avx2<D, R, 2>(w, stride, x, ldx, n, out, next);
   tile_sliced_avx2<D, R>(w, stride, x, ldx, T, n, out, next);
 }
+
 template <Dtype D>
 __attribute__((target("avx2,f16c"))) void widen_avx2(const void* src, int n, float* dst) {
   int i = 0;
@@ -320,7 +321,6 @@ constexpr TileTable make_tile_table() {
   constexpr auto rs = std::make_integer_sequence<int, kMaxBlockRows>();
   return {tile_row<Simd, 0>(rs), tile_row<Simd, 1>(rs), tile_row<Simd, 2>(rs)};
 }
-
 
 using Table = std::array<std::array<std::array<Kernel, kMaxBlockTokens>, kMaxBlockRows>, 3>;
 

@@ -23,12 +23,12 @@ void for_each_block(const PackedMatrix& w, const float* x, std::size_t ldx, int 
   const int blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   const std::size_t stride = static_cast<std::size_t>(n) * w.element_size();
   const bool parallel = static_cast<long long>(T) * rows * n >= ops::parallel_work_threshold();
-  // Activation rows whose stride is a multiple of 4 KiB (H = 1024, 2048, …) fall into the same L1
-  // sets and evict each other once a tile reads more than a few of them; a copy at a stride of
-  // 4 KiB·k + 64 bytes spreads them over the sets.
+  // Activation rows at a stride that is a multiple of 4 KiB (H = 1024, 2048, …) fall into the
+  // same L1 sets and evict each other once a tile reads more than a few of them; a copy one cache
+  // line wider spreads them over the sets.
   StreamBuffer padded;
-  if (T > 2) {
-    const std::size_t ldp = (static_cast<std::size_t>(n) + 1023) / 1024 * 1024 + 16;
+  if (T > 2 && ldx * sizeof(float) % 4096 == 0) {
+    const std::size_t ldp = ldx + 64 / sizeof(float);
     padded = allocate_stream_buffer(static_cast<std::size_t>(T) * ldp * sizeof(float));
     auto* xp = reinterpret_cast<float*>(padded.get());
     for (int t = 0; t < T; ++t) std::copy(x + t * ldx, x + t * ldx + n, xp + t * ldp);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "optimized/cpu/dot_kernels.hpp"
+#include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
@@ -142,6 +143,43 @@ TEST(DotKernels, TilesEqualReferenceDotForEveryShapeAndPath) {
                 }
             }
           }
+        }
+      }
+    }
+  });
+}
+
+// Activations at a row stride of 4 KiB (copied to a wider stride before the tiles read them),
+// with the input narrower than the stride, over 1, 2, 3 and 37 tokens and with a residual to add
+// into: ops::linear bitwise, on every code path.
+TEST(FusedLinear, EqualsReferenceLinearAtAPaddedActivationStride) {
+  std::mt19937_64 rng(kSeed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for_each_code_path([&](bool simd) {
+    for (Dtype d : cpu_precisions()) {
+      for (int n : {1024, 1000}) {
+        const std::size_t ldx = 1024;
+        Matrix w(13, n);
+        Vector bias(13);
+        for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+        for (Eigen::Index i = 0; i < bias.size(); ++i) bias[i] = normal(rng);
+        const cpu::PackedMatrix packed(w, d, "w");
+        const Matrix widened = cpu::round_to_precision(w, d);
+        for (int T : {1, 2, 3, cpu::kMaxTileTokens + 5}) {
+          std::vector<float> x(static_cast<std::size_t>(T) * ldx);
+          for (float& v : x) v = normal(rng);
+          Matrix xm(T, n), residual(T, 13);
+          for (int t = 0; t < T; ++t)
+            for (int i = 0; i < n; ++i) xm(t, i) = x[static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(i)];
+          for (Eigen::Index i = 0; i < residual.size(); ++i) residual.data()[i] = normal(rng);
+          const Matrix product = ops::linear(xm, widened, bias);
+          Matrix y = residual;
+          cpu::linear(packed, bias.data(), x.data(), ldx, T, y.data(), 13, true);
+          for (int t = 0; t < T; ++t)
+            for (int o = 0; o < 13; ++o)
+              ASSERT_EQ(std::bit_cast<uint32_t>(y(t, o)), std::bit_cast<uint32_t>(residual(t, o) + product(t, o)))
+                  << "simd " << simd << ", " << dtype_name(d) << ", n " << n << ", T " << T << ", token " << t
+                  << ", output " << o << ", seed " << kSeed;
         }
       }
     }
