@@ -7,9 +7,9 @@
 //   specdec_tile_throughput [--dtype F32|BF16|F16] [--cols N] [--seconds S]
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <exception>
 #include <string>
 #include <vector>
