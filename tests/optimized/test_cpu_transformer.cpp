@@ -16,6 +16,7 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/reference/batch_invariance.hpp"
 #include "tests/reference/error_capture.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
@@ -29,6 +30,7 @@ using testing::cpu_fixture_configs;
 using testing::cpu_precisions;
 using testing::dense_cache;
 using testing::error_of;
+using testing::expect_batch_invariant;
 using testing::expect_tree_equals_chains;
 using testing::kTreeParents;
 using testing::make_twin;
@@ -340,30 +342,8 @@ TEST(CpuTransformer, WeightBytesPerStepCountsStoredBytes) {
 TEST(CpuTransformer, BatchInvariant) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     const auto twin = make_twin(cfg, kSeed, Dtype::BF16);
-    const cpu::CpuTransformer& model = twin->cpu;
-    const auto tokens = random_tokens(13, cfg.vocab_size, kSeed + 5);
-    const std::vector<int> aux = {0, 1, cfg.num_hidden_layers};
-    auto batched_cache = model.new_cache(32);
-    ForwardRequest all = ForwardRequest::chain(tokens);
-    all.final_hidden = true;
-    all.aux_layers = aux;
-    const ForwardResult batched = model.forward(*batched_cache, all);
-    auto single_cache = model.new_cache(32);
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      ForwardRequest one = ForwardRequest::chain({tokens[t]});
-      one.final_hidden = true;
-      one.aux_layers = aux;
-      const ForwardResult r = model.forward(*single_cache, one);
-      const auto row = static_cast<Eigen::Index>(t);
-      EXPECT_TRUE(bitwise_equal(r.logits, batched.logits.middleRows(row, 1))) << name << ": logits row " << t;
-      EXPECT_TRUE(bitwise_equal(r.final_hidden, batched.final_hidden.middleRows(row, 1))) << name << ": hidden row " << t;
-      EXPECT_TRUE(bitwise_equal(r.aux_hidden, batched.aux_hidden.middleRows(row, 1))) << name << ": aux row " << t;
-    }
-    EXPECT_TRUE(cpu_cache(*batched_cache).equals(cpu_cache(*single_cache))) << name << ": caches differ";
-    auto chunk_cache = model.new_cache(32);
-    model.forward(*chunk_cache, ForwardRequest::chain({tokens.begin(), tokens.begin() + 5}));
-    const Matrix rest = model.forward(*chunk_cache, ForwardRequest::chain({tokens.begin() + 5, tokens.end()})).logits;
-    EXPECT_TRUE(bitwise_equal(rest, batched.logits.bottomRows(8))) << name << ": chunked prefill";
+    expect_batch_invariant(twin->cpu, random_tokens(13, cfg.vocab_size, kSeed + 5), name,
+                           [](const KVCache& a, const KVCache& b) { return cpu_cache(a).equals(cpu_cache(b)); });
   }
 }
 

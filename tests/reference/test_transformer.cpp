@@ -8,19 +8,20 @@
 #include "reference/model/ops.hpp"
 #include "model_fixtures.hpp"
 #include "naive_forward.hpp"
+#include "tests/reference/batch_invariance.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 
 namespace specdec {
 namespace {
 
 using testing::bitwise_equal;
+using testing::dense_cache;
+using testing::expect_batch_invariant;
 using testing::fixture_configs;
 using testing::make_model;
 using testing::random_tokens;
 
 constexpr uint64_t kSeed = 1234;
-
-DenseKVCache& dense(std::unique_ptr<KVCache>& c) { return dynamic_cast<DenseKVCache&>(*c); }
 
 TEST(Transformer, MatchesIndependentLongDoubleForward) {
   for (const auto& [name, cfg] : fixture_configs()) {
@@ -36,36 +37,12 @@ TEST(Transformer, MatchesIndependentLongDoubleForward) {
   }
 }
 
-// A T-token forward equals T one-token forwards, bitwise (logits, final hidden, aux hidden, cache).
+// A T-token forward equals T one-token forwards and uneven chunks, bitwise.
 TEST(Transformer, BatchInvariant) {
   for (const auto& [name, cfg] : fixture_configs()) {
-    Transformer model = make_model(cfg, kSeed);
-    const auto tokens = random_tokens(13, cfg.vocab_size, kSeed + 2);
-    const std::vector<int> aux = {0, 1, cfg.num_hidden_layers};
-
-    auto batched_cache = model.new_cache(32);
-    ForwardRequest all = ForwardRequest::chain(tokens);
-    all.final_hidden = true;
-    all.aux_layers = aux;
-    ForwardResult batched = model.forward(*batched_cache, all);
-
-    auto single_cache = model.new_cache(32);
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      ForwardRequest one = ForwardRequest::chain({tokens[t]});
-      one.final_hidden = true;
-      one.aux_layers = aux;
-      ForwardResult r = model.forward(*single_cache, one);
-      EXPECT_TRUE(bitwise_equal(r.logits, batched.logits.middleRows(t, 1))) << name << ": logits row " << t;
-      EXPECT_TRUE(bitwise_equal(r.final_hidden, batched.final_hidden.middleRows(t, 1))) << name << ": hidden row " << t;
-      EXPECT_TRUE(bitwise_equal(r.aux_hidden, batched.aux_hidden.middleRows(t, 1))) << name << ": aux row " << t;
-    }
-    EXPECT_TRUE(dense(batched_cache).equals(dense(single_cache))) << name << ": caches differ";
-
-    // Uneven chunks (5 + 8) give the same too.
-    auto chunk_cache = model.new_cache(32);
-    model.forward(*chunk_cache, ForwardRequest::chain({tokens.begin(), tokens.begin() + 5}));
-    Matrix rest = model.forward(*chunk_cache, ForwardRequest::chain({tokens.begin() + 5, tokens.end()})).logits;
-    EXPECT_TRUE(bitwise_equal(rest, batched.logits.bottomRows(8))) << name << ": chunked prefill";
+    const Transformer model = make_model(cfg, kSeed);
+    expect_batch_invariant(model, random_tokens(13, cfg.vocab_size, kSeed + 2), name,
+                           [](const KVCache& a, const KVCache& b) { return dense_cache(a).equals(dense_cache(b)); });
   }
 }
 
@@ -115,7 +92,7 @@ TEST(Transformer, TruncateThenContinueEqualsFreshRun) {
   auto fresh = model.new_cache(32);
   Matrix reference = model.forward(*fresh, ForwardRequest::chain(ab)).logits;
   EXPECT_TRUE(bitwise_equal(continued, reference.bottomRows(3)));
-  EXPECT_TRUE(dense(cache).equals(dense(fresh)));
+  EXPECT_TRUE(dense_cache(*cache).equals(dense_cache(*fresh)));
 }
 
 TEST(Transformer, AuxHiddenStatesFollowHuggingFaceIndexing) {
