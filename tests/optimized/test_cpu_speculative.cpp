@@ -25,10 +25,10 @@ namespace {
 
 using testing::CpuTwin;
 
-const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
-constexpr uint64_t kModelSeed = 2024;
-constexpr int kNewTokens = 20;
-constexpr int kCapacity = 160;  // prompt + new tokens + the largest tree + 1
+const auto& kPrompts = testing::kExactnessPrompts;
+constexpr uint64_t kModelSeed = testing::kExactnessModelSeed;
+constexpr int kNewTokens = testing::kExactnessNewTokens;
+constexpr int kCapacity = testing::kExactnessCapacity;
 
 // Targets: GQA untied and MHA tied, each in a different storage precision.
 struct Target {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "reference/decoding/generation.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
@@ -15,6 +16,14 @@
 #include "model_fixtures.hpp"
 
 namespace specdec::testing {
+
+// The exactness runs of the speculative methods, on the reference and on the cpu backend:
+// prompts, the target's seed, tokens per run, and cache capacity (prompt + new tokens + the
+// largest tree + 1).
+inline const std::vector<std::vector<int32_t>> kExactnessPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
+constexpr uint64_t kExactnessModelSeed = 2024;
+constexpr int kExactnessNewTokens = 20;
+constexpr int kExactnessCapacity = 160;
 
 // The target's weights plus Gaussian noise of the given size (same config).
 inline Transformer perturbed_copy(const Transformer& target, float noise, uint64_t seed) {

@@ -17,8 +17,8 @@ namespace {
 using testing::DrafterPool;
 using testing::MethodFixture;
 
-const std::vector<std::vector<int32_t>> kPrompts = {{3, 14, 15, 92}, {65}, {2, 7, 1, 8, 28, 18, 28}};
-constexpr uint64_t kModelSeed = 2024;
+const auto& kPrompts = testing::kExactnessPrompts;
+constexpr uint64_t kModelSeed = testing::kExactnessModelSeed;
 
 
 void expect_matches_sequential(const SamplingParams& sampling, const std::string& mode) {
