@@ -1,10 +1,7 @@
 #include "optimized/cpu/packed_matrix.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <sstream>
 
 #include "optimized/cpu/dot_kernels.hpp"
