@@ -110,156 +110,108 @@ constexpr int kElementBytes = D == Dtype::F32 ? 4 : 2;
 template <Dtype D>
 constexpr int kChunksPerLine = 64 / (8 * kElementBytes<D>);
 
-template <int R>
-__attribute__((always_inline)) inline void prefetch_lines(const std::byte* next, std::size_t stride, std::size_t offset) {
-  for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * stride + offset), _MM_HINT_T0);
-}
+// The rows of the next tile that a pass prefetches: rows [first, last) of those at `rows`.
+struct NextRows {
+  const std::byte* rows;  // nullptr: none
+  std::size_t stride;
+  int first, last;
+};
 
-// acc[r][t] += x_t[i, i+8) · w_r[i, i+8), lane by lane.
+// acc[r][t] += x_t[i, i+8) · w_r[i, i+8), lane by lane. The empty asm statements pin each loaded
+// vector in a register: otherwise the compiler folds the loads into the multiplies (one load per
+// multiply instead of one per vector) and the loads, not the arithmetic, set the pace.
 template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"), always_inline)) inline void stream_chunk(const std::byte* w, std::size_t stride,
-                                                                              const float* x, std::size_t ldx, int i,
-                                                                              __m256 (&acc)[R][TB]) {
+__attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const std::byte* w, std::size_t stride,
+                                                                            const float* x, std::size_t ldx, int i,
+                                                                            __m256 (&acc)[R][TB]) {
   __m256 wr[R];
-  for (int r = 0; r < R; ++r) wr[r] = load8<D>(w + r * stride, i);
+  for (int r = 0; r < R; ++r) {
+    __m256 v = load8<D>(w + r * stride, i);
+    if constexpr (TB > 1) __asm__("" : "+x"(v));
+    wr[r] = v;
+  }
   for (int t = 0; t < TB; ++t) {
-    const __m256 xt = _mm256_loadu_ps(x + t * ldx + i);
+    __m256 xt = _mm256_loadu_ps(x + t * ldx + i);
+    if constexpr (R > 1) __asm__("" : "+x"(xt));
     for (int r = 0; r < R; ++r) acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(xt, wr[r]));
   }
 }
 
-// One pass over R rows for TB ≤ 2 tokens, accumulators in registers; while it streams the rows,
-// the same lines of the next R rows are prefetched (one line per row per line consumed).
+// One pass over R rows for TB tokens, the R·TB partial sums in registers (R·TB ≤ 8):
+// out[r·ldo + t] = x_t · w_r. While it reads the rows it prefetches the same byte offsets of the
+// `next` rows, one line per row for every line it consumes, so the memory stream keeps pace with
+// the compute instead of coming in bursts. Not inlined: each shape gets its own register
+// allocation.
 template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"))) void tile_stream_avx2(const std::byte* w, std::size_t stride, const float* x,
-                                                            std::size_t ldx, int n, float* out, const std::byte* next) {
+__attribute__((target("avx2,f16c"), noinline)) void pass_avx2(const std::byte* w, std::size_t stride, const float* x,
+                                                               std::size_t ldx, int n, float* out, int ldo,
+                                                               NextRows next) {
   constexpr int E = kElementBytes<D>, L = kChunksPerLine<D>;
   __m256 acc[R][TB];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TB; ++t) acc[r][t] = _mm256_setzero_ps();
   const int n8 = n / 8 * 8;
-  int i = 0;
-  if (next != nullptr) {
-    for (; i + 8 * L <= n8; i += 8 * L) {
-      prefetch_lines<R>(next, stride, static_cast<std::size_t>(i) * E);
-      for (int c = 0; c < L; ++c) stream_chunk<D, R, TB>(w, stride, x, ldx, i + 8 * c, acc);
+  const bool prefetch = next.rows != nullptr && next.first < next.last;
+  // One chunk per iteration: unrolled, the compiler interleaves chunks and runs out of registers.
+  for (int i = 0; i < n8; i += 8) {
+    if (prefetch && i % (8 * L) == 0) {
+      for (int r = next.first; r < next.last; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(next.rows + r * next.stride + static_cast<std::size_t>(i) * E),
+                     _MM_HINT_T0);
     }
+    pass_chunk<D, R, TB>(w, stride, x, ldx, i, acc);
   }
-  for (; i < n8; i += 8) stream_chunk<D, R, TB>(w, stride, x, ldx, i, acc);
   alignas(32) float lanes[8];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < TB; ++t) {
       float tail = 0.0f;
       for (int j = n8; j < n; ++j) tail += x[t * ldx + j] * widen<D>(w + r * stride, j);
       _mm256_store_ps(lanes, acc[r][t]);
-      out[r * TB + t] = combine(lanes, tail);
+      out[r * ldo + t] = combine(lanes, tail);
     }
   }
 }
 
-// Elements of the inner dimension per slice for T tokens: the tokens' activation slices (T·slice
-// floats) and the widened weight slice stay in L1 together. A multiple of 32, so slices start on
-// cache lines of every stored precision.
-inline int slice_elements(int T) { return std::clamp(4096 / T / 32 * 32, 64, kMaxSlice); }
-
-// The lines of the next rows' slice, prefetched one at a time, evenly spread over the chunk steps
-// of every pass over the current slice (Bresenham-style). Evenly, because a burst fills the
-// core's miss buffers and stalls the compute behind it, and then leaves memory idle.
-struct PrefetchQueue {
-  const char* lines[kMaxBlockRows * kMaxSlice * 4 / 64];
-  int size = 0, done = 0, steps = 1, credit = 0;
-
-  // Queues the lines of bytes [begin, end) of R rows starting at `rows` (stride bytes apart),
-  // to be issued over `total_steps` chunk steps.
-  void reset(const std::byte* rows, int R, std::size_t stride, std::size_t begin, std::size_t end, int total_steps) {
-    size = done = credit = 0;
-    steps = total_steps;
-    if (rows == nullptr) return;
-    for (int r = 0; r < R; ++r)
-      for (std::size_t b = begin; b < end; b += 64) lines[size++] = reinterpret_cast<const char*>(rows + r * stride + b);
-  }
-};
-
-// acc[r][t0 + t] += x_t · w_r over chunks [k0, k1), t < TB: the partial sums are loaded from
-// `acc`, carried in registers and stored back. Each chunk is one step of the prefetch queue; its
-// counters live in registers for the pass (through memory they would chain every chunk to the
-// last by a store-to-load round trip).
-template <int R, int TB>
-__attribute__((target("avx2,f16c"), always_inline)) inline void slice_pass_avx2(
-    const float* const* wr, const float* x, std::size_t ldx, int k0, int k1, float (*acc)[kMaxTileTokens][8], int t0,
-    PrefetchQueue& queue) {
-  __m256 a[R][TB];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TB; ++t) a[r][t] = _mm256_load_ps(acc[r][t0 + t]);
-  const int size = queue.size, steps = queue.steps;
-  int credit = queue.credit, done = queue.done;
-  for (int i = k0; i < k1; i += 8) {
-    credit += size;
-    if (credit >= steps) {
-      credit -= steps;
-      if (done < size) _mm_prefetch(queue.lines[done++], _MM_HINT_T0);
-    }
-    __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = _mm256_loadu_ps(wr[r] + i);
-    for (int t = 0; t < TB; ++t) {
-      const __m256 xt = _mm256_loadu_ps(x + t * ldx + i);
-      for (int r = 0; r < R; ++r) a[r][t] = _mm256_add_ps(a[r][t], _mm256_mul_ps(xt, wv[r]));
-    }
-  }
-  queue.credit = credit;
-  queue.done = done;
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TB; ++t) _mm256_store_ps(acc[r][t0 + t], a[r][t]);
-}
-
-// R rows by 2 < T ≤ kMaxTileTokens tokens, slice by slice of the inner dimension: each weight
-// slice is widened once into L1 (BF16/F16) and serves every token from there, two tokens at a
-// time. The partial sums of every (row, token) carry across slices, so each reduction still runs
-// over the chunks in order: the result is ops::dot's, bit for bit. The same slice of the next
-// rows is prefetched meanwhile.
-template <Dtype D, int R>
-__attribute__((target("avx2,f16c"))) void tile_sliced_avx2(const std::byte* w, std::size_t stride, const float* x,
-                                                            std::size_t ldx, int T, int n, float* out,
-                                                            const std::byte* next) {
-  constexpr int E = kElementBytes<D>;
-  alignas(32) float acc[R][kMaxTileTokens][8];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) _mm256_store_ps(acc[r][t], _mm256_setzero_ps());
-  alignas(32) float wide[D == Dtype::F32 ? 1 : R][kMaxSlice];
-  const int n8 = n / 8 * 8, slice = slice_elements(T), passes = (T + 1) / 2;
-  PrefetchQueue prefetch;
-  for (int k0 = 0; k0 < n8; k0 += slice) {
-    const int k1 = std::min(n8, k0 + slice);
-    prefetch.reset(next, R, stride, static_cast<std::size_t>(k0) * E, static_cast<std::size_t>(k1) * E,
-                   passes * ((k1 - k0) / 8));
-    const float* wr[R];  // the slice of row r is wr[r][k0, k1)
-    if constexpr (D == Dtype::F32) {
-      for (int r = 0; r < R; ++r) wr[r] = reinterpret_cast<const float*>(w + r * stride);
-    } else {
-      for (int r = 0; r < R; ++r) {
-        for (int i = k0; i < k1; i += 8) _mm256_store_ps(wide[r] + (i - k0), load8<D>(w + r * stride, i));
-        wr[r] = wide[r] - k0;
-      }
-    }
-    int t0 = 0;
-    for (; t0 + 2 <= T; t0 += 2) slice_pass_avx2<R, 2>(wr, x + t0 * ldx, ldx, k0, k1, acc, t0, prefetch);
-    if (t0 < T) slice_pass_avx2<R, 1>(wr, x + t0 * ldx, ldx, k0, k1, acc, t0, prefetch);
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float tail = 0.0f;
-      for (int j = n8; j < n; ++j) tail += x[t * ldx + j] * widen<D>(w + r * stride, j);
-      out[r * T + t] = combine(acc[r][t], tail);
-    }
+// A pass over RB ≤ 2 rows for 1 ≤ tb ≤ 4 tokens.
+template <Dtype D, int RB>
+__attribute__((target("avx2,f16c"))) void pair_pass_avx2(int tb, const std::byte* w, std::size_t stride, const float* x,
+                                                         std::size_t ldx, int n, float* out, int ldo, NextRows next) {
+  switch (tb) {
+    case 1: return pass_avx2<D, RB, 1>(w, stride, x, ldx, n, out, ldo, next);
+    case 2: return pass_avx2<D, RB, 2>(w, stride, x, ldx, n, out, ldo, next);
+    case 3: return pass_avx2<D, RB, 3>(w, stride, x, ldx, n, out, ldo, next);
+    default: return pass_avx2<D, RB, 4>(w, stride, x, ldx, n, out, ldo, next);
   }
 }
 
+// R rows by T tokens.
+// - T ≤ 2 (decode): one pass over all R rows straight from memory.
+// - T > 2 (verify, prefill): passes of two rows by up to four tokens. A pair of rows comes from
+//   memory in its first pass and from L1 in the others (two BF16/F16 rows are widened once per
+//   four tokens, where R = 4 rows by 2 tokens would widen every row once per two). Pass p of P
+//   prefetches rows [p·R/P, (p+1)·R/P) of the next tile, so the next tile streams in evenly over
+//   all the passes while this one computes.
+// Every reduction runs over the chunks in order with its partial sums in registers: ops::dot,
+// bit for bit.
 template <Dtype D, int R>
 __attribute__((target("avx2,f16c"))) void tile_avx2(const std::byte* w, std::size_t stride, const float* x,
                                                      std::size_t ldx, int T, int n, float* out, const std::byte* next) {
-  if (T == 1) return tile_stream_avx2<D, R, 1>(w, stride, x, ldx, n, out, next);
-  if (T == 2) return tile_stream_avx2<D, R, 2>(w, stride, x, ldx, n, out, next);
-  tile_sliced_avx2<D, R>(w, stride, x, ldx, T, n, out, next);
+  if (T == 1) return pass_avx2<D, R, 1>(w, stride, x, ldx, n, out, 1, {next, stride, 0, R});
+  if (T == 2) return pass_avx2<D, R, 2>(w, stride, x, ldx, n, out, 2, {next, stride, 0, R});
+  const int passes = (R + 1) / 2 * ((T + 3) / 4);
+  int p = 0;
+  for (int r0 = 0; r0 < R; r0 += 2) {
+    for (int t0 = 0; t0 < T; t0 += 4, ++p) {
+      const NextRows share{next, stride, p * R / passes, (p + 1) * R / passes};
+      const int tb = std::min(4, T - t0);
+      float* o = out + r0 * T + t0;
+      if (r0 + 2 <= R) {
+        pair_pass_avx2<D, 2>(tb, w + r0 * stride, stride, x + t0 * ldx, ldx, n, o, T, share);
+      } else {
+        pair_pass_avx2<D, 1>(tb, w + r0 * stride, stride, x + t0 * ldx, ldx, n, o, T, share);
+      }
+    }
+  }
 }
 
 template <Dtype D>

@@ -18,7 +18,6 @@ namespace specdec::cpu {
 constexpr int kMaxBlockRows = 4;
 constexpr int kMaxBlockTokens = 4;
 constexpr int kMaxTileTokens = 32;
-constexpr int kMaxSlice = 512;
 
 // out[r·TB + t] = Σ_i x[t·ldx + i] · w_r[i], i < n, in ops::dot's order. rows[r] points at the
 // first element of weight row r (of type `dtype`: F32, BF16 or F16).
@@ -27,11 +26,11 @@ void dot_block(Dtype dtype, const void* const* rows, int R, const float* x, std:
 
 // out[r·T + t] = Σ_i x[t·ldx + i] · w_r[i], i < n, in ops::dot's order, for R ≤ kMaxBlockRows
 // weight rows at w + r·stride bytes and T ≤ kMaxTileTokens tokens: bitwise what dot_block gives.
-// Every weight element is read from memory once for all T tokens. With T > 2 the inner dimension
-// goes in slices that keep the (widened) weight slice and the tokens' activations in L1, partial
-// sums carried from slice to slice in order. `next` (or nullptr): the first of the rows to be
-// processed next, at the same stride; their lines are prefetched while this tile computes, so
-// the memory stream does not stop while compute runs.
+// Every weight element is read from memory once for all T tokens: with T > 2 the tile runs as
+// passes of two rows by up to four tokens, each pair of rows staying in L1 for its passes.
+// `next` (or nullptr): the first of the rows to be processed next, at the same stride; their
+// lines are prefetched while this tile computes, so the memory stream does not stop while
+// compute runs.
 void dot_tile(Dtype dtype, const void* w, std::size_t stride, int R, const float* x, std::size_t ldx, int T, int n,
               float* out, const void* next);
 

@@ -24,8 +24,9 @@ void for_each_block(const PackedMatrix& w, const float* x, std::size_t ldx, int 
   const std::size_t stride = static_cast<std::size_t>(n) * w.element_size();
   const bool parallel = static_cast<long long>(T) * rows * n >= ops::parallel_work_threshold();
   // Activation rows at a stride that is a multiple of 4 KiB (H = 1024, 2048, …) fall into the
-  // same L1 sets and evict each other once a tile reads more than a few of them; a copy one cache
-  // line wider spreads them over the sets.
+  // same L1 sets: a pass of a T > 2 tile reads four of them next to its two weight rows and the
+  // next rows' prefetched lines, more than a set holds. A copy one cache line wider spreads them
+  // over the sets.
   StreamBuffer padded;
   if (T > 2 && ldx * sizeof(float) % 4096 == 0) {
     const std::size_t ldp = ldx + 64 / sizeof(float);
