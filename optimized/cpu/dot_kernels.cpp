@@ -187,7 +187,7 @@ __attribute__((target("avx2,f16c"))) void pair_pass_avx2(int tb, const std::byte
 // R rows by T tokens.
 // - T ≤ 2 (decode): one pass over all R rows straight from memory.
 // - T > 2 (verify, prefill): passes of two rows by up to four tokens. A pair of rows comes from
-//   memory in its first pass and from L1 in the others (two BF16/F16 rows are widened once per
+//   memory in its first pass and from cache in the others (two BF16/F16 rows are widened once per
 //   four tokens, where R = 4 rows by 2 tokens would widen every row once per two). Pass p of P
 //   prefetches rows [p·R/P, (p+1)·R/P) of the next tile, so the next tile streams in evenly over
 //   all the passes while this one computes.

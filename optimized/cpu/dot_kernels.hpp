@@ -27,7 +27,7 @@ void dot_block(Dtype dtype, const void* const* rows, int R, const float* x, std:
 // out[r·T + t] = Σ_i x[t·ldx + i] · w_r[i], i < n, in ops::dot's order, for R ≤ kMaxBlockRows
 // weight rows at w + r·stride bytes and T ≤ kMaxTileTokens tokens: bitwise what dot_block gives.
 // Every weight element is read from memory once for all T tokens: with T > 2 the tile runs as
-// passes of two rows by up to four tokens, each pair of rows staying in L1 for its passes.
+// passes of two rows by up to four tokens, each pair of rows staying in cache for its passes.
 // `next` (or nullptr): the first of the rows to be processed next, at the same stride; their
 // lines are prefetched while this tile computes, so the memory stream does not stop while
 // compute runs.
