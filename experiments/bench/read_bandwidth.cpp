@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -35,6 +34,29 @@ std::pair<std::size_t, std::size_t> share(std::size_t count, int t, int n) {
   const std::size_t per = count / static_cast<std::size_t>(n), extra = count % static_cast<std::size_t>(n);
   const std::size_t begin = static_cast<std::size_t>(t) * per + std::min<std::size_t>(static_cast<std::size_t>(t), extra);
   return {begin, begin + per + (static_cast<std::size_t>(t) < extra ? 1 : 0)};
+}
+
+// Sums data[b, e) the way the optimized decode reads its weights: several streams at once (four
+// weight rows, and the next four prefetched) with software prefetch ahead of each. A single
+// sequential stream gets 10-30% less out of the memory system on the development machine, which
+// made the decode look faster than the "limit".
+double stream_sum(const float* data, std::size_t b, std::size_t e) {
+  constexpr int kStreams = 8;
+  constexpr std::size_t kLine = 64 / sizeof(float);  // floats per cache line
+  constexpr std::size_t kAhead = 16;                 // lines prefetched ahead in each stream
+  const std::size_t per = (e - b) / kLine / kStreams;  // lines per stream
+  float acc[kLine] = {};                               // element-wise sums: vectorised
+  for (std::size_t l = 0; l < per; ++l) {
+    for (int s = 0; s < kStreams; ++s) {
+      const float* line = data + b + (static_cast<std::size_t>(s) * per + l) * kLine;
+      __builtin_prefetch(line + kAhead * kLine);
+      for (std::size_t j = 0; j < kLine; ++j) acc[j] += line[j];
+    }
+  }
+  double total = 0;
+  for (float a : acc) total += a;
+  for (std::size_t i = b + kStreams * per * kLine; i < e; ++i) total += data[i];
+  return total;
 }
 
 // This thread's number in the enclosing parallel region (0 without OpenMP).
@@ -84,7 +106,7 @@ ReadBandwidth measure_read_bandwidth(int threads, std::size_t buffer_bytes, int 
     {
       const int t = thread_index();
       const auto [b, e] = share(count, t, n);
-      partial[static_cast<std::size_t>(t)] += Eigen::Map<const Eigen::VectorXf>(data + b, static_cast<Eigen::Index>(e - b)).sum();
+      partial[static_cast<std::size_t>(t)] += stream_sum(data, b, e);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.bytes_per_s = std::max(r.bytes_per_s, r.buffer_bytes / seconds);
