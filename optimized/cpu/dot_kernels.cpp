@@ -77,33 +77,6 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256 load8(const vo
   }
 }
 
-// AVX2 version: lane l of acc[r][t] is ops::dot's partial sum acc[l]; mul and add stay separate.
-template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"))) void kernel_avx2(const void* const* rows, const float* x, std::size_t ldx, int n,
-                                                       float* out) {
-  __m256 acc[R][TB];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < TB; ++t) acc[r][t] = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 w[R];
-    for (int r = 0; r < R; ++r) w[r] = load8<D>(rows[r], i);
-    for (int t = 0; t < TB; ++t) {
-      const __m256 xt = _mm256_loadu_ps(x + t * ldx + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(xt, w[r]));
-    }
-  }
-  alignas(32) float lanes[8];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < TB; ++t) {
-      float tail = 0.0f;
-      for (int j = i; j < n; ++j) tail += x[t * ldx + j] * widen<D>(rows[r], j);
-      _mm256_store_ps(lanes, acc[r][t]);
-      out[r * TB + t] = combine(lanes, tail);
-    }
-  }
-}
-
 // Bytes of one stored element, and kernel chunks (8 elements) per 64-byte cache line.
 template <Dtype D>
 constexpr int kElementBytes = D == Dtype::F32 ? 4 : 2;
@@ -117,16 +90,18 @@ struct NextRows {
   int first, last;
 };
 
-// acc[r][t] += x_t[i, i+8) · w_r[i, i+8), lane by lane. The empty asm statements pin each loaded
-// vector in a register: otherwise the compiler folds the loads into the multiplies (one load per
-// multiply instead of one per vector) and the loads, not the arithmetic, set the pace.
-template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const std::byte* w, std::size_t stride,
-                                                                            const float* x, std::size_t ldx, int i,
+// acc[r][t] += x_t[i, i+8) · w_r[i, i+8), lane by lane (lane l is ops::dot's partial sum acc[l];
+// mul and add stay separate); row_at(r) is the first element of weight row r. The empty asm
+// statements pin each loaded vector in a register: otherwise the compiler folds the loads into
+// the multiplies (one load per multiply instead of one per vector) and the loads, not the
+// arithmetic, set the pace.
+template <Dtype D, int R, int TB, class RowAt>
+__attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const RowAt& row_at, const float* x,
+                                                                            std::size_t ldx, int i,
                                                                             __m256 (&acc)[R][TB]) {
   __m256 wr[R];
   for (int r = 0; r < R; ++r) {
-    __m256 v = load8<D>(w + r * stride, i);
+    __m256 v = load8<D>(row_at(r), i);
     if constexpr (TB > 1) __asm__("" : "+x"(v));
     wr[r] = v;
   }
@@ -135,6 +110,37 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const
     if constexpr (R > 1) __asm__("" : "+x"(xt));
     for (int r = 0; r < R; ++r) acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(xt, wr[r]));
   }
+}
+
+// out[r·ldo + t] = the combined partial sums of (row r, token t) plus the sequential tail over
+// elements [n8, n).
+template <Dtype D, int R, int TB, class RowAt>
+__attribute__((target("avx2,f16c"), always_inline)) inline void finish_avx2(const __m256 (&acc)[R][TB],
+                                                                             const RowAt& row_at, const float* x,
+                                                                             std::size_t ldx, int n8, int n, float* out,
+                                                                             int ldo) {
+  alignas(32) float lanes[8];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < TB; ++t) {
+      float tail = 0.0f;
+      for (int j = n8; j < n; ++j) tail += x[t * ldx + j] * widen<D>(row_at(r), j);
+      _mm256_store_ps(lanes, acc[r][t]);
+      out[r * ldo + t] = combine(lanes, tail);
+    }
+  }
+}
+
+// dot_block's AVX2 version: rows anywhere in memory (attention's visible keys).
+template <Dtype D, int R, int TB>
+__attribute__((target("avx2,f16c"))) void kernel_avx2(const void* const* rows, const float* x, std::size_t ldx, int n,
+                                                       float* out) {
+  const auto row_at = [rows](int r) { return rows[r]; };
+  __m256 acc[R][TB];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < TB; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int n8 = n / 8 * 8;
+  for (int i = 0; i < n8; i += 8) pass_chunk<D, R, TB>(row_at, x, ldx, i, acc);
+  finish_avx2<D, R, TB>(acc, row_at, x, ldx, n8, n, out, TB);
 }
 
 // One pass over R rows for TB tokens, the R·TB partial sums in registers (R·TB ≤ 8):
@@ -147,6 +153,7 @@ __attribute__((target("avx2,f16c"), noinline)) void pass_avx2(const std::byte* w
                                                                std::size_t ldx, int n, float* out, int ldo,
                                                                NextRows next) {
   constexpr int E = kElementBytes<D>, L = kChunksPerLine<D>;
+  const auto row_at = [w, stride](int r) { return w + r * stride; };
   __m256 acc[R][TB];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < TB; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -159,17 +166,9 @@ __attribute__((target("avx2,f16c"), noinline)) void pass_avx2(const std::byte* w
         _mm_prefetch(reinterpret_cast<const char*>(next.rows + r * next.stride + static_cast<std::size_t>(i) * E),
                      _MM_HINT_T0);
     }
-    pass_chunk<D, R, TB>(w, stride, x, ldx, i, acc);
+    pass_chunk<D, R, TB>(row_at, x, ldx, i, acc);
   }
-  alignas(32) float lanes[8];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < TB; ++t) {
-      float tail = 0.0f;
-      for (int j = n8; j < n; ++j) tail += x[t * ldx + j] * widen<D>(w + r * stride, j);
-      _mm256_store_ps(lanes, acc[r][t]);
-      out[r * ldo + t] = combine(lanes, tail);
-    }
-  }
+  finish_avx2<D, R, TB>(acc, row_at, x, ldx, n8, n, out, ldo);
 }
 
 // A pass over RB ≤ 2 rows for 1 ≤ tb ≤ 4 tokens.
