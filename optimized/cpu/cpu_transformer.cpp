@@ -6,15 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "optimized/cpu/cpu_attention.hpp"
+#include "optimized/cpu/cpu_decoder_layer.hpp"
 #include "optimized/cpu/cpu_kv_cache.hpp"
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
-#include "reference/model/decoder_layer.hpp"
-#include "reference/model/ops.hpp"
 #include "reference/model/rope.hpp"
 
 namespace specdec::cpu {
@@ -22,43 +20,8 @@ namespace specdec::cpu {
 namespace {
 
 std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
-const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-std::size_t vector_bytes(const std::vector<float>& v) { return sizeof(float) * v.size(); }
-
-// Concatenated biases of the fused q/k/v projection; empty when the model has none.
-std::vector<float> qkv_bias(const LayerWeights& w) {
-  if (!w.q_bias.size()) return {};
-  std::vector<float> b = to_vector(w.q_bias);
-  b.insert(b.end(), w.k_bias.data(), w.k_bias.data() + w.k_bias.size());
-  b.insert(b.end(), w.v_bias.data(), w.v_bias.data() + w.v_bias.size());
-  return b;
-}
-
-// RMSNorm of row t of x (width n) into row t of y, as the reference's ops::rms_norm.
-void rms_norm_rows(const float* x, float* y, int rows, int n, const std::vector<float>& w, double eps) {
-  for (int t = 0; t < rows; ++t) {
-    float* yt = y + static_cast<std::size_t>(t) * n;
-    std::memcpy(yt, x + static_cast<std::size_t>(t) * n, sizeof(float) * n);
-    ops::rms_norm_inplace(yt, w.data(), n, eps);
-  }
-}
 
 }  // namespace
-
-// One decoder layer, packed: q/k/v stacked into one matrix (one pass over the normed input),
-// gate and up interleaved for the fused SwiGLU.
-struct PackedLayer {
-  std::vector<float> input_norm, post_norm;  // (H)
-  PackedMatrix qkv;                          // [(nh + 2·nkv)·hd, H]
-  std::vector<float> qkv_bias;               // ((nh + 2·nkv)·hd) or empty
-  std::vector<float> q_norm, k_norm;         // (hd) or empty (Qwen3 only)
-  PackedMatrix o;                            // [H, nh·hd]
-  std::vector<float> o_bias;                 // (H) or empty
-  PackedMatrix gate_up;                      // [2I, H], see pack_gate_up
-  std::vector<float> gate_bias, up_bias;     // (I) or empty
-  PackedMatrix down;                         // [H, I]
-  std::vector<float> down_bias;              // (H) or empty
-};
 
 struct CpuTransformer::Impl {
   ModelConfig config;
@@ -84,33 +47,14 @@ CpuTransformer::CpuTransformer(ModelConfig config, const LlamaWeights& weights, 
   m.embed = PackedMatrix(weights.embed_tokens, precision, "model.embed_tokens.weight");
   std::size_t bytes = 0;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    PackedLayer pl;
-    pl.input_norm = to_vector(w.input_layernorm);
-    pl.post_norm = to_vector(w.post_attention_layernorm);
-    Matrix qkv(c.q_dim() + 2 * c.kv_dim(), c.hidden_size);
-    qkv << w.q_proj, w.k_proj, w.v_proj;
-    pl.qkv = PackedMatrix(qkv, precision, p + "self_attn.{q,k,v}_proj.weight");
-    pl.qkv_bias = qkv_bias(w);
-    pl.q_norm = to_vector(w.q_norm);
-    pl.k_norm = to_vector(w.k_norm);
-    pl.o = PackedMatrix(w.o_proj, precision, p + "self_attn.o_proj.weight");
-    pl.o_bias = to_vector(w.o_bias);
-    pl.gate_up = pack_gate_up(w.gate_proj, w.up_proj, precision, p + "mlp.{gate,up}_proj.weight");
-    pl.gate_bias = to_vector(w.gate_bias);
-    pl.up_bias = to_vector(w.up_bias);
-    pl.down = PackedMatrix(w.down_proj, precision, p + "mlp.down_proj.weight");
-    pl.down_bias = to_vector(w.down_bias);
-    bytes += pl.qkv.bytes() + pl.o.bytes() + pl.gate_up.bytes() + pl.down.bytes();
-    for (const auto* v : {&pl.input_norm, &pl.post_norm, &pl.qkv_bias, &pl.q_norm, &pl.k_norm, &pl.o_bias,
-                          &pl.gate_bias, &pl.up_bias, &pl.down_bias})
-      bytes += vector_bytes(*v);
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    PackedLayer pl = pack_layer(weights.layers[static_cast<std::size_t>(l)], precision, prefix);
+    bytes += pl.bytes();
     m.layers.push_back(std::move(pl));
   }
   m.norm = to_vector(weights.norm);
   if (!c.tie_word_embeddings) m.lm_head.emplace(weights.lm_head, precision, "lm_head.weight");
-  bytes += vector_bytes(m.norm) + m.head().bytes() + static_cast<std::size_t>(c.hidden_size) * m.embed.element_size();
+  bytes += sizeof(float) * m.norm.size() + m.head().bytes() + static_cast<std::size_t>(c.hidden_size) * m.embed.element_size();
   m.step_bytes = bytes;
 }
 
@@ -135,9 +79,7 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
                 " of width " + std::to_string(c.kv_dim()) + " (a cache of another model?)");
   }
   const int T = static_cast<int>(request.tokens.size());
-  const int H = c.hidden_size, L = c.num_hidden_layers, I = c.intermediate_size;
-  const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
-  const int qd = c.q_dim(), kvd = c.kv_dim(), qkvd = qd + 2 * kvd;
+  const int H = c.hidden_size, L = c.num_hidden_layers;
   if (T == 0) throw Error("forward: no tokens given");
   for (int r : request.logit_rows) {
     if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
@@ -158,7 +100,7 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
                   std::to_string(c.vocab_size) + ")");
     }
   }
-  const int first = cache->append(T, block.positions.data());
+  cache->append(T, block.positions.data());  // block.first_slot
 
   // x: (T, H) residual stream; after the last layer only the rows kept (see below).
   std::vector<float> x(static_cast<std::size_t>(T) * H);
@@ -187,29 +129,13 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
     final_rows.erase(std::unique(final_rows.begin(), final_rows.end()), final_rows.end());
   }
 
-  std::vector<float> xn(static_cast<std::size_t>(T) * H);       // normed input of the current sublayer
-  std::vector<float> qkv(static_cast<std::size_t>(T) * qkvd);   // (T, q | k | v)
-  std::vector<float> attn(static_cast<std::size_t>(T) * qd);    // (rows, nh·hd)
-  std::vector<float> act(static_cast<std::size_t>(T) * I);      // (rows, I)
+  std::vector<float> xn(static_cast<std::size_t>(T) * H);  // (T, H) normed input of the attention
+  LayerScratch scratch;
   int n = T;  // rows of x currently held
   for (int l = 0; l < L; ++l) {
     record_aux(l, x.data());
     const PackedLayer& w = m.layers[static_cast<std::size_t>(l)];
     rms_norm_rows(x.data(), xn.data(), T, H, w.input_norm, c.rms_norm_eps);
-    linear(w.qkv, or_null(w.qkv_bias), xn.data(), H, T, qkv.data(), qkvd, false);
-    for (int t = 0; t < T; ++t) {
-      float* q = &qkv[static_cast<std::size_t>(t) * qkvd];
-      float* k = q + qd;
-      const float* v = k + kvd;
-      if (!w.q_norm.empty()) {  // Qwen3: RMSNorm over each head before RoPE
-        for (int h = 0; h < nh; ++h) ops::rms_norm_inplace(q + h * hd, w.q_norm.data(), hd, c.rms_norm_eps);
-        for (int h = 0; h < nkv; ++h) ops::rms_norm_inplace(k + h * hd, w.k_norm.data(), hd, c.rms_norm_eps);
-      }
-      m.rope.apply(q, nh, block.angles[static_cast<std::size_t>(t)]);
-      m.rope.apply(k, nkv, block.angles[static_cast<std::size_t>(t)]);
-      std::memcpy(cache->keys(l, first + t), k, sizeof(float) * kvd);
-      std::memcpy(cache->values(l, first + t), v, sizeof(float) * kvd);
-    }
     const bool last = l == L - 1;
     const std::vector<int>& rows = last ? final_rows : all_rows;
     if (last && rows.size() != all_rows.size()) {
@@ -217,13 +143,8 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
         std::memmove(&x[i * H], &x[static_cast<std::size_t>(rows[i]) * H], sizeof(float) * H);
       }
       n = static_cast<int>(rows.size());
-      if (n == 0) break;
     }
-    attention(c, qkv.data(), qkvd, *cache, l, block, c.layer_sliding_window(l), rows, attn.data(), qd);
-    linear(w.o, or_null(w.o_bias), attn.data(), qd, n, x.data(), H, true);  // x += o_proj(attn)
-    rms_norm_rows(x.data(), xn.data(), n, H, w.post_norm, c.rms_norm_eps);
-    linear_swiglu(w.gate_up, or_null(w.gate_bias), or_null(w.up_bias), xn.data(), H, n, act.data(), I);
-    linear(w.down, or_null(w.down_bias), act.data(), I, n, x.data(), H, true);  // x += down(act)
+    decoder_layer(w, c, m.rope, xn.data(), *cache, l, block, rows, x.data(), scratch);
   }
   // h: (n, H) after the final norm, row i for token final_rows[i].
   std::vector<float> h(static_cast<std::size_t>(n) * H);

@@ -1,0 +1,100 @@
+#include "optimized/cpu/cpu_decoder_layer.hpp"
+
+#include <cstring>
+
+#include "optimized/cpu/cpu_attention.hpp"
+#include "optimized/cpu/fused_linear.hpp"
+#include "reference/model/ops.hpp"
+
+namespace specdec::cpu {
+
+namespace {
+
+std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
+const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+// Concatenated biases of the fused q/k/v projection; empty when the model has none.
+std::vector<float> qkv_bias(const LayerWeights& w) {
+  if (!w.q_bias.size()) return {};
+  std::vector<float> b = to_vector(w.q_bias);
+  b.insert(b.end(), w.k_bias.data(), w.k_bias.data() + w.k_bias.size());
+  b.insert(b.end(), w.v_bias.data(), w.v_bias.data() + w.v_bias.size());
+  return b;
+}
+
+void grow(std::vector<float>& v, std::size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+std::size_t PackedLayer::bytes() const {
+  std::size_t b = qkv.bytes() + o.bytes() + gate_up.bytes() + down.bytes();
+  for (const auto* v : {&input_norm, &post_norm, &qkv_bias, &q_norm, &k_norm, &o_bias, &gate_bias, &up_bias, &down_bias})
+    b += sizeof(float) * v->size();
+  return b;
+}
+
+PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix) {
+  PackedLayer pl;
+  pl.input_norm = to_vector(w.input_layernorm);
+  pl.post_norm = to_vector(w.post_attention_layernorm);
+  Matrix qkv(w.q_proj.rows() + w.k_proj.rows() + w.v_proj.rows(), w.q_proj.cols());
+  qkv << w.q_proj, w.k_proj, w.v_proj;
+  pl.qkv = PackedMatrix(qkv, precision, prefix + "self_attn.{q,k,v}_proj.weight");
+  pl.qkv_bias = qkv_bias(w);
+  pl.q_norm = to_vector(w.q_norm);
+  pl.k_norm = to_vector(w.k_norm);
+  pl.o = PackedMatrix(w.o_proj, precision, prefix + "self_attn.o_proj.weight");
+  pl.o_bias = to_vector(w.o_bias);
+  pl.gate_up = pack_gate_up(w.gate_proj, w.up_proj, precision, prefix + "mlp.{gate,up}_proj.weight");
+  pl.gate_bias = to_vector(w.gate_bias);
+  pl.up_bias = to_vector(w.up_bias);
+  pl.down = PackedMatrix(w.down_proj, precision, prefix + "mlp.down_proj.weight");
+  pl.down_bias = to_vector(w.down_bias);
+  return pl;
+}
+
+void rms_norm_rows(const float* x, float* y, int rows, int n, const std::vector<float>& w, double eps) {
+  for (int t = 0; t < rows; ++t) {
+    float* yt = y + static_cast<std::size_t>(t) * n;
+    std::memcpy(yt, x + static_cast<std::size_t>(t) * n, sizeof(float) * n);
+    ops::rms_norm_inplace(yt, w.data(), n, eps);
+  }
+}
+
+void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, CpuKVCache& cache,
+                   int layer, const TokenBlock& block, const std::vector<int>& rows, float* x, LayerScratch& s) {
+  const int T = static_cast<int>(block.positions.size());
+  const int n = static_cast<int>(rows.size());
+  const int H = c.hidden_size, I = c.intermediate_size;
+  const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
+  const int qd = c.q_dim(), kvd = c.kv_dim(), qkvd = qd + 2 * kvd;
+  grow(s.qkv, static_cast<std::size_t>(T) * qkvd);  // (T, q | k | v)
+  grow(s.attn, static_cast<std::size_t>(n) * qd);   // (n, nh·hd)
+  grow(s.xn, static_cast<std::size_t>(n) * H);      // (n, H)
+  grow(s.act, static_cast<std::size_t>(n) * I);     // (n, I)
+
+  linear(w.qkv, or_null(w.qkv_bias), attn_in, w.qkv.cols(), T, s.qkv.data(), qkvd, false);
+  for (int t = 0; t < T; ++t) {
+    float* q = &s.qkv[static_cast<std::size_t>(t) * qkvd];
+    float* k = q + qd;
+    const float* v = k + kvd;
+    if (!w.q_norm.empty()) {  // Qwen3: RMSNorm over each head before RoPE
+      for (int h = 0; h < nh; ++h) ops::rms_norm_inplace(q + h * hd, w.q_norm.data(), hd, c.rms_norm_eps);
+      for (int h = 0; h < nkv; ++h) ops::rms_norm_inplace(k + h * hd, w.k_norm.data(), hd, c.rms_norm_eps);
+    }
+    rope.apply(q, nh, block.angles[static_cast<std::size_t>(t)]);
+    rope.apply(k, nkv, block.angles[static_cast<std::size_t>(t)]);
+    std::memcpy(cache.keys(layer, block.first_slot + t), k, sizeof(float) * kvd);
+    std::memcpy(cache.values(layer, block.first_slot + t), v, sizeof(float) * kvd);
+  }
+  if (n == 0) return;
+  attention(c, s.qkv.data(), qkvd, cache, layer, block, c.layer_sliding_window(layer), rows, s.attn.data(), qd);
+  linear(w.o, or_null(w.o_bias), s.attn.data(), qd, n, x, H, true);  // x += o_proj(attn)
+  rms_norm_rows(x, s.xn.data(), n, H, w.post_norm, c.rms_norm_eps);
+  linear_swiglu(w.gate_up, or_null(w.gate_bias), or_null(w.up_bias), s.xn.data(), H, n, s.act.data(), I);
+  linear(w.down, or_null(w.down_bias), s.act.data(), I, n, x, H, true);  // x += down(act)
+}
+
+}  // namespace specdec::cpu

@@ -1,0 +1,55 @@
+#pragma once
+// One Llama decoder layer on the cpu kernels, shared by the target (cpu_transformer) and the
+// EAGLE-family heads (cpu_eagle_head): as reference/model/decoder_layer, the attention input may
+// differ from the residual stream (EAGLE-1 omits the input norm; EAGLE-3's first layer reads
+// concat(norm(emb), norm(h)) of width 2H while the residual stays h).
+#include <string>
+#include <vector>
+
+#include "optimized/cpu/cpu_kv_cache.hpp"
+#include "optimized/cpu/packed_matrix.hpp"
+#include "reference/model/decoder_layer.hpp"
+#include "reference/model/model_config.hpp"
+#include "reference/model/rope.hpp"
+#include "reference/model/weights.hpp"
+
+namespace specdec::cpu {
+
+// One decoder layer, packed: q/k/v stacked into one matrix (one pass over the attention input),
+// gate and up interleaved for the fused SwiGLU. Norm weights and biases stay fp32.
+struct PackedLayer {
+  std::vector<float> input_norm, post_norm;  // (H)
+  PackedMatrix qkv;                          // [(nh + 2·nkv)·hd, K], K = the attention input's width
+  std::vector<float> qkv_bias;               // ((nh + 2·nkv)·hd) or empty
+  std::vector<float> q_norm, k_norm;         // (hd) or empty (Qwen3 only)
+  PackedMatrix o;                            // [H, nh·hd]
+  std::vector<float> o_bias;                 // (H) or empty
+  PackedMatrix gate_up;                      // [2I, H], see pack_gate_up
+  std::vector<float> gate_bias, up_bias;     // (I) or empty
+  PackedMatrix down;                         // [H, I]
+  std::vector<float> down_bias;              // (H) or empty
+
+  // Bytes one single-token pass reads: the four matrices and every vector.
+  std::size_t bytes() const;
+};
+
+// Packs `w` (shapes already checked) into `precision`; `prefix` names its tensors in errors
+// (e.g. "model.layers.3.").
+PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix);
+
+// RMSNorm of each of `rows` rows of x (width n) into y, as the reference's ops::rms_norm.
+void rms_norm_rows(const float* x, float* y, int rows, int n, const std::vector<float>& w, double eps);
+
+// Work buffers of decoder_layer, grown on demand and reused across layers.
+struct LayerScratch {
+  std::vector<float> qkv, attn, xn, act;
+};
+
+// One layer on the block's T new tokens. attn_in: (T, w.qkv.cols()) the attention input of every
+// new token; their keys and values go into `cache` at the block's slots for `layer`. x: (n, H)
+// the residual stream of the tokens `rows` (ascending indices into the block, n = rows.size()),
+// updated in place: x += o_proj(attention), then x += down(swiglu(gate, up)(post_norm(x))).
+void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, CpuKVCache& cache,
+                   int layer, const TokenBlock& block, const std::vector<int>& rows, float* x, LayerScratch& s);
+
+}  // namespace specdec::cpu
