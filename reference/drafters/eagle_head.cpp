@@ -86,28 +86,36 @@ void check_eagle_weights(const EagleHeadConfig& c, const EagleWeights& weights, 
 }
 
 EagleHead::EagleHead(EagleHeadConfig config, EagleWeights weights, const Transformer& target, const std::string& source)
-    : config_(std::move(config)), weights_(std::move(weights)), target_(&target), rope_(config_.layer) {
+    : config_(std::move(config)), target_(&target), rope_(config_.layer) {
   validate_eagle_config(config_, source);
   check_eagle_config_against_target(config_, target.config(), source);
-  check_eagle_weights(config_, weights_, source);
+  check_eagle_weights(config_, weights, source);
   // t2d follows from d2t; keep it explicit so in_draft_vocab is a lookup.
-  if (!weights_.d2t.empty() && weights_.t2d.empty()) {
-    weights_.t2d.assign(static_cast<std::size_t>(config_.target_vocab), 0);
-    for (std::size_t d = 0; d < weights_.d2t.size(); ++d) {
-      weights_.t2d[static_cast<std::size_t>(static_cast<int64_t>(d) + weights_.d2t[d])] = 1;
+  if (!weights.d2t.empty() && weights.t2d.empty()) {
+    weights.t2d.assign(static_cast<std::size_t>(config_.target_vocab), 0);
+    for (std::size_t d = 0; d < weights.d2t.size(); ++d) {
+      weights.t2d[static_cast<std::size_t>(static_cast<int64_t>(d) + weights.d2t[d])] = 1;
     }
   }
+  weights_ = std::make_shared<const EagleWeights>(std::move(weights));
+}
+
+EagleHead EagleHead::with_engine(std::shared_ptr<const EagleHeadEngine> engine) const {
+  EagleHead head = *this;
+  head.engine_ = std::move(engine);
+  return head;
 }
 
 const Matrix& EagleHead::embeddings() const {
-  return config_.own_embeddings ? weights_.embed_tokens : target_->weights().embed_tokens;
+  return config_.own_embeddings ? weights_->embed_tokens : target_->weights().embed_tokens;
 }
 
 const Matrix& EagleHead::output_head() const {
-  return config_.kind == EagleKind::eagle1 ? target_->weights().output_head() : weights_.lm_head;
+  return config_.kind == EagleKind::eagle1 ? target_->weights().output_head() : weights_->lm_head;
 }
 
 std::unique_ptr<KVCache> EagleHead::new_cache(int capacity) const {
+  if (engine_) return engine_->new_cache(capacity);
   return std::make_unique<DenseKVCache>(config_.num_layers, config_.layer.kv_dim(), capacity);
 }
 
@@ -116,7 +124,7 @@ int32_t EagleHead::to_target(int32_t d) const {
     throw Error("to_target: draft id " + std::to_string(d) + " outside the draft vocabulary [0, " +
                 std::to_string(config_.draft_vocab) + ")");
   }
-  return weights_.d2t.empty() ? d : static_cast<int32_t>(d + weights_.d2t[static_cast<std::size_t>(d)]);
+  return weights_->d2t.empty() ? d : static_cast<int32_t>(d + weights_->d2t[static_cast<std::size_t>(d)]);
 }
 
 bool EagleHead::in_draft_vocab(int32_t t) const {
@@ -124,22 +132,14 @@ bool EagleHead::in_draft_vocab(int32_t t) const {
     throw Error("in_draft_vocab: token id " + std::to_string(t) + " outside the vocabulary [0, " +
                 std::to_string(config_.target_vocab) + ")");
   }
-  return weights_.t2d.empty() || weights_.t2d[static_cast<std::size_t>(t)] != 0;
+  return weights_->t2d.empty() || weights_->t2d[static_cast<std::size_t>(t)] != 0;
 }
 
-EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const {
+EagleHead::Output EagleHead::forward(KVCache& cache, const Input& in) const {
   const EagleHeadConfig& c = config_;
-  const ModelConfig& lc = c.layer;
   const std::string where = "eagle head forward: ";
-  auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
-  if (!cache) throw Error(where + "the KV cache was not created by the reference backend");
-  if (cache->layers() != c.num_layers || cache->kv_dim() != lc.kv_dim()) {
-    throw Error(where + "the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
-                std::to_string(cache->kv_dim()) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
-                std::to_string(lc.kv_dim()) + " (use EagleHead::new_cache)");
-  }
   const int T = static_cast<int>(in.tokens.size());
-  const int H = lc.hidden_size;
+  const int H = c.layer.hidden_size;
   if (T == 0) throw Error(where + "no tokens given");
   if (!in.projected.empty() && static_cast<int>(in.projected.size()) != T) {
     throw Error(where + std::to_string(in.projected.size()) + " projected flags given for " + std::to_string(T) + " tokens");
@@ -170,6 +170,26 @@ EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const
                   std::to_string(embed.rows()) + ")");
     }
   }
+  return engine_ ? engine_->forward(cache, in) : reference_forward(cache, in);
+}
+
+EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input& in) const {
+  const EagleHeadConfig& c = config_;
+  const EagleWeights& weights = *weights_;
+  const ModelConfig& lc = c.layer;
+  const std::string where = "eagle head forward: ";
+  auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
+  if (!cache) throw Error(where + "the KV cache was not created by the reference backend (use EagleHead::new_cache)");
+  if (cache->layers() != c.num_layers || cache->kv_dim() != lc.kv_dim()) {
+    throw Error(where + "the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
+                std::to_string(cache->kv_dim()) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
+                std::to_string(lc.kv_dim()) + " (use EagleHead::new_cache)");
+  }
+  const int T = static_cast<int>(in.tokens.size());
+  const int H = lc.hidden_size;
+  const int F = c.feature_width();
+  const auto is_projected = [&](int t) { return !in.projected.empty() && in.projected[static_cast<std::size_t>(t)] != 0; };
+  const Matrix& embed = embeddings();  // [V, H]
 
   ForwardRequest request;
   request.tokens = in.tokens;
@@ -182,13 +202,13 @@ EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const
   for (int t = 0; t < T; ++t) e.row(t) = embed.row(in.tokens[static_cast<std::size_t>(t)]);
   cache->append(T, block.positions.data());  // every check is done: only now touch the cache
 
-  const LayerWeights& l0 = weights_.layers.front();
+  const LayerWeights& l0 = weights.layers.front();
   Matrix out;  // out: (T, H) residual stream
   if (c.kind == EagleKind::eagle1) {
     Matrix cat(T, H + F);  // cat: (T, H + Ht) = [embed | feature], embedding first
     cat.leftCols(H) = e;
     cat.rightCols(F) = in.features;
-    const Matrix x = ops::linear(cat, weights_.fc, weights_.fc_bias);  // (T, H)
+    const Matrix x = ops::linear(cat, weights.fc, weights.fc_bias);  // (T, H)
     out = decoder_layer(l0, lc, rope_, x, x, *cache, 0, block);          // no input norm
   } else {
     Matrix h(T, H);  // h: (T, H) fused (or fed-back) hidden state
@@ -203,17 +223,17 @@ EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const
     if (!rows.empty()) {
       Matrix aux(static_cast<Eigen::Index>(rows.size()), F);  // (n, n_aux·Ht)
       for (std::size_t i = 0; i < rows.size(); ++i) aux.row(static_cast<Eigen::Index>(i)) = in.features.row(rows[i]);
-      const Matrix fused = ops::linear(aux, weights_.fc, weights_.fc_bias);  // (n, H)
+      const Matrix fused = ops::linear(aux, weights.fc, weights.fc_bias);  // (n, H)
       for (std::size_t i = 0; i < rows.size(); ++i) h.row(rows[i]) = fused.row(static_cast<Eigen::Index>(i));
     }
-    const Matrix hn = ops::rms_norm(h, weights_.hidden_norm, lc.rms_norm_eps);
+    const Matrix hn = ops::rms_norm(h, weights.hidden_norm, lc.rms_norm_eps);
     Matrix attn_in(T, 2 * H);  // (T, 2H) = [input_norm(embed) | hidden_norm(h)]
     attn_in.leftCols(H) = ops::rms_norm(e, l0.input_layernorm, lc.rms_norm_eps);
     attn_in.rightCols(H) = hn;
     out = decoder_layer(l0, lc, rope_, c.norm_before_residual ? hn : h, attn_in, *cache, 0, block);
   }
   for (int l = 1; l < c.num_layers; ++l) {
-    const LayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
+    const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
     out = decoder_layer(w, lc, rope_, out, ops::rms_norm(out, w.input_layernorm, lc.rms_norm_eps), *cache, l, block);
   }
 
@@ -222,7 +242,7 @@ EagleHead::Output EagleHead::forward(KVCache& cache_base, const Input& in) const
     Matrix rows(static_cast<Eigen::Index>(in.logit_rows.size()), H);  // (R, H)
     for (std::size_t i = 0; i < in.logit_rows.size(); ++i) rows.row(static_cast<Eigen::Index>(i)) = out.row(in.logit_rows[i]);
     // EAGLE-1 feeds the layer output straight into the target's LM head; the others normalise.
-    if (c.kind != EagleKind::eagle1) rows = ops::rms_norm(rows, weights_.norm, lc.rms_norm_eps);
+    if (c.kind != EagleKind::eagle1) rows = ops::rms_norm(rows, weights.norm, lc.rms_norm_eps);
     result.logits = ops::linear(rows, output_head());  // (R, Vd)
   }
   result.hidden = std::move(out);

@@ -44,6 +44,8 @@ struct EagleWeights {
 // consistent injective mapping into [0, V). `source` names the checkpoint in the message.
 void check_eagle_weights(const EagleHeadConfig& c, const EagleWeights& w, const std::string& source);
 
+class EagleHeadEngine;
+
 class EagleHead {
  public:
   // features: (T, F). A row goes through fc when `projected[t]` is false; F is then
@@ -71,13 +73,21 @@ class EagleHead {
             const std::string& source = "eagle head");
 
   // Appends the T rows to `cache` (from new_cache) and runs the head. Batch-invariant: T rows
-  // give bitwise the same results as T one-row calls.
+  // give bitwise the same results as T one-row calls. Checks `in` against the head, then computes
+  // on the engine (the reference's own code when none is bound).
   Output forward(KVCache& cache, const Input& in) const;
-  // A DenseKVCache with num_layers layers of the drafter's KV width.
+  // A cache of the engine's kind with num_layers layers of the drafter's KV width (reference:
+  // a DenseKVCache).
   std::unique_ptr<KVCache> new_cache(int capacity) const;
 
+  // This head computing on `engine` (null: the reference): the config, the weights (shared, not
+  // copied) and the target stay the same.
+  EagleHead with_engine(std::shared_ptr<const EagleHeadEngine> engine) const;
+  // The engine the forwards run on; null for the reference.
+  const EagleHeadEngine* engine() const { return engine_.get(); }
+
   const EagleHeadConfig& config() const { return config_; }
-  const EagleWeights& weights() const { return weights_; }
+  const EagleWeights& weights() const { return *weights_; }
   const Transformer& target() const { return *target_; }
   const Rope& rope() const { return rope_; }
   // The embedding table in use: the head's own, else the target's. [V, H]
@@ -90,13 +100,30 @@ class EagleHead {
   // Whether a target id is in the draft vocabulary (t2d). Throws outside [0, V).
   bool in_draft_vocab(int32_t target_id) const;
   // P-EAGLE: the learned hidden state (n_aux·Ht) of the mask slots; empty for other kinds.
-  const Vector& mask_hidden() const { return weights_.mask_hidden; }
+  const Vector& mask_hidden() const { return weights_->mask_hidden; }
 
  private:
+  // The reference's forward on a DenseKVCache; `in` already checked.
+  Output reference_forward(KVCache& cache, const Input& in) const;
+
   EagleHeadConfig config_;
-  EagleWeights weights_;
+  std::shared_ptr<const EagleWeights> weights_;  // immutable once checked; shared by with_engine
   const Transformer* target_;
   Rope rope_;
+  std::shared_ptr<const EagleHeadEngine> engine_;  // null: the reference
+};
+
+// Another implementation of EagleHead's forward (optimized/cpu/cpu_eagle_head.hpp): it receives
+// inputs EagleHead::forward has checked and must compute what the reference computes (bitwise
+// for the cpu backend), on caches from its own new_cache.
+class EagleHeadEngine {
+ public:
+  virtual ~EagleHeadEngine() = default;
+  // The backend's name ("cpu"), for messages.
+  virtual std::string name() const = 0;
+  virtual std::unique_ptr<KVCache> new_cache(int capacity) const = 0;
+  // As EagleHead::forward; throws specdec::Error when `cache` is not one of this engine's.
+  virtual EagleHead::Output forward(KVCache& cache, const EagleHead::Input& in) const = 0;
 };
 
 // Deterministic random weights: linear weights, embeddings and mask_hidden ~ N(0, stddev²), norm

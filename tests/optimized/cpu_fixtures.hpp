@@ -8,9 +8,28 @@
 
 #include "optimized/cpu/cpu_kv_cache.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
+#include "optimized/cpu/dot_kernels.hpp"
+#include "reference/model/ops.hpp"
 #include "tests/reference/model_fixtures.hpp"
 
 namespace specdec::testing {
+
+// Restores the thread count, threshold and code path a test changes.
+class SettingsGuard {
+ public:
+  SettingsGuard()
+      : threads_(ops::num_threads()), threshold_(ops::parallel_work_threshold()), simd_(cpu::simd_enabled()) {}
+  ~SettingsGuard() {
+    ops::set_num_threads(threads_);
+    ops::set_parallel_work_threshold(threshold_);
+    cpu::set_simd_enabled(simd_);
+  }
+
+ private:
+  int threads_;
+  long long threshold_;
+  bool simd_;
+};
 
 inline const std::vector<Dtype>& cpu_precisions() {
   static const std::vector<Dtype> p = {Dtype::F32, Dtype::BF16, Dtype::F16};

@@ -4,14 +4,15 @@
 // builds it, and feeds the drafter the hidden states a plain forward gives. Its sequential run in
 // turn equals the reference's with the rounded weights.
 //
-// EAGLE heads stay reference objects bound to the reference twin (the head uses the target's
-// embeddings and LM head); the decoding loop hands them the cpu target's hidden states.
+// EAGLE heads run on the cpu backend too (cpu_eagle_head), bound to the reference twin for the
+// target's embeddings and LM head; the decoding loop hands them the cpu target's hidden states.
 #include <gtest/gtest.h>
 
 #include <iostream>
 #include <map>
 #include <memory>
 
+#include "optimized/cpu/cpu_eagle_head.hpp"
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
@@ -140,6 +141,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
         expected[{tk, pi}] = decode_sequential((tk == 0 ? plain : bigram)->cpu, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens)).tokens;
     std::map<std::string, std::pair<double, int>> acceptance;  // method -> (sum of AL, runs)
     testing::HeadPool pool;
+    pool.bind = cpu::cpu_eagle_head;  // the heads run on the cpu backend too
     for (const testing::EagleMethod& m : testing::eagle_methods(pool)) {
       const int tk = m.target == testing::EagleTarget::plain ? 0 : 1;
       const CpuTwin& twin = tk == 0 ? *plain : *bigram;
@@ -165,7 +167,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
           const std::vector<int32_t>& covered = pc.covered_tokens();
           ASSERT_GE(covered.size(), kPrompts[pi].size() + 1) << where;
           auto fresh = testing::fresh_pair_cache(twin.cpu, testing::head_of(*proposer), covered, kCapacity);
-          EXPECT_TRUE(testing::dense_cache(pc.cache()).equals(testing::dense_cache(*fresh)))
+          EXPECT_TRUE(testing::cpu_cache(pc.cache()).equals(testing::cpu_cache(*fresh)))
               << "drafter cache differs from a fresh run; " << where;
         }
       }

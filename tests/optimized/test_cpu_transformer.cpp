@@ -30,6 +30,7 @@ using testing::cpu_fixture_configs;
 using testing::cpu_precisions;
 using testing::dense_cache;
 using testing::error_of;
+using testing::SettingsGuard;
 using testing::expect_batch_invariant;
 using testing::expect_tree_equals_chains;
 using testing::kTreeParents;
@@ -47,23 +48,6 @@ const ModelConfig& config_named(const std::string& name) {
 }
 
 std::string where(const std::string& config, Dtype p) { return config + " / " + dtype_name(p) + ", seed " + std::to_string(kSeed); }
-
-// Restores the thread count, threshold and code path a test changes.
-class SettingsGuard {
- public:
-  SettingsGuard()
-      : threads_(ops::num_threads()), threshold_(ops::parallel_work_threshold()), simd_(cpu::simd_enabled()) {}
-  ~SettingsGuard() {
-    ops::set_num_threads(threads_);
-    ops::set_parallel_work_threshold(threshold_);
-    cpu::set_simd_enabled(simd_);
-  }
-
- private:
-  int threads_;
-  long long threshold_;
-  bool simd_;
-};
 
 // --- the kernels --------------------------------------------------------------------------------
 

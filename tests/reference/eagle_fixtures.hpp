@@ -112,11 +112,13 @@ inline EagleHead passthrough_head(const Transformer& target) {
   return EagleHead(random.config(), w, target, "passthrough head");
 }
 
-// Keeps heads alive (at stable addresses) for the duration of a test.
+// Keeps heads alive (at stable addresses) for the duration of a test; `bind`, when set, moves
+// every head added onto another backend (e.g. cpu::cpu_eagle_head).
 struct HeadPool {
   std::vector<std::unique_ptr<EagleHead>> heads;
+  std::function<EagleHead(const EagleHead&)> bind;
   const EagleHead& add(EagleHead h) {
-    heads.push_back(std::make_unique<EagleHead>(std::move(h)));
+    heads.push_back(std::make_unique<EagleHead>(bind ? bind(h) : std::move(h)));
     return *heads.back();
   }
 };

@@ -1,0 +1,20 @@
+#pragma once
+// EAGLE-1, EAGLE-3 and P-EAGLE heads on the cpu kernels: the forward of the reference EagleHead
+// (reference/drafters/eagle_head.hpp) computed with the cpu backend's batched linear layers,
+// attention and KV cache, bitwise equal to the reference's.
+//
+// Every matrix of the head (fc, the layers' projections, EAGLE-3's lm_head, EAGLE-1's use of the
+// target's LM head) is packed in the narrowest precision that holds all its values exactly (BF16,
+// F16, else F32): a head trained or loaded in BF16, or the LM head of a BF16 target, is read at
+// two bytes per weight, and no value changes, so no result does either. The embedding rows of
+// the T new tokens are read from the head's fp32 table (T rows per call, not a stream).
+#include "reference/drafters/eagle_head.hpp"
+
+namespace specdec::cpu {
+
+// `head` computing on the cpu backend (EagleHead::with_engine): same config, weights and target;
+// its new_cache gives CpuKVCaches. The packed copy lives as long as the returned head or a copy
+// of it; the target must outlive them, as for `head`.
+EagleHead cpu_eagle_head(const EagleHead& head);
+
+}  // namespace specdec::cpu

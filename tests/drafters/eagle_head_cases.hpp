@@ -1,0 +1,182 @@
+#pragma once
+// EAGLE-1, EAGLE-3 and P-EAGLE heads for the head tests, shared by the reference suite
+// (test_eagle_head) and the cpu backend's (test_cpu_eagle_head): six configs over the layouts and
+// the features a head can have (fc bias, own embeddings, a draft vocabulary, Qwen3 q/k norms,
+// norm_before_residual, attention biases, several layers), on a tiny_llama target.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reference/drafters/eagle_head.hpp"
+#include "tests/reference/model_fixtures.hpp"
+
+namespace specdec::testing {
+
+inline constexpr uint64_t kTargetSeed = 11;
+
+inline uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// The target: tiny_llama (H = 48, L = 3, V = 97).
+inline const Transformer& target() {
+  static const Transformer t = make_model(tiny_llama(), kTargetSeed);
+  return t;
+}
+
+inline ModelConfig head_layer(int H, int nh, int nkv, int hd, int layers) {
+  ModelConfig c;
+  c.hidden_size = H;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = nh;
+  c.num_key_value_heads = nkv;
+  c.head_dim = hd;
+  c.vocab_size = 97;
+  c.max_position_embeddings = 256;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 20000.0;  // differs from the target's: the head must use its own RoPE
+  c.bos_token_id = 0;
+  c.eos_token_ids = {1};
+  return c;
+}
+
+struct Case {
+  std::string name;
+  EagleHeadConfig config;
+  uint64_t seed;
+};
+
+inline std::vector<Case> cases() {
+  std::vector<Case> out;
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::eagle1;
+    c.layout = "safeailab";
+    c.layer = head_layer(48, 4, 2, 12, 1);
+    c.target_hidden = 48;
+    c.target_vocab = c.draft_vocab = 97;
+    c.fc_bias = true;
+    out.push_back({"eagle1_safeailab", c, 101});
+  }
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::eagle1;
+    c.layout = "safeailab";
+    c.layer = head_layer(48, 6, 6, 8, 2);
+    c.layer.mlp_bias = true;
+    c.num_layers = 2;
+    c.target_hidden = 48;
+    c.target_vocab = c.draft_vocab = 97;
+    c.fc_bias = false;
+    c.own_embeddings = true;
+    out.push_back({"eagle1_two_layers_own_embed", c, 102});
+  }
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::eagle3;
+    c.layout = "safeailab";
+    c.layer = head_layer(48, 4, 2, 12, 1);
+    c.layer.architecture = "LlamaForCausalLMEagle3";
+    c.target_hidden = 48;
+    c.target_vocab = 97;
+    c.draft_vocab = 40;
+    out.push_back({"eagle3_safeailab", c, 103});  // aux layers: the target's default {0, 1, 2}
+  }
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::eagle3;
+    c.layout = "speculators";
+    c.layer = head_layer(32, 4, 1, 10, 2);
+    c.layer.model_type = "qwen3";
+    c.layer.architecture = "Qwen3ForCausalLM";
+    c.layer.qk_norm = true;
+    c.num_layers = 2;
+    c.target_hidden = 48;  // differs from the head's H = 32: it brings its own embeddings
+    c.target_vocab = 97;
+    c.draft_vocab = 60;
+    c.aux_layers = {1, 3};
+    c.norm_before_residual = true;
+    c.own_embeddings = true;
+    out.push_back({"eagle3_speculators_qwen3", c, 104});
+  }
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::peagle;
+    c.layout = "aws";
+    c.layer = head_layer(48, 4, 2, 12, 3);
+    c.num_layers = 3;
+    c.target_hidden = 48;
+    c.target_vocab = 97;
+    c.draft_vocab = 50;
+    c.own_embeddings = true;
+    c.mask_token_id = 96;
+    c.trained_depth = 8;
+    out.push_back({"peagle_aws", c, 105});
+  }
+  {
+    EagleHeadConfig c;
+    c.kind = EagleKind::peagle;
+    c.layout = "speculators";
+    c.layer = head_layer(48, 6, 3, 8, 2);
+    c.layer.attention_bias = c.layer.o_proj_bias = true;
+    c.num_layers = 2;
+    c.target_hidden = 48;
+    c.target_vocab = c.draft_vocab = 97;
+    c.aux_layers = {0, 2, 3};
+    c.own_embeddings = true;
+    c.mask_token_id = 3;
+    c.trained_depth = 10;
+    out.push_back({"peagle_speculators_bias", c, 106});
+  }
+  return out;
+}
+
+inline EagleHead make_head(const Case& k) { return random_eagle_head(k.config, target(), k.seed, 0.08f); }
+
+inline const Case& find_case(const std::string& name) {
+  static const std::vector<Case> all = cases();
+  for (const Case& k : all)
+    if (k.name == name) return k;
+  throw std::runtime_error("no case " + name);
+}
+
+// Random inputs for T rows; rows listed in `projected_rows` carry an H-wide state in [0, H) and
+// junk beyond it.
+inline EagleHead::Input random_input(const EagleHead& head, int T, uint64_t seed, const std::vector<int>& projected_rows = {}) {
+  const EagleHeadConfig& c = head.config();
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  EagleHead::Input in;
+  in.features.resize(T, c.feature_width());
+  for (int t = 0; t < T; ++t) {
+    in.tokens.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(c.target_vocab)));
+    for (int i = 0; i < c.feature_width(); ++i) in.features(t, i) = u(rng);
+    in.logit_rows.push_back(t);
+  }
+  if (!projected_rows.empty()) {
+    in.projected.assign(static_cast<std::size_t>(T), 0);
+    for (int r : projected_rows) in.projected[static_cast<std::size_t>(r)] = 1;
+  }
+  return in;
+}
+
+inline EagleHead::Input one_row(const EagleHead::Input& in, int t) {
+  EagleHead::Input r;
+  r.tokens = {in.tokens[static_cast<std::size_t>(t)]};
+  r.features = in.features.row(t);
+  if (!in.projected.empty()) r.projected = {in.projected[static_cast<std::size_t>(t)]};
+  r.logit_rows = {0};
+  return r;
+}
+
+inline void expect_bitwise(const Matrix& a, const Matrix& b, const std::string& label) {
+  ASSERT_EQ(a.rows(), b.rows()) << label;
+  ASSERT_EQ(a.cols(), b.cols()) << label;
+  for (Eigen::Index i = 0; i < a.size(); ++i) ASSERT_EQ(bits(a.data()[i]), bits(b.data()[i])) << label << " element " << i;
+}
+
+}  // namespace specdec::testing

@@ -1,0 +1,163 @@
+// EAGLE-1, EAGLE-3 and P-EAGLE heads on the cpu backend: bitwise equal to the reference head
+// (logits, hidden states, KV cache) for every head config of eagle_head_cases.hpp, with weights
+// held in fp32 and rounded to BF16 and F16 (packed in two bytes then), over chains, projected
+// rows, tree masks at explicit positions, P-EAGLE mask slots and selected logit rows, on 1 and 3
+// threads and both code paths; and the errors of mixing caches between backends.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "optimized/cpu/cpu_eagle_head.hpp"
+#include "optimized/cpu/packed_matrix.hpp"
+#include "reference/core/error.hpp"
+#include "tests/drafters/eagle_head_cases.hpp"
+#include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/reference/error_capture.hpp"
+
+namespace specdec {
+namespace {
+
+using testing::bits;
+using testing::cpu_cache;
+using testing::dense_cache;
+using testing::error_of;
+using testing::expect_bitwise;
+using testing::random_input;
+using testing::SettingsGuard;
+
+// tiny_llama's target with its matrices rounded to `p`: EAGLE-1 heads use its LM head, which the
+// cpu head then holds in two bytes per weight for BF16 and F16.
+const Transformer& target_in(Dtype p) {
+  static std::map<Dtype, std::unique_ptr<Transformer>> targets;
+  auto& t = targets[p];
+  if (!t) t = std::make_unique<Transformer>(testing::tiny_llama(), cpu::rounded_llama_weights(testing::target().weights(), p));
+  return *t;
+}
+
+// The random head of case `k` for target_in(p), every matrix rounded to `p`.
+EagleHead rounded_head(const testing::Case& k, Dtype p) {
+  const EagleHead random = random_eagle_head(k.config, target_in(p), k.seed, 0.08f);
+  EagleWeights w = random.weights();
+  auto round = [p](Matrix& m) { m = cpu::round_to_precision(m, p); };
+  round(w.fc);
+  round(w.lm_head);
+  round(w.embed_tokens);
+  for (LayerWeights& l : w.layers)
+    for (Matrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) round(*m);
+  return EagleHead(random.config(), std::move(w), target_in(p), k.name);
+}
+
+// The inputs of one drafting sequence: a 3-row prefix; 6 rows, three of them projected (EAGLE-3 /
+// P-EAGLE); a 4-node tree at explicit positions with logits for two rows in reverse order; for
+// P-EAGLE a real slot followed by three mask slots.
+std::vector<EagleHead::Input> drafting_inputs(const EagleHead& head, uint64_t seed) {
+  const EagleHeadConfig& c = head.config();
+  const bool eagle1 = c.kind == EagleKind::eagle1;
+  std::vector<EagleHead::Input> steps;
+  steps.push_back(random_input(head, 3, seed));
+  steps.push_back(random_input(head, 6, seed + 1, eagle1 ? std::vector<int>{} : std::vector<int>{1, 4, 5}));
+  EagleHead::Input tree = random_input(head, 4, seed + 2);
+  tree.positions = {9, 10, 10, 11};
+  tree.mask = AttentionMask::causal(9, 4);
+  tree.mask->set(2, 9 + 1, false);  // siblings at position 10 do not see each other
+  tree.mask->set(3, 9 + 2, false);  // the grandchild sees its parent (row 1) only
+  tree.logit_rows = {3, 0};
+  steps.push_back(tree);
+  if (c.kind == EagleKind::peagle) {
+    EagleHead::Input slots = random_input(head, 4, seed + 3);
+    for (int t = 1; t < 4; ++t) {
+      slots.tokens[static_cast<std::size_t>(t)] = c.mask_token_id;
+      slots.features.row(t) = head.mask_hidden().transpose();
+    }
+    steps.push_back(slots);
+  }
+  return steps;
+}
+
+TEST(CpuEagleHead, EqualsReferenceBitwiseForEveryHeadPrecisionAndThreadCount) {
+  SettingsGuard guard;
+  ops::set_parallel_work_threshold(0);  // thread every loop, however small
+  for (const testing::Case& k : testing::cases()) {
+    for (Dtype p : testing::cpu_precisions()) {
+      const EagleHead reference = rounded_head(k, p);
+      const EagleHead cpu_head = cpu::cpu_eagle_head(reference);
+      const std::vector<EagleHead::Input> steps = drafting_inputs(reference, k.seed + 10);
+      auto ref_cache = reference.new_cache(32);
+      std::vector<EagleHead::Output> want;
+      for (const EagleHead::Input& in : steps) want.push_back(reference.forward(*ref_cache, in));
+      for (int threads : {1, 3}) {
+        for (bool simd : {true, false}) {
+          ops::set_num_threads(threads);
+          cpu::set_simd_enabled(simd);
+          const std::string where = k.name + " / " + dtype_name(p) + ", threads " + std::to_string(threads) + ", simd " +
+                                    std::to_string(cpu::simd_enabled()) + ", seed " + std::to_string(k.seed);
+          auto cache = cpu_head.new_cache(32);
+          for (std::size_t s = 0; s < steps.size(); ++s) {
+            const EagleHead::Output got = cpu_head.forward(*cache, steps[s]);
+            expect_bitwise(want[s].logits, got.logits, where + ", step " + std::to_string(s) + " logits");
+            expect_bitwise(want[s].hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
+          }
+          EXPECT_TRUE(cpu_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuEagleHead, SharesTheHeadAndGivesCpuCaches) {
+  const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
+  const EagleHead cpu_head = cpu::cpu_eagle_head(reference);
+  EXPECT_EQ(reference.engine(), nullptr);
+  ASSERT_NE(cpu_head.engine(), nullptr);
+  EXPECT_EQ(cpu_head.engine()->name(), "cpu");
+  EXPECT_EQ(&cpu_head.weights(), &reference.weights()) << "the weights are shared, not copied";
+  EXPECT_EQ(&cpu_head.target(), &reference.target());
+  auto cache = cpu_head.new_cache(8);
+  EXPECT_NE(dynamic_cast<cpu::CpuKVCache*>(cache.get()), nullptr);
+  EXPECT_EQ(cache->capacity(), 8);
+  // Back on the reference.
+  const EagleHead again = cpu_head.with_engine(nullptr);
+  EXPECT_NE(dynamic_cast<DenseKVCache*>(again.new_cache(4).get()), nullptr);
+}
+
+TEST(CpuEagleHeadErrors, CachesOfAnotherBackendOrShapeAndBadInputsLeaveTheCacheUntouched) {
+  const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
+  const EagleHead cpu_head = cpu::cpu_eagle_head(reference);
+  const EagleHead::Input in = random_input(reference, 3, 2);
+  auto ref_cache = reference.new_cache(8);
+  auto cache = cpu_head.new_cache(8);
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*ref_cache, in); }),
+                  "eagle head forward: the KV cache was not created by the cpu backend");
+  EXPECT_CONTAINS(error_of([&] { reference.forward(*cache, in); }),
+                  "eagle head forward: the KV cache was not created by the reference backend");
+  const cpu::CpuTransformer target_cpu(testing::tiny_llama(), testing::target().weights(), Dtype::F32);
+  auto target_cache = target_cpu.new_cache(8);
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*target_cache, in); }),
+                  "the KV cache has 3 layers of width 16, the head needs 1 of width 24");
+  EXPECT_EQ(ref_cache->length(), 0);
+  EXPECT_EQ(target_cache->length(), 0);
+
+  cpu_head.forward(*cache, random_input(reference, 2, 1));
+  EagleHead::Input bad = in;
+  bad.features.resize(3, 48);
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*cache, bad); }), "features are 48 wide, expected 144");
+  bad = in;
+  bad.tokens[1] = 97;
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*cache, bad); }), "token id 97 outside the vocabulary [0, 97)");
+  bad = in;
+  bad.positions = {1, -2, 3};
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*cache, bad); }), "negative position -2");
+  bad = in;
+  bad.mask = AttentionMask::causal(0, 3);
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*cache, bad); }), "attention mask is 3x3, expected 3x5");
+  EXPECT_EQ(cache->length(), 2);
+  auto small = cpu_head.new_cache(2);
+  EXPECT_CONTAINS(error_of([&] { cpu_head.forward(*small, in); }), "KV cache: 3 new tokens do not fit");
+  EXPECT_EQ(small->length(), 0);
+}
+
+}  // namespace
+}  // namespace specdec
