@@ -176,7 +176,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
       row.acceptance = options.accepted.empty() ? "greedy" : options.acceptance;
       double best_tps = -1;
       for (int r = 0; r < options.repeat; ++r) {
-        const auto proposer = make_method_proposer(spec, tc, models.draft_lm_on(b), models.head_for(spec.method), capacity);
+        const auto proposer = make_method_proposer(spec, tc, models.draft_lm_on(b), models.head_for(spec.method, b), capacity);
         std::unique_ptr<TokenAcceptor> acceptor;
         if (options.accepted.empty()) acceptor = default_acceptor(greedy);
         else acceptor = std::make_unique<ReplayAcceptor>(options.accepted);

@@ -52,6 +52,14 @@ void add_random_drafters(BenchModels& m, const std::vector<std::string>& backend
   }
 }
 
+// Every head again on each other backend.
+void bind_heads(BenchModels& m, const std::vector<std::string>& backends) {
+  for (const std::string& b : backends) {
+    if (b == "reference") continue;
+    for (const auto& [method, head] : m.heads) m.backend_heads[{b, method}] = std::make_unique<EagleHead>(bind_head(b, *head));
+  }
+}
+
 }  // namespace
 
 const LanguageModel& BenchModels::target_on(const std::string& backend) const {
@@ -67,7 +75,11 @@ const LanguageModel* BenchModels::draft_lm_on(const std::string& backend) const 
   return it == draft_backends.end() ? nullptr : it->second.get();
 }
 
-const EagleHead* BenchModels::head_for(const std::string& method) const {
+const EagleHead* BenchModels::head_for(const std::string& method, const std::string& backend) const {
+  if (backend != "reference") {
+    const auto it = backend_heads.find({backend, method});
+    return it == backend_heads.end() ? nullptr : it->second.get();
+  }
   const auto it = heads.find(method);
   return it == heads.end() ? nullptr : it->second.get();
 }
@@ -86,6 +98,7 @@ BenchModels preset_models(const std::string& preset, Dtype precision, const std:
     if (b != "reference") m.backends[b] = make_backend(b, p.config, w, precision);
   m.target = std::make_unique<Transformer>(p.config, std::move(w));
   add_random_drafters(m, backends, methods, precision, seed);
+  bind_heads(m, backends);
   return m;
 }
 
@@ -126,6 +139,7 @@ BenchModels directory_models(const std::string& dir, const std::vector<std::stri
   if (m.precision == "bfloat16") precision = Dtype::BF16;
   if (m.precision == "float16") precision = Dtype::F16;
   add_random_drafters(m, backends, methods, precision, seed);
+  bind_heads(m, backends);
   return m;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The models a benchmark runs: the target on every backend measured, a draft LM (also on every
 // backend) and the EAGLE-family heads, from a checkpoint directory or from a random-weight
-// preset. Heads always run on the reference, bound to the reference target (DESIGN.md).
+// preset. Heads are bound to the reference target (its embeddings and LM head) and compute on
+// each backend measured (bind_head).
 #include <map>
 #include <memory>
 #include <string>
@@ -21,11 +22,13 @@ struct BenchModels {
   std::unique_ptr<Transformer> draft_lm;                           // null unless "draft" is run
   std::map<std::string, std::unique_ptr<LanguageModel>> draft_backends;
   std::map<std::string, std::unique_ptr<EagleHead>> heads;         // by method: eagle, eagle3, peagle
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<EagleHead>> backend_heads;  // (backend, method)
   std::map<std::string, std::string> drafter_sources;              // by method: directory or "random"
 
   const LanguageModel& target_on(const std::string& backend) const;
   const LanguageModel* draft_lm_on(const std::string& backend) const;
-  const EagleHead* head_for(const std::string& method) const;
+  // The head of `method` computing on `backend`; null when the method has none.
+  const EagleHead* head_for(const std::string& method, const std::string& backend) const;
 };
 
 // Drafter checkpoints for a model directory; an empty path gets a random drafter.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "experiments/runtime/backend.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
 #include "reference/decoding/sequential.hpp"
@@ -61,6 +62,7 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
     throw Error(a.drafter + " holds an " + eagle_kind_name(d.head->config().kind) + " head; --method " + a.method +
                 " needs an " + eagle_kind_name(want) + " head");
   }
+  if (a.backend != "reference") d.head = std::make_unique<EagleHead>(bind_head(a.backend, *d.head));
   d.fingerprint = eagle_head_fingerprint(*d.head);
   d.config_json = eagle_config_to_json(d.head->config(), target.model->config().num_hidden_layers,
                                        target.model->config().architecture)
@@ -69,12 +71,13 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
 }
 
 std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
-                                        int capacity, const LanguageModel* draft_lm) {
+                                        int capacity, const LanguageModel* draft_lm, const EagleHead* head) {
   check_method_args(a);
   if (a.method == "sequential") return nullptr;
   if (!drafter) throw Error("--method " + a.method + ": no drafter was loaded");
   if (!draft_lm) draft_lm = drafter->draft_lm();
-  return make_method_proposer(method_spec(a), target.model->config(), draft_lm, drafter->head.get(), capacity);
+  if (!head) head = drafter->head.get();
+  return make_method_proposer(method_spec(a), target.model->config(), draft_lm, head, capacity);
 }
 
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,

@@ -44,15 +44,17 @@ struct LoadedDrafter {
   const LanguageModel* draft_lm() const { return backend_model ? backend_model.get() : model.get(); }
 };
 // Loads and checks the drafter of `a` against the target (none for sequential). A draft LM is
-// loaded into a.backend too; EAGLE-family heads always run on the reference, bound to
-// target.model.
+// loaded into a.backend too; an EAGLE-family head is bound to target.model (its embeddings and LM
+// head) and computes on a.backend (bind_head).
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target);
 
 // The Proposer of the speculative method of `a` (null for sequential), for sequences of up to
 // `capacity` tokens. `draft_lm` overrides the model a draft LM's forwards go to (default:
-// drafter.draft_lm()); validation and benchmarks interpose wrappers there.
+// drafter.draft_lm()); validation and benchmarks interpose wrappers there. `head` likewise
+// overrides drafter.head (validation runs one head on two backends).
 std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
-                                        int capacity, const LanguageModel* draft_lm = nullptr);
+                                        int capacity, const LanguageModel* draft_lm = nullptr,
+                                        const EagleHead* head = nullptr);
 
 // Runs the method of `a` on the loaded target's backend (forward_model) with the drafter from
 // load_drafter (loaded here when null and needed).

@@ -87,6 +87,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
 
   struct Loaded {
     std::unique_ptr<LanguageModel> target, draft_lm;
+    std::unique_ptr<EagleHead> head;
   };
   auto backend = [&](const std::string& name) {
     validation::Backend b;
@@ -95,9 +96,11 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
     if (name != "reference") {
       owned.target = load_backend(name, a.model);
       if (drafter && drafter->model) owned.draft_lm = load_backend(name, a.drafter);
+      if (drafter && drafter->head) owned.head = std::make_unique<EagleHead>(bind_head(name, *drafter->head));
     }
     b.target = owned.target ? owned.target.get() : target.model.get();
     if (drafter && drafter->model) b.draft_lm = owned.draft_lm ? owned.draft_lm.get() : drafter->model.get();
+    if (drafter && drafter->head) b.head = owned.head ? owned.head.get() : drafter->head.get();
     return std::make_pair(b, std::move(owned));
   };
   auto [candidate, candidate_models] = backend(a.backend);
@@ -109,8 +112,8 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   setup.options = options;
   const int capacity = static_cast<int>(prompt.size()) + options.max_new_tokens + 1;
   if (a.method != "sequential") {
-    setup.make_proposer = [&](const LanguageModel* draft_lm) {
-      return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm);
+    setup.make_proposer = [&](const LanguageModel* draft_lm, const EagleHead* head) {
+      return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm, head);
     };
   }
 

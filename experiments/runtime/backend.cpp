@@ -8,6 +8,7 @@
 #include "reference/model/transformer.hpp"
 
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+#include "optimized/cpu/cpu_eagle_head.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
 #endif
 
@@ -109,6 +110,14 @@ LlamaWeights round_weights(LlamaWeights w, Dtype precision) {
       round(*v);
   }
   return w;
+}
+
+EagleHead bind_head(const std::string& name, const EagleHead& head) {
+  check_backend(name, "backend");
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") return cpu::cpu_eagle_head(head);
+#endif
+  return head.with_engine(nullptr);
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {

@@ -1,13 +1,15 @@
 #pragma once
 // The forward implementations a run can choose with --backend: "reference" (reference/model, fp32,
 // the truth) and "cpu" (optimized/cpu, when this build has it). Decoding algorithms take a
-// `const LanguageModel&`, so a backend is just another LanguageModel; EAGLE heads keep binding to
-// the reference Transformer for the target's embeddings and LM head.
+// `const LanguageModel&`, so a backend is just another LanguageModel. EAGLE heads stay bound to
+// the reference Transformer for the target's embeddings and LM head and compute on a backend
+// through bind_head.
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "reference/drafters/eagle_head.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/model/language_model.hpp"
 #include "reference/model/weights.hpp"
@@ -42,6 +44,10 @@ LlamaWeights round_weights(LlamaWeights weights, Dtype precision);
 // the final norm, the LM head and one embedding row, in the precision the backend stores them
 // (reference: fp32). The denominator of the bandwidth limit in benchmarks.
 double weight_bytes_per_step(const LanguageModel& model);
+
+// `head` computing on backend `name` (same config, weights and target): "reference" computes in
+// the reference's own code, "cpu" on optimized/cpu (cpu_eagle_head.hpp, bitwise equal).
+EagleHead bind_head(const std::string& name, const EagleHead& head);
 
 // "reference", "cpu" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);

@@ -113,7 +113,7 @@ Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& for
   meta.method = setup.method;
   meta.seed = setup.sampling.seed;
   RunRecorder recorder(meta, setup.sampling, setup.options.sequence);
-  std::unique_ptr<Proposer> inner = setup.make_proposer ? setup.make_proposer(draft ? &*draft : nullptr) : nullptr;
+  std::unique_ptr<Proposer> inner = setup.make_proposer ? setup.make_proposer(draft ? &*draft : nullptr, b.head) : nullptr;
   if (!inner) {
     decode_sequential(target, setup.prompt, setup.sampling, setup.options, &recorder);
   } else {

@@ -13,6 +13,7 @@
 #include "experiments/validation/tolerance_policy.hpp"
 #include "experiments/validation/validation_report.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/drafters/eagle_head.hpp"
 #include "reference/drafting/proposer.hpp"
 #include "reference/model/language_model.hpp"
 #include "reference/sampling/sampling_params.hpp"
@@ -27,8 +28,9 @@ struct ValidationSetup {
   SamplingParams sampling;
   GenerationOptions options;
   // A fresh proposer for one run, drafting with `draft_lm` (the side's draft LM, wrapped for
-  // observation; null when the method has none). Unset, or returning null: sequential decoding.
-  std::function<std::unique_ptr<Proposer>(const LanguageModel* draft_lm)> make_proposer;
+  // observation; null when the method has none) or `head` (the side's EAGLE-family head; null:
+  // the setup's own). Unset, or returning null: sequential decoding.
+  std::function<std::unique_ptr<Proposer>(const LanguageModel* draft_lm, const EagleHead* head)> make_proposer;
 };
 
 // One side of a comparison: where target forwards and draft LM forwards go.
@@ -36,6 +38,7 @@ struct Backend {
   std::string name;
   const LanguageModel* target = nullptr;
   const LanguageModel* draft_lm = nullptr;  // --method draft only
+  const EagleHead* head = nullptr;          // EAGLE-family methods: the head on this backend
 };
 
 // Runs the method on both backends and compares them. Throws specdec::Error for an unusable

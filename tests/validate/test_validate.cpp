@@ -105,8 +105,8 @@ struct Job {
     setup.sampling = sampling;
     setup.options = cli::generation_options(args);
     if (method != "sequential") {
-      setup.make_proposer = [this](const LanguageModel* draft_lm) {
-        return cli::make_proposer(args, target, drafter ? &*drafter : nullptr, 64, draft_lm);
+      setup.make_proposer = [this](const LanguageModel* draft_lm, const EagleHead* head) {
+        return cli::make_proposer(args, target, drafter ? &*drafter : nullptr, 64, draft_lm, head);
       };
     }
   }
@@ -118,7 +118,7 @@ struct Job {
   // The reference's own run with every step's decisions and margins.
   validation::RecordedRun record() const {
     validation::RunRecorder recorder(TraceMeta{}, setup.sampling, 0);
-    const auto proposer = setup.make_proposer ? setup.make_proposer(draft_lm()) : nullptr;
+    const auto proposer = setup.make_proposer ? setup.make_proposer(draft_lm(), nullptr) : nullptr;
     if (!proposer) {
       decode_sequential(*target.model, setup.prompt, setup.sampling, setup.options, &recorder);
     } else {
@@ -249,7 +249,7 @@ TEST_F(Validate, NearTieAgainstATopKTrace) {
     TraceMeta meta;
     meta.method = method;
     TraceRecorder recorder(meta, LogitRecording{false, 5});
-    const auto proposer = job.setup.make_proposer ? job.setup.make_proposer(nullptr) : nullptr;
+    const auto proposer = job.setup.make_proposer ? job.setup.make_proposer(nullptr, nullptr) : nullptr;
     if (proposer) {
       const auto acceptor = default_acceptor(job.setup.sampling);
       decode_speculative(reference, *proposer, *acceptor, job.setup.prompt, job.setup.sampling, job.setup.options, &recorder);
