@@ -47,7 +47,8 @@ void add_random_drafters(BenchModels& m, const std::vector<std::string>& backend
   for (const auto& [method, kind] : heads) {
     ++offset;
     if (!wants(methods, method) || m.heads.count(method)) continue;
-    m.heads[method] = std::make_unique<EagleHead>(random_eagle_head(random_head_config(kind, tc, 0, aux), *m.target, seed + offset, 0.02f));
+    const EagleHead random = random_eagle_head(random_head_config(kind, tc, 0, aux), *m.target, seed + offset, 0.02f);
+    m.heads[method] = std::make_unique<EagleHead>(round_head(random, precision));  // stored like the target
     m.drafter_sources[method] = "random";
   }
 }

@@ -4,6 +4,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/transformer.hpp"
 
@@ -118,6 +119,19 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
   if (name == "cpu") return cpu::cpu_eagle_head(head);
 #endif
   return head.with_engine(nullptr);
+}
+
+EagleHead round_head(const EagleHead& head, Dtype precision) {
+  if (precision == Dtype::F32) return head;
+  if (precision != Dtype::BF16 && precision != Dtype::F16) {
+    throw Error("round_head: precision " + dtype_name(precision) + " is not supported; expected F32, BF16 or F16");
+  }
+  EagleWeights w = head.weights();
+  for (const EagleTensor& t : eagle_tensors(head.config(), w)) {
+    if (t.m) round_matrix(t.m->data(), t.m->size(), precision);
+    else round_matrix(t.v->data(), t.v->size(), precision);
+  }
+  return EagleHead(head.config(), std::move(w), head.target(), "rounded head");
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {

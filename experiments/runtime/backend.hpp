@@ -39,6 +39,8 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
 // rounded to nearest even), so that the reference computes with exactly the weights a narrower
 // backend holds.
 LlamaWeights round_weights(LlamaWeights weights, Dtype precision);
+// The same for a head: every float tensor rounded (BF16, F16) or kept (F32); same config and target.
+EagleHead round_head(const EagleHead& head, Dtype precision);
 
 // Weight bytes one single-token forward streams from memory: every layer's matrices and vectors,
 // the final norm, the LM head and one embedding row, in the precision the backend stores them

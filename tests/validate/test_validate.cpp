@@ -438,6 +438,21 @@ TEST_F(Validate, CpuBackendMatchesTheReferenceForEveryMethod) {
       EXPECT_EQ(nlohmann::json::parse(r.out)["steps_compared"], nlohmann::json::parse(r.out)["reference_steps"]) << joined(args);
     }
   }
+  // The heads run on the backend chosen: load_drafter binds them, and validate binds the
+  // candidate side's.
+  for (const auto& [method, dir] : {std::pair<std::string, std::string>{"eagle", "eagle1"}, {"eagle3", "eagle3"}, {"peagle", "peagle"}}) {
+    cli::DecodeArgs args;
+    args.model = model();
+    args.method = method;
+    args.drafter = path(dir);
+    const cli::LoadedModel target = cli::load_model(model());
+    args.backend = "reference";
+    EXPECT_EQ(cli::load_drafter(args, target)->head->engine(), nullptr) << method;
+    args.backend = "cpu";
+    const auto on_cpu = cli::load_drafter(args, target);
+    ASSERT_NE(on_cpu->head->engine(), nullptr) << method;
+    EXPECT_EQ(on_cpu->head->engine()->name(), "cpu") << method;
+  }
   const std::string trace = path("cpu_trace.h5");
   ASSERT_EQ(run(command("record", methods()[2], samplings()[2], {"--logits", "topk", "--out", trace})).code, 0);
   const CliRun r = run({"validate", "--model", model(), "--backend", "cpu", "--trace", trace});
