@@ -79,22 +79,12 @@ EagleHead::Output CpuEagleEngine::forward(KVCache& cache_base, const EagleHead::
   if (!cache) {
     throw Error("eagle head forward: the KV cache was not created by the cpu backend (use new_cache of the head bound to it)");
   }
-  if (cache->layers() != c.num_layers || cache->kv_dim() != lc.kv_dim()) {
-    throw Error("eagle head forward: the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
-                std::to_string(cache->kv_dim()) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
-                std::to_string(lc.kv_dim()) + " (use EagleHead::new_cache)");
-  }
+  check_head_cache(c, cache->layers(), cache->kv_dim());
   const int T = static_cast<int>(in.tokens.size());
   const int H = lc.hidden_size;
   const int F = static_cast<int>(in.features.cols());  // fc_in, or H when every row is projected
-  const auto is_projected = [&](int t) { return !in.projected.empty() && in.projected[static_cast<std::size_t>(t)] != 0; };
-
-  ForwardRequest request;
-  request.tokens = in.tokens;
-  request.positions = in.positions;
-  request.mask = in.mask;
   std::optional<AttentionMask> mask_storage;
-  const TokenBlock block = make_token_block(request, rope_, cache->length(), mask_storage);
+  const TokenBlock block = head_token_block(in, rope_, cache->length(), mask_storage);
   cache->append(T, block.positions.data());  // every check is done: only now touch the cache
 
   const auto row_of = [](std::vector<float>& m, int t, int width) { return m.data() + static_cast<std::size_t>(t) * width; };
@@ -119,7 +109,7 @@ EagleHead::Output CpuEagleEngine::forward(KVCache& cache_base, const EagleHead::
     std::vector<float> h(static_cast<std::size_t>(T) * H);  // h: (T, H) fused (or fed-back) hidden state
     std::vector<int> fused;
     for (int t = 0; t < T; ++t) {
-      if (is_projected(t)) {
+      if (in.is_projected(t)) {
         std::memcpy(row_of(h, t, H), in.features.row(t).data(), sizeof(float) * H);
       } else {
         fused.push_back(t);

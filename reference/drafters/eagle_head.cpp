@@ -144,9 +144,8 @@ EagleHead::Output EagleHead::forward(KVCache& cache, const Input& in) const {
   if (!in.projected.empty() && static_cast<int>(in.projected.size()) != T) {
     throw Error(where + std::to_string(in.projected.size()) + " projected flags given for " + std::to_string(T) + " tokens");
   }
-  const auto is_projected = [&](int t) { return !in.projected.empty() && in.projected[static_cast<std::size_t>(t)] != 0; };
   int n_projected = 0;
-  for (int t = 0; t < T; ++t) n_projected += is_projected(t) ? 1 : 0;
+  for (int t = 0; t < T; ++t) n_projected += in.is_projected(t) ? 1 : 0;
   if (n_projected > 0 && c.kind == EagleKind::eagle1) {
     throw Error(where + "an EAGLE-1 head has no projected rows: every feature goes through fc with the embedding");
   }
@@ -180,23 +179,13 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
   const std::string where = "eagle head forward: ";
   auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
   if (!cache) throw Error(where + "the KV cache was not created by the reference backend (use EagleHead::new_cache)");
-  if (cache->layers() != c.num_layers || cache->kv_dim() != lc.kv_dim()) {
-    throw Error(where + "the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
-                std::to_string(cache->kv_dim()) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
-                std::to_string(lc.kv_dim()) + " (use EagleHead::new_cache)");
-  }
+  check_head_cache(c, cache->layers(), cache->kv_dim());
   const int T = static_cast<int>(in.tokens.size());
   const int H = lc.hidden_size;
   const int F = c.feature_width();
-  const auto is_projected = [&](int t) { return !in.projected.empty() && in.projected[static_cast<std::size_t>(t)] != 0; };
   const Matrix& embed = embeddings();  // [V, H]
-
-  ForwardRequest request;
-  request.tokens = in.tokens;
-  request.positions = in.positions;
-  request.mask = in.mask;
   std::optional<AttentionMask> mask_storage;
-  const TokenBlock block = make_token_block(request, rope_, cache->length(), mask_storage);
+  const TokenBlock block = head_token_block(in, rope_, cache->length(), mask_storage);
 
   Matrix e(T, H);  // e: (T, H) token embeddings
   for (int t = 0; t < T; ++t) e.row(t) = embed.row(in.tokens[static_cast<std::size_t>(t)]);
@@ -214,7 +203,7 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
     Matrix h(T, H);  // h: (T, H) fused (or fed-back) hidden state
     std::vector<int> rows;
     for (int t = 0; t < T; ++t) {
-      if (is_projected(t)) {
+      if (in.is_projected(t)) {
         h.row(t) = in.features.row(t).head(H);
       } else {
         rows.push_back(t);
@@ -247,6 +236,25 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
   }
   result.hidden = std::move(out);
   return result;
+}
+
+void check_head_cache(const EagleHeadConfig& c, int layers, int kv_dim) {
+  if (layers != c.num_layers || kv_dim != c.layer.kv_dim()) {
+    throw Error("eagle head forward: the KV cache has " + std::to_string(layers) + " layers of width " +
+                std::to_string(kv_dim) + ", the head needs " + std::to_string(c.num_layers) + " of width " +
+                std::to_string(c.layer.kv_dim()) + " (use EagleHead::new_cache)");
+  }
+}
+
+TokenBlock head_token_block(const EagleHead::Input& in, const Rope& rope, int first_slot,
+                            std::optional<AttentionMask>& mask_storage) {
+  ForwardRequest request;
+  request.tokens = in.tokens;
+  request.positions = in.positions;
+  request.mask = in.mask;
+  TokenBlock block = make_token_block(request, rope, first_slot, mask_storage);
+  if (in.mask) block.mask = &*in.mask;  // not the local request's copy, which dies here
+  return block;
 }
 
 EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev) {

@@ -17,6 +17,7 @@
 #include "reference/core/tensor.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/model/attention_mask.hpp"
+#include "reference/model/decoder_layer.hpp"
 #include "reference/model/kv_cache.hpp"
 #include "reference/model/rope.hpp"
 #include "reference/model/transformer.hpp"
@@ -61,6 +62,8 @@ class EagleHead {
     std::vector<int32_t> positions;     // (T); empty = cache length + t
     std::optional<AttentionMask> mask;  // (T, C + T); absent = causal
     std::vector<int> logit_rows;        // rows whose logits are returned, in this order
+
+    bool is_projected(int t) const { return !projected.empty() && projected[static_cast<std::size_t>(t)] != 0; }
   };
   struct Output {
     Matrix logits;  // (R, Vd): over the DRAFT vocabulary (EAGLE-1: Vd = V)
@@ -125,6 +128,13 @@ class EagleHeadEngine {
   // As EagleHead::forward; throws specdec::Error when `cache` is not one of this engine's.
   virtual EagleHead::Output forward(KVCache& cache, const EagleHead::Input& in) const = 0;
 };
+
+// For engines: throws unless a cache of `layers` layers of width `kv_dim` fits head config `c`.
+void check_head_cache(const EagleHeadConfig& c, int layers, int kv_dim);
+// The positions, RoPE angles and mask of a head forward's rows on a cache holding `first_slot`
+// entries (make_token_block; a causal mask goes into `mask_storage` when `in` has none).
+TokenBlock head_token_block(const EagleHead::Input& in, const Rope& rope, int first_slot,
+                            std::optional<AttentionMask>& mask_storage);
 
 // Deterministic random weights: linear weights, embeddings and mask_hidden ~ N(0, stddev²), norm
 // weights 1 + N(0, 0.1²), from std::mt19937_64(seed) by Box-Muller. Empty aux_layers of an
