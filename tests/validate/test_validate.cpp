@@ -402,7 +402,7 @@ TEST_F(Validate, DocumentedPolicyIsTheCodesPolicy) {
   EXPECT_NE(doc.find(r.out), std::string::npos) << "docs/validation.md must contain the table `specdec validate --policy` prints:\n" << r.out;
 }
 
-// --backend picks the forward implementation of generate / record (target and draft LM) and is
+// --backend picks the forward implementation of generate / record (target, draft LM, head) and is
 // recorded in the trace's run configuration; an unknown backend is refused.
 TEST_F(Validate, BackendOptionSelectsTheForwardImplementation) {
   const CliRun bad = run(command("generate", methods()[0], samplings()[0], {"--backend", "gpu"}));
