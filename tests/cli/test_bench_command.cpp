@@ -10,7 +10,11 @@
 
 #include "experiments/bench/replay_acceptor.hpp"
 #include "experiments/runtime/backend.hpp"
+#include "experiments/runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
+#include "reference/core/half.hpp"
+#include "tests/reference/error_capture.hpp"
+#include "tests/reference/model_fixtures.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/scratch_dir.hpp"
 
@@ -18,6 +22,7 @@ namespace specdec {
 namespace {
 
 using testing::CliRun;
+using testing::error_of;
 using testing::run;
 
 std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& p) {
@@ -176,6 +181,39 @@ TEST(BenchCommand, ReplayAcceptorFollowsTheFirstChildPath) {
   EXPECT_EQ(v.bonus_token, 4);
   EXPECT_THROW(ReplayAcceptor({}), Error);
   EXPECT_THROW(ReplayAcceptor({1, -1}), Error);
+}
+
+// Random bench heads are stored like the target: round_head rounds every float tensor and
+// keeps the config and target; bind_head moves a head between backends.
+TEST(BenchCommand, RoundHeadAndBindHead) {
+  const Transformer target = testing::make_model(testing::tiny_llama(), 5);
+  const EagleHead head = random_eagle_head(random_head_config(EagleKind::eagle3, target.config(), 0, {0, 1}), target, 6, 0.02f);
+  for (Dtype p : {Dtype::BF16, Dtype::F16}) {
+    const EagleHead r = round_head(head, p);
+    EXPECT_EQ(&r.target(), &target);
+    EXPECT_EQ(r.config().kind, EagleKind::eagle3);
+    const auto round = [p](float v) { return p == Dtype::BF16 ? bfloat16_to_float(float_to_bfloat16(v)) : half_to_float(float_to_half(v)); };
+    int changed = 0;
+    const auto check = [&](const float* want, const float* got, Eigen::Index n, const std::string& name) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], round(want[i])) << dtype_name(p) << " " << name << " element " << i;
+        changed += got[i] != want[i];
+      }
+    };
+    check(head.weights().fc.data(), r.weights().fc.data(), head.weights().fc.size(), "fc");
+    check(head.weights().lm_head.data(), r.weights().lm_head.data(), head.weights().lm_head.size(), "lm_head");
+    check(head.weights().hidden_norm.data(), r.weights().hidden_norm.data(), head.weights().hidden_norm.size(), "hidden_norm");
+    const LayerWeights &a = head.weights().layers[0], &b = r.weights().layers[0];
+    check(a.q_proj.data(), b.q_proj.data(), a.q_proj.size(), "q_proj");
+    check(a.down_proj.data(), b.down_proj.data(), a.down_proj.size(), "down_proj");
+    EXPECT_GT(changed, 0) << dtype_name(p) << ": random fp32 weights are not all representable";
+  }
+  EXPECT_EQ(&round_head(head, Dtype::F32).weights(), &head.weights()) << "F32 keeps the weights as they are";
+  EXPECT_NE(error_of([&] { round_head(head, Dtype::I32); }).find("round_head: precision"), std::string::npos);
+
+  EXPECT_EQ(bind_head("reference", head).engine(), nullptr);
+  if (backend_available("cpu")) EXPECT_EQ(bind_head("cpu", head).engine()->name(), "cpu");
+  EXPECT_NE(error_of([&] { bind_head("gpu", head); }).find("backend 'gpu' is not a backend"), std::string::npos);
 }
 
 TEST(BenchCommand, UserErrors) {
