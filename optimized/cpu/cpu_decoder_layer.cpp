@@ -10,9 +10,6 @@ namespace specdec::cpu {
 
 namespace {
 
-std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
-const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-
 // Concatenated biases of the fused q/k/v projection; empty when the model has none.
 std::vector<float> qkv_bias(const LayerWeights& w) {
   if (!w.q_bias.size()) return {};

@@ -33,6 +33,10 @@ struct PackedLayer {
   std::size_t bytes() const;
 };
 
+// Norm weights and biases as the kernels take them: an fp32 copy, and nullptr for an absent one.
+inline std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
+inline const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
 // Packs `w` (shapes already checked) into `precision`; `prefix` names its tensors in errors
 // (e.g. "model.layers.3.").
 PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix);

@@ -16,9 +16,6 @@ namespace specdec::cpu {
 
 namespace {
 
-std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
-const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-
 // The narrowest precision holding every element of `ms` exactly: packing there changes no value.
 Dtype lossless_precision(std::initializer_list<const Matrix*> ms) {
   for (Dtype p : {Dtype::BF16, Dtype::F16}) {

@@ -17,12 +17,6 @@
 
 namespace specdec::cpu {
 
-namespace {
-
-std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
-
-}  // namespace
-
 struct CpuTransformer::Impl {
   ModelConfig config;
   Dtype precision;
