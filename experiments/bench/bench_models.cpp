@@ -7,7 +7,9 @@
 #include "experiments/runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
 #include "reference/io/llama_checkpoint.hpp"
+#include "reference/model/precision.hpp"
 #include "reference/model/presets.hpp"
 #include "reference/model/random_weights.hpp"
 

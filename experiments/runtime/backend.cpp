@@ -3,8 +3,6 @@
 #include <algorithm>
 
 #include "reference/core/error.hpp"
-#include "reference/core/half.hpp"
-#include "reference/drafters/eagle_tensors.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/transformer.hpp"
 
@@ -29,19 +27,10 @@ double step_bytes(const LlamaWeights& w, double bytes_per_value) {
   double values = static_cast<double>(w.norm.size()) + static_cast<double>(w.output_head().size()) +
                   static_cast<double>(w.embed_tokens.cols());  // one embedding row
   for (const LayerWeights& l : w.layers) {
-    for (const Matrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      values += static_cast<double>(m->size());
-    for (const Vector* v : {&l.input_layernorm, &l.q_bias, &l.k_bias, &l.v_bias, &l.o_bias, &l.q_norm, &l.k_norm,
-                            &l.post_attention_layernorm, &l.gate_bias, &l.up_bias, &l.down_bias})
-      values += static_cast<double>(v->size());
+    for (const Matrix* m : layer_matrices(l)) values += static_cast<double>(m->size());
+    for (const Vector* v : layer_vectors(l)) values += static_cast<double>(v->size());
   }
   return values * bytes_per_value;
-}
-
-void round_matrix(float* data, Eigen::Index n, Dtype precision) {
-  for (Eigen::Index i = 0; i < n; ++i) {
-    data[i] = precision == Dtype::BF16 ? bfloat16_to_float(float_to_bfloat16(data[i])) : half_to_float(float_to_half(data[i]));
-  }
 }
 
 }  // namespace
@@ -95,43 +84,12 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
   return std::make_unique<Transformer>(config, weights);
 }
 
-LlamaWeights round_weights(LlamaWeights w, Dtype precision) {
-  if (precision == Dtype::F32) return w;
-  if (precision != Dtype::BF16 && precision != Dtype::F16) {
-    throw Error("round_weights: precision " + dtype_name(precision) + " is not supported; expected F32, BF16 or F16");
-  }
-  auto round = [&](auto& t) { round_matrix(t.data(), t.size(), precision); };
-  round(w.embed_tokens);
-  round(w.norm);
-  round(w.lm_head);
-  for (LayerWeights& l : w.layers) {
-    for (Matrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) round(*m);
-    for (Vector* v : {&l.input_layernorm, &l.q_bias, &l.k_bias, &l.v_bias, &l.o_bias, &l.q_norm, &l.k_norm,
-                      &l.post_attention_layernorm, &l.gate_bias, &l.up_bias, &l.down_bias})
-      round(*v);
-  }
-  return w;
-}
-
 EagleHead bind_head(const std::string& name, const EagleHead& head) {
   check_backend(name, "backend");
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_eagle_head(head);
 #endif
   return head.with_engine(nullptr);
-}
-
-EagleHead round_head(const EagleHead& head, Dtype precision) {
-  if (precision == Dtype::F32) return head;
-  if (precision != Dtype::BF16 && precision != Dtype::F16) {
-    throw Error("round_head: precision " + dtype_name(precision) + " is not supported; expected F32, BF16 or F16");
-  }
-  EagleWeights w = head.weights();
-  for (const EagleTensor& t : eagle_tensors(head.config(), w)) {
-    if (t.m) round_matrix(t.m->data(), t.m->size(), precision);
-    else round_matrix(t.v->data(), t.v->size(), precision);
-  }
-  return EagleHead(head.config(), std::move(w), head.target(), "rounded head");
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {

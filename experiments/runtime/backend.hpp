@@ -30,17 +30,10 @@ std::unique_ptr<LanguageModel> load_backend(const std::string& name, const std::
 
 // Builds backend `name` from in-memory fp32 weights. "cpu" packs the linear weights into
 // `precision` (rounding to nearest even when narrower); "reference" computes in fp32 from the
-// weights as given and accepts only F32 (round the weights first to compare against a narrower
-// cpu backend, see round_weights).
+// weights as given and accepts only F32 (to compare against a narrower cpu backend, give it the
+// weights rounded by round_weights, reference/model/precision.hpp).
 std::unique_ptr<LanguageModel> make_backend(const std::string& name, const ModelConfig& config,
                                             const LlamaWeights& weights, Dtype precision);
-
-// The weights as `precision` would store them, widened back to fp32 (F32: unchanged; BF16, F16:
-// rounded to nearest even), so that the reference computes with exactly the weights a narrower
-// backend holds.
-LlamaWeights round_weights(LlamaWeights weights, Dtype precision);
-// The same for a head: every float tensor rounded (BF16, F16) or kept (F32); same config and target.
-EagleHead round_head(const EagleHead& head, Dtype precision);
 
 // Weight bytes one single-token forward streams from memory: every layer's matrices and vectors,
 // the final norm, the LM head and one embedding row, in the precision the backend stores them

@@ -32,7 +32,7 @@ struct CpuTransformer::Impl {
 };
 
 CpuTransformer::CpuTransformer(ModelConfig config, const LlamaWeights& weights, Dtype precision) {
-  check_precision(precision, "cpu backend");
+  check_weight_precision(precision, "cpu backend");
   validate_model_config(config, "model");
   check_checkpoint_weights(config, weights, "model");
   impl_ = std::make_unique<Impl>(std::move(config), precision);
@@ -164,14 +164,13 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
 }
 
 LlamaWeights rounded_llama_weights(const LlamaWeights& weights, Dtype precision) {
-  check_precision(precision, "rounded_llama_weights");
+  check_weight_precision(precision, "rounded_llama_weights");
   LlamaWeights r = weights;
-  auto round = [precision](Matrix& m) { m = round_to_precision(m, precision); };
+  auto round = [precision](Matrix& m) { round_to_precision(m.data(), static_cast<std::size_t>(m.size()), precision); };
   round(r.embed_tokens);
   round(r.lm_head);
-  for (LayerWeights& l : r.layers) {
-    for (Matrix* mat : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) round(*mat);
-  }
+  for (LayerWeights& l : r.layers)
+    for (Matrix* m : layer_matrices(l)) round(*m);
   return r;
 }
 
@@ -195,7 +194,7 @@ std::unique_ptr<CpuTransformer> load_cpu_transformer(const std::filesystem::path
 }
 
 std::unique_ptr<CpuTransformer> load_cpu_transformer(const std::filesystem::path& path, Dtype precision) {
-  check_precision(precision, "cpu backend, checkpoint '" + path.string() + "'");
+  check_weight_precision(precision, "cpu backend, checkpoint '" + path.string() + "'");
   LlamaModel model = load_llama_checkpoint(path);
   return std::make_unique<CpuTransformer>(std::move(model.config), model.weights, precision);
 }

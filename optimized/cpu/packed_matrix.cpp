@@ -10,29 +10,9 @@
 
 namespace specdec::cpu {
 
-void check_precision(Dtype precision, const std::string& where) {
-  if (precision != Dtype::F32 && precision != Dtype::BF16 && precision != Dtype::F16) {
-    throw Error(where + ": unsupported weight precision " + dtype_name(precision) + "; expected F32, BF16 or F16");
-  }
-}
-
-float round_to_precision(float v, Dtype precision) {
-  switch (precision) {
-    case Dtype::BF16: return bfloat16_to_float(float_to_bfloat16(v));
-    case Dtype::F16: return half_to_float(float_to_half(v));
-    default: return v;
-  }
-}
-
-Matrix round_to_precision(const Matrix& m, Dtype precision) {
-  Matrix r(m.rows(), m.cols());
-  for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = round_to_precision(m.data()[i], precision);
-  return r;
-}
-
 PackedMatrix::PackedMatrix(const Matrix& m, Dtype precision, const std::string& name)
     : rows_(static_cast<int>(m.rows())), cols_(static_cast<int>(m.cols())), dtype_(precision) {
-  check_precision(precision, "cpu backend, tensor '" + name + "'");
+  check_weight_precision(precision, "cpu backend, tensor '" + name + "'");
   const std::size_t n = static_cast<std::size_t>(m.size());
   data_ = allocate_stream_buffer(n * element_size());
   const float* src = m.data();
@@ -59,7 +39,7 @@ PackedMatrix::PackedMatrix(const Matrix& m, Dtype precision, const std::string& 
       break;
     }
     default:
-      break;  // rejected by check_precision
+      break;  // rejected by check_weight_precision
   }
 }
 

@@ -11,16 +11,9 @@
 #include "reference/core/stream_buffer.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/io/safetensors.hpp"
+#include "reference/model/precision.hpp"
 
 namespace specdec::cpu {
-
-// Throws specdec::Error unless `precision` is F32, BF16 or F16; `where` names the caller.
-void check_precision(Dtype precision, const std::string& where);
-
-// `v` rounded to `precision` (nearest, ties to even) and widened back to fp32.
-float round_to_precision(float v, Dtype precision);
-// Every element of `m` rounded to `precision`.
-Matrix round_to_precision(const Matrix& m, Dtype precision);
 
 class PackedMatrix {
  public:

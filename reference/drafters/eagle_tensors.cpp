@@ -1,5 +1,7 @@
 #include "reference/drafters/eagle_tensors.hpp"
 
+#include "reference/model/precision.hpp"
+
 namespace specdec {
 namespace {
 
@@ -68,5 +70,16 @@ std::string eagle_layer_prefix(const EagleHeadConfig& c, int layer) {
 std::vector<EagleTensor> eagle_tensors(const EagleHeadConfig& c, EagleWeights& w) { return build(c, w, false); }
 
 std::vector<EagleTensor> all_eagle_members(const EagleHeadConfig& c, EagleWeights& w) { return build(c, w, true); }
+
+EagleHead round_head(const EagleHead& head, Dtype precision) {
+  check_weight_precision(precision, "round_head");
+  if (precision == Dtype::F32) return head;
+  EagleWeights w = head.weights();
+  for (const EagleTensor& t : eagle_tensors(head.config(), w)) {
+    if (t.m) round_to_precision(t.m->data(), static_cast<std::size_t>(t.m->size()), precision);
+    else round_to_precision(t.v->data(), static_cast<std::size_t>(t.v->size()), precision);
+  }
+  return EagleHead(head.config(), std::move(w), head.target(), "rounded head");
+}
 
 }  // namespace specdec

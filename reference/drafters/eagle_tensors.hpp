@@ -9,6 +9,7 @@
 #include "reference/core/tensor.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/io/safetensors.hpp"
 
 namespace specdec {
 
@@ -34,6 +35,11 @@ std::vector<EagleTensor> eagle_tensors(const EagleHeadConfig& c, EagleWeights& w
 // Every float member of `w` with its checkpoint name in c's layout, whether called for or not
 // (to find tensors a config has no place for).
 std::vector<EagleTensor> all_eagle_members(const EagleHeadConfig& c, EagleWeights& w);
+
+// The same head (config, target) with every float tensor rounded to `precision` (F32, BF16 or F16;
+// reference/model/precision.hpp), as a head checkpoint stored in that precision holds them. F32
+// returns `head` itself, sharing its weights.
+EagleHead round_head(const EagleHead& head, Dtype precision);
 
 // "midlayer." (SafeAILab EAGLE-3, AWS P-EAGLE) or "layers.0." (EAGLE-1, speculators).
 std::string eagle_layer_prefix(const EagleHeadConfig& c, int layer);

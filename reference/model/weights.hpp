@@ -1,6 +1,7 @@
 #pragma once
 // Weights of a Llama-family decoder, in fp32 whatever the stored dtype. Linear weights keep the
 // checkpoint's [out, in] layout: y = x · Wᵀ, one contiguous row per output feature.
+#include <array>
 #include <vector>
 
 #include "reference/core/tensor.hpp"
@@ -19,6 +20,23 @@ struct LayerWeights {
   Matrix down_proj;                 // [H, I]
   Vector gate_bias, up_bias, down_bias;  // empty unless mlp_bias
 };
+
+// Every matrix and every vector of a layer, for code that treats them alike (rounding, counting
+// bytes). A vector a layer does not have is empty.
+inline std::array<Matrix*, 7> layer_matrices(LayerWeights& l) {
+  return {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj};
+}
+inline std::array<const Matrix*, 7> layer_matrices(const LayerWeights& l) {
+  return {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj};
+}
+inline std::array<Vector*, 11> layer_vectors(LayerWeights& l) {
+  return {&l.input_layernorm, &l.q_bias,  &l.k_bias,  &l.v_bias,    &l.o_bias,   &l.q_norm,
+          &l.k_norm,          &l.post_attention_layernorm, &l.gate_bias, &l.up_bias, &l.down_bias};
+}
+inline std::array<const Vector*, 11> layer_vectors(const LayerWeights& l) {
+  return {&l.input_layernorm, &l.q_bias,  &l.k_bias,  &l.v_bias,    &l.o_bias,   &l.q_norm,
+          &l.k_norm,          &l.post_attention_layernorm, &l.gate_bias, &l.up_bias, &l.down_bias};
+}
 
 struct LlamaWeights {
   Matrix embed_tokens;               // [V, H]

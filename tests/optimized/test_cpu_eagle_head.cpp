@@ -13,6 +13,7 @@
 #include "optimized/cpu/cpu_eagle_head.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
 #include "tests/drafters/eagle_head_cases.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/reference/error_capture.hpp"
@@ -37,17 +38,9 @@ const Transformer& target_in(Dtype p) {
   return *t;
 }
 
-// The random head of case `k` for target_in(p), every matrix rounded to `p`.
+// The random head of case `k` for target_in(p), every tensor rounded to `p`.
 EagleHead rounded_head(const testing::Case& k, Dtype p) {
-  const EagleHead random = random_eagle_head(k.config, target_in(p), k.seed, 0.08f);
-  EagleWeights w = random.weights();
-  auto round = [p](Matrix& m) { m = cpu::round_to_precision(m, p); };
-  round(w.fc);
-  round(w.lm_head);
-  round(w.embed_tokens);
-  for (LayerWeights& l : w.layers)
-    for (Matrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) round(*m);
-  return EagleHead(random.config(), std::move(w), target_in(p), k.name);
+  return round_head(random_eagle_head(k.config, target_in(p), k.seed, 0.08f), p);
 }
 
 // The inputs of one drafting sequence: a 3-row prefix; 6 rows, three of them projected (EAGLE-3 /
