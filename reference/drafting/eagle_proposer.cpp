@@ -123,16 +123,22 @@ Proposal EagleProposer::propose(const DraftContext& ctx) {
   }
 }
 
-Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
-  const int K = options_.k;
-  Proposal p;
+EagleHead::Output EagleProposer::root_forward(const DraftContext& ctx, Proposal& p) {
   EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
   const int last = static_cast<int>(in.tokens.size()) - 1;
   in.logit_rows = {last};
-  EagleHead::Output out = head_.forward(pairs_->cache(), in);  // logits: (1, Vd)
+  EagleHead::Output out = head_.forward(pairs_->cache(), in);
   ++p.drafter_forwards;
   pairs_->caught_up(ctx);
-  Matrix feature = out.hidden.row(last);  // feature: (1, H) the head's output at the last pair
+  out.hidden = out.hidden.row(last).eval();  // (1, H): the head's output at the newest pair
+  return out;
+}
+
+Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
+  const int K = options_.k;
+  Proposal p;
+  EagleHead::Output out = root_forward(ctx, p);
+  Matrix feature = out.hidden;  // feature: (1, H)
 
   std::vector<int32_t> chain;
   for (int i = 0; i < K; ++i) {
@@ -163,12 +169,7 @@ Proposal EagleProposer::propose_static_tree(const DraftContext& ctx) {
   const int Vd = head_.config().draft_vocab;
   const int H = head_.config().hidden();
   Proposal p;
-  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
-  const int last = static_cast<int>(in.tokens.size()) - 1;
-  in.logit_rows = {last};
-  const EagleHead::Output root = head_.forward(pairs_->cache(), in);
-  ++p.drafter_forwards;
-  pairs_->caught_up(ctx);
+  const EagleHead::Output root = root_forward(ctx, p);
   const int committed = ctx.committed;
 
   // Per node: its logits and output (when it has children) and its drafter cache slot.
@@ -176,7 +177,7 @@ Proposal EagleProposer::propose_static_tree(const DraftContext& ctx) {
   std::vector<int> slot(static_cast<size_t>(N), -1);
   std::vector<int32_t> tokens(static_cast<size_t>(N));
   auto parent_logits = [&](int parent) { return parent < 0 ? root.logits.row(0).data() : node_logits.row(parent).data(); };
-  auto parent_hidden = [&](int parent) { return parent < 0 ? root.hidden.row(last).data() : node_hidden.row(parent).data(); };
+  auto parent_hidden = [&](int parent) { return parent < 0 ? root.hidden.data() : node_hidden.row(parent).data(); };
 
   for (int depth = 1; depth <= s.max_depth(); ++depth) {
     // Tokens of this level: the rank-r candidate of the parent's distribution.
@@ -223,12 +224,7 @@ Proposal EagleProposer::propose_dynamic_tree(const DraftContext& ctx) {
   const int H = head_.config().hidden();
   const int k = options_.top_k;
   Proposal p;
-  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
-  const int last = static_cast<int>(in.tokens.size()) - 1;
-  in.logit_rows = {last};
-  const EagleHead::Output root = head_.forward(pairs_->cache(), in);
-  ++p.drafter_forwards;
-  pairs_->caught_up(ctx);
+  const EagleHead::Output root = root_forward(ctx, p);
   const int committed = ctx.committed;
 
   // Every recorded candidate, in EAGLE's order: the root's top_k, then per expansion the top_k
@@ -258,7 +254,7 @@ Proposal EagleProposer::propose_dynamic_tree(const DraftContext& ctx) {
     for (int f : frontier) {
       level.tokens.push_back(nodes[f].token);
       const int parent = nodes[f].parent;
-      level.features.push_back(parent < 0 ? root.hidden.row(last).data() : hidden.row(nodes[parent].hidden_row).data());
+      level.features.push_back(parent < 0 ? root.hidden.data() : hidden.row(nodes[parent].hidden_row).data());
       std::vector<int> visible;
       for (int a = parent; a >= 0; a = nodes[a].parent) visible.push_back(nodes[a].slot);
       level.visible_slots.push_back(std::move(visible));

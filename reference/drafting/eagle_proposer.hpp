@@ -60,6 +60,10 @@ class EagleProposer final : public Proposer {
   const EaglePairCache& pair_cache() const { return *pairs_; }
 
  private:
+  // The first forward of every draft shape: the head catches up on the pairs committed since the
+  // last proposal, with logits at the newest. Returns its logits (1, Vd) and its output at that
+  // pair, hidden (1, H), the feature the first drafts are paired with; counts the forward in p.
+  EagleHead::Output root_forward(const DraftContext& context, Proposal& p);
   Proposal propose_chain(const DraftContext& context);
   Proposal propose_static_tree(const DraftContext& context);
   Proposal propose_dynamic_tree(const DraftContext& context);
