@@ -137,8 +137,7 @@ EagleHead::Output EagleProposer::root_forward(const DraftContext& ctx, Proposal&
 Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
   const int K = options_.k;
   Proposal p;
-  EagleHead::Output out = root_forward(ctx, p);
-  Matrix feature = out.hidden;  // feature: (1, H)
+  EagleHead::Output out = root_forward(ctx, p);  // out.hidden: (1, H), the feature of the next pair
 
   std::vector<int32_t> chain;
   for (int i = 0; i < K; ++i) {
@@ -150,13 +149,12 @@ Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
     if (i + 1 == K) break;  // nothing is drafted after the last token
     EagleHead::Input step;
     step.tokens = {c.token};
-    step.features = feature;
+    step.features = out.hidden;
     if (head_.config().kind != EagleKind::eagle1) step.projected = {1};
     step.positions = {ctx.committed + i};  // drafter position of the pair (feature, draft i + 1)
     step.logit_rows = {0};
     out = head_.forward(pairs_->cache(), step);
     ++p.drafter_forwards;
-    feature = out.hidden;
   }
   if (!p.draft_probs.empty()) p.draft_probs.emplace_back();  // after the last node: no children
   p.tree = DraftTree::chain(std::move(chain));
