@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/drafters/eagle_head.hpp"
@@ -50,82 +51,59 @@ struct Case {
   uint64_t seed;
 };
 
+// A head over target(): H = 48, V = 97; num_layers follows the layer config, as the loader sets it.
+inline EagleHeadConfig head_config(EagleKind kind, const std::string& layout, ModelConfig layer, int draft_vocab) {
+  EagleHeadConfig c;
+  c.kind = kind;
+  c.layout = layout;
+  c.layer = std::move(layer);
+  c.num_layers = c.layer.num_hidden_layers;
+  c.target_hidden = 48;
+  c.target_vocab = 97;
+  c.draft_vocab = draft_vocab;
+  return c;
+}
+
 inline std::vector<Case> cases() {
   std::vector<Case> out;
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::eagle1;
-    c.layout = "safeailab";
-    c.layer = head_layer(48, 4, 2, 12, 1);
-    c.target_hidden = 48;
-    c.target_vocab = c.draft_vocab = 97;
+    EagleHeadConfig c = head_config(EagleKind::eagle1, "safeailab", head_layer(48, 4, 2, 12, 1), 97);
     c.fc_bias = true;
     out.push_back({"eagle1_safeailab", c, 101});
   }
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::eagle1;
-    c.layout = "safeailab";
-    c.layer = head_layer(48, 6, 6, 8, 2);
+    EagleHeadConfig c = head_config(EagleKind::eagle1, "safeailab", head_layer(48, 6, 6, 8, 2), 97);
     c.layer.mlp_bias = true;
-    c.num_layers = 2;
-    c.target_hidden = 48;
-    c.target_vocab = c.draft_vocab = 97;
     c.fc_bias = false;
     c.own_embeddings = true;
     out.push_back({"eagle1_two_layers_own_embed", c, 102});
   }
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::eagle3;
-    c.layout = "safeailab";
-    c.layer = head_layer(48, 4, 2, 12, 1);
+    EagleHeadConfig c = head_config(EagleKind::eagle3, "safeailab", head_layer(48, 4, 2, 12, 1), 40);
     c.layer.architecture = "LlamaForCausalLMEagle3";
-    c.target_hidden = 48;
-    c.target_vocab = 97;
-    c.draft_vocab = 40;
     out.push_back({"eagle3_safeailab", c, 103});  // aux layers: the target's default {0, 1, 2}
   }
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::eagle3;
-    c.layout = "speculators";
-    c.layer = head_layer(32, 4, 1, 10, 2);
+    // The head's H = 32 differs from the target's 48: it brings its own embeddings.
+    EagleHeadConfig c = head_config(EagleKind::eagle3, "speculators", head_layer(32, 4, 1, 10, 2), 60);
     c.layer.model_type = "qwen3";
     c.layer.architecture = "Qwen3ForCausalLM";
     c.layer.qk_norm = true;
-    c.num_layers = 2;
-    c.target_hidden = 48;  // differs from the head's H = 32: it brings its own embeddings
-    c.target_vocab = 97;
-    c.draft_vocab = 60;
     c.aux_layers = {1, 3};
     c.norm_before_residual = true;
     c.own_embeddings = true;
     out.push_back({"eagle3_speculators_qwen3", c, 104});
   }
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::peagle;
-    c.layout = "aws";
-    c.layer = head_layer(48, 4, 2, 12, 3);
-    c.num_layers = 3;
-    c.target_hidden = 48;
-    c.target_vocab = 97;
-    c.draft_vocab = 50;
+    EagleHeadConfig c = head_config(EagleKind::peagle, "aws", head_layer(48, 4, 2, 12, 3), 50);
     c.own_embeddings = true;
     c.mask_token_id = 96;
     c.trained_depth = 8;
     out.push_back({"peagle_aws", c, 105});
   }
   {
-    EagleHeadConfig c;
-    c.kind = EagleKind::peagle;
-    c.layout = "speculators";
-    c.layer = head_layer(48, 6, 3, 8, 2);
+    EagleHeadConfig c = head_config(EagleKind::peagle, "speculators", head_layer(48, 6, 3, 8, 2), 97);
     c.layer.attention_bias = c.layer.o_proj_bias = true;
-    c.num_layers = 2;
-    c.target_hidden = 48;
-    c.target_vocab = c.draft_vocab = 97;
     c.aux_layers = {0, 2, 3};
     c.own_embeddings = true;
     c.mask_token_id = 3;
