@@ -1,8 +1,8 @@
 #include "optimized/cpu/cpu_eagle_head.hpp"
 
 #include <cstring>
-#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,7 +17,7 @@ namespace specdec::cpu {
 namespace {
 
 // The narrowest precision holding every element of `ms` exactly: packing there changes no value.
-Dtype lossless_precision(std::initializer_list<const Matrix*> ms) {
+Dtype lossless_precision(std::span<const Matrix* const> ms) {
   for (Dtype p : {Dtype::BF16, Dtype::F16}) {
     bool exact = true;
     for (const Matrix* m : ms) {
@@ -30,7 +30,10 @@ Dtype lossless_precision(std::initializer_list<const Matrix*> ms) {
   return Dtype::F32;
 }
 
-PackedMatrix pack_exact(const Matrix& m, const std::string& name) { return PackedMatrix(m, lossless_precision({&m}), name); }
+PackedMatrix pack_exact(const Matrix& m, const std::string& name) {
+  const Matrix* one[] = {&m};
+  return PackedMatrix(m, lossless_precision(one), name);
+}
 
 class CpuEagleEngine final : public EagleHeadEngine {
  public:
@@ -62,8 +65,7 @@ CpuEagleEngine::CpuEagleEngine(const EagleHead& head)
   hidden_norm = to_vector(w.hidden_norm);
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
-    const Dtype p = lossless_precision({&lw.q_proj, &lw.k_proj, &lw.v_proj, &lw.o_proj, &lw.gate_proj, &lw.up_proj, &lw.down_proj});
-    layers.push_back(pack_layer(lw, p, "layers." + std::to_string(l) + "."));
+    layers.push_back(pack_layer(lw, lossless_precision(layer_matrices(lw)), "layers." + std::to_string(l) + "."));
   }
   norm = to_vector(w.norm);
   output_head = pack_exact(head.output_head(), config_.kind == EagleKind::eagle1 ? "the target's lm_head" : "lm_head.weight");
