@@ -29,19 +29,14 @@ inline const Transformer& target() {
 }
 
 inline ModelConfig head_layer(int H, int nh, int nkv, int hd, int layers) {
-  ModelConfig c;
+  ModelConfig c = testing::tiny_llama();  // vocab 97, positions, eps, bos/eos as the target's
   c.hidden_size = H;
   c.intermediate_size = 64;
   c.num_hidden_layers = layers;
   c.num_attention_heads = nh;
   c.num_key_value_heads = nkv;
   c.head_dim = hd;
-  c.vocab_size = 97;
-  c.max_position_embeddings = 256;
-  c.rms_norm_eps = 1e-5;
   c.rope_theta = 20000.0;  // differs from the target's: the head must use its own RoPE
-  c.bos_token_id = 0;
-  c.eos_token_ids = {1};
   return c;
 }
 
