@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "optimized/cpu/dot_kernels.hpp"
+#include "reference/core/exact_math.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec::cpu {
@@ -64,7 +65,7 @@ void attention(const ModelConfig& c, const float* q, std::size_t ldq, const CpuK
             if (s[j] > max_score) max_score = s[j];
           float sum = 0.0f;
           for (int j = 0; j < n_keys; ++j) {
-            s[j] = std::exp(s[j] - max_score);
+            s[j] = exact::exp(s[j] - max_score);
             sum += s[j];
           }
           float* o = out + static_cast<std::size_t>(i) * ldo + static_cast<std::size_t>(g * group + h) * hd;

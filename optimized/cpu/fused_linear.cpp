@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "optimized/cpu/dot_kernels.hpp"
+#include "reference/core/exact_math.hpp"
 #include "reference/core/stream_buffer.hpp"
 #include "reference/model/ops.hpp"
 
@@ -89,7 +90,7 @@ void linear_swiglu(const PackedMatrix& gate_up, const float* gate_bias, const fl
       for (int t = 0; t < TB; ++t) {
         const float g = out[j * TB + t] + bg;
         const float u = out[(pair + j) * TB + t] + bu;
-        act[static_cast<std::size_t>(t0 + t) * ldact + f0 + j] = (g / (1.0f + std::exp(-g))) * u;
+        act[static_cast<std::size_t>(t0 + t) * ldact + f0 + j] = exact::silu(g) * u;
       }
     }
   });

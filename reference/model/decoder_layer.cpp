@@ -1,8 +1,9 @@
 #include "reference/model/decoder_layer.hpp"
 
 #include <cmath>
-#include <limits>
+#include <vector>
 
+#include "reference/model/attention.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec {
@@ -40,31 +41,16 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
       const float* qh = q.row(t).data() + h * hd;
       const int g = h / group;  // grouped-query attention: heads share KV head g
       const int q_pos = block.positions[t];
-      // Keys in slot order; the order of the reductions below depends only on which keys are
+      // Keys in slot order; the order of the reductions in attend depends only on which keys are
       // visible, never on T, so one token alone gives the same result.
-      std::vector<int> keys;
-      std::vector<float> scores;
-      float max_score = -std::numeric_limits<float>::infinity();
+      std::vector<const float*> keys, values;
       for (int j = 0; j < cols; ++j) {
         if (!block.mask->allowed(t, j)) continue;
         if (window > 0 && q_pos - cache.position(j) >= window) continue;
-        const float s = ops::dot(qh, K.row(j).data() + g * hd, hd) * scale;
-        keys.push_back(j);
-        scores.push_back(s);
-        if (s > max_score) max_score = s;
+        keys.push_back(K.row(j).data() + g * hd);
+        values.push_back(V.row(j).data() + g * hd);
       }
-      float sum = 0.0f;
-      for (float& s : scores) {
-        s = std::exp(s - max_score);
-        sum += s;
-      }
-      float* o = out.row(t).data() + h * hd;
-      for (size_t i = 0; i < keys.size(); ++i) {
-        const float* vj = V.row(keys[i]).data() + g * hd;
-        for (int d = 0; d < hd; ++d) o[d] += scores[i] * vj[d];
-      }
-      const float inv = keys.empty() ? 0.0f : 1.0f / sum;
-      for (int d = 0; d < hd; ++d) o[d] *= inv;
+      attend(qh, keys.data(), values.data(), static_cast<int>(keys.size()), hd, scale, out.row(t).data() + h * hd);
     }
   }
   return ops::linear(out, w.o_proj, w.o_bias);

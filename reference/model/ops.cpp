@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "reference/core/exact_math.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -58,8 +60,7 @@ Matrix rms_norm(const Matrix& x, const Vector& w, double eps) {
 Matrix swiglu(const Matrix& gate, const Matrix& up) {
   Matrix h(gate.rows(), gate.cols());
   for (Eigen::Index i = 0; i < h.size(); ++i) {
-    const float g = gate.data()[i];
-    h.data()[i] = (g / (1.0f + std::exp(-g))) * up.data()[i];
+    h.data()[i] = exact::silu(gate.data()[i]) * up.data()[i];
   }
   return h;
 }
