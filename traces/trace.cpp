@@ -159,6 +159,22 @@ std::string trace_schema_version() {
   return std::to_string(kTraceSchemaMajor) + "." + std::to_string(kTraceSchemaMinor);
 }
 
+void check_exactness_contract(const Trace& t, const std::string& file) {
+  const std::string expected = exact::kContractVersion;
+  if (t.meta.exactness_contract == expected) return;
+  const std::string recorded = t.meta.exactness_contract.empty()
+                                   ? "none (recorded before traces carried one)"
+                                   : "'" + t.meta.exactness_contract + "'";
+  // The golden traces are recorded by a script, with every option fixed.
+  const std::filesystem::path p(file);
+  const bool golden = p.parent_path().filename() == "golden" && p.parent_path().parent_path().filename() == "traces";
+  const std::string how = golden ? "re-record the golden traces with scripts/record_golden.sh"
+                                 : "re-record it with `specdec record` (same model, method and options)";
+  throw Error(file + ": trace of exactness contract " + recorded + ", but this specdec computes under contract '" +
+              expected + "' (reference/core/exact_math.hpp): its numbers come from other arithmetic and cannot be "
+              "compared with this build's; " + how);
+}
+
 LogitRecord LogitRecord::full_row(const float* row, int V) {
   if (V < 1) throw Error("LogitRecord::full_row: vocabulary size is " + std::to_string(V) + ", expected at least 1");
   LogitRecord r;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/core/exact_math.hpp"
 #include "traces/logit_summary.hpp"
 
 namespace specdec {
@@ -18,8 +19,8 @@ inline constexpr const char* kTraceFormat = "specdec-trace";
 // major.minor: readers refuse a newer major and accept a newer minor (ignoring what they do not
 // know). Adding an optional dataset or attribute bumps the minor; anything else bumps the major.
 inline constexpr int kTraceSchemaMajor = 1;
-inline constexpr int kTraceSchemaMinor = 0;
-std::string trace_schema_version();  // "1.0"
+inline constexpr int kTraceSchemaMinor = 1;
+std::string trace_schema_version();  // "1.1"
 
 // One model taking part in the run, by role ("target", "drafter").
 struct ModelInfo {
@@ -33,6 +34,10 @@ struct TraceMeta {
   std::string specdec_version;        // empty: written as this build's version
   std::string created_utc;            // ISO 8601 "YYYY-MM-DDTHH:MM:SSZ"; empty: written as now
   std::string schema_version;         // set by read_trace; write_trace always writes the current one
+  // The exactness contract (reference/core/exact_math.hpp) the trace's numbers were computed
+  // under; bitwise comparisons need this build's. read_trace leaves it empty for a file that
+  // records none (written before traces carried it); write_trace writes it unless empty.
+  std::string exactness_contract = exact::kContractVersion;
   std::string config_json = "{}";     // the full run configuration
   std::string sampling_json = "{}";   // the sampling configuration (greedy, temperature, ...)
   uint64_t seed = 0;
@@ -100,9 +105,16 @@ void write_trace(const std::filesystem::path& path, const Trace& trace);
 // Reads and validates; throws specdec::Error naming the file and the object at fault.
 Trace read_trace(const std::filesystem::path& path);
 
+// Refuses (specdec::Error naming `file`, the trace's contract version and this build's, and how to
+// re-record it) a trace whose numbers were computed under another exactness contract, or under
+// none recorded: its logits cannot be compared with this build's. Call it wherever a trace's
+// numbers are compared; reading or inspecting a trace needs no check.
+void check_exactness_contract(const Trace& trace, const std::string& file);
+
 // Exact equality of everything a run computed: method, seed, sampling, model fingerprints and
 // configs, prompt, every step field (floats bit for bit), output and stop reason. Ignores timing,
-// created_utc, specdec_version, schema_version, the run config_json and model paths. On a
+// created_utc, specdec_version, schema_version, exactness_contract, the run config_json and model
+// paths. On a
 // difference, `first_difference` (if given) receives e.g. "steps[2].emitted_tokens[0]: 5 vs 7".
 bool semantically_equal(const Trace& a, const Trace& b, std::string* first_difference = nullptr);
 

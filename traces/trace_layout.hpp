@@ -8,6 +8,7 @@ inline constexpr const char* kSchemaVersion = "schema_version";
 inline constexpr const char* kSpecdecVersion = "specdec_version";
 inline constexpr const char* kMethod = "method";
 inline constexpr const char* kCreatedUtc = "created_utc";
+inline constexpr const char* kExactnessContract = "exactness_contract";  // since 1.1
 
 inline constexpr const char* kMeta = "meta";
 inline constexpr const char* kModels = "models";

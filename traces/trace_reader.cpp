@@ -241,6 +241,8 @@ Trace read_trace(const std::filesystem::path& path) {
   t.meta.specdec_version = f.read_string_attribute(L::kSpecdecVersion);
   t.meta.method = f.read_string_attribute(L::kMethod);
   t.meta.created_utc = f.read_string_attribute(L::kCreatedUtc);
+  // Absent before 1.1: the contract is unknown, and comparisons refuse the trace.
+  t.meta.exactness_contract = f.has_attribute(L::kExactnessContract) ? f.read_string_attribute(L::kExactnessContract) : "";
   {
     const h5::Group meta = f.open_group(L::kMeta);
     t.meta.seed = meta.read_uint64_attribute(L::kSeed);

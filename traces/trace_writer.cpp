@@ -160,6 +160,7 @@ void write_all(h5::File& f, const Trace& t) {
   f.write_attribute(L::kSpecdecVersion, t.meta.specdec_version.empty() ? std::string(kVersion) : t.meta.specdec_version);
   f.write_attribute(L::kMethod, t.meta.method);
   f.write_attribute(L::kCreatedUtc, t.meta.created_utc.empty() ? now_utc() : t.meta.created_utc);
+  if (!t.meta.exactness_contract.empty()) f.write_attribute(L::kExactnessContract, t.meta.exactness_contract);
 
   {
     h5::Group meta = f.create_group(L::kMeta);

@@ -52,6 +52,7 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
       {"kind", "trace"},
       {"path", path.string()},
       {"schema_version", t.meta.schema_version},
+      {"exactness_contract", t.meta.exactness_contract.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.meta.exactness_contract)},
       {"specdec_version", t.meta.specdec_version},
       {"created_utc", t.meta.created_utc},
       {"method", t.meta.method},
@@ -71,8 +72,14 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
     io.out << j.dump() << "\n";
     return 0;
   }
+  // Traces of another contract are readable, but validation refuses them: say so here.
+  std::string contract = t.meta.exactness_contract.empty() ? "none recorded" : t.meta.exactness_contract;
+  if (t.meta.exactness_contract != exact::kContractVersion) {
+    contract += std::string(" (this specdec: ") + exact::kContractVersion + "; re-record to validate against it)";
+  }
   io.out << "trace      " << path.string() << " (schema " << t.meta.schema_version << ", written by specdec "
          << t.meta.specdec_version << " at " << t.meta.created_utc << ")\n"
+         << "contract   exactness contract " << contract << "\n"
          << "method     " << t.meta.method << ", sampling " << t.meta.sampling_json << "\n";
   for (const auto& [role, info] : t.meta.models) io.out << "model      " << role << ": " << info.path << " (" << info.fingerprint << ")\n";
   io.out << "prompt     " << join(t.prompt, 16) << "\n"

@@ -652,6 +652,7 @@ ValidationReport validate_against_trace(const ValidationSetup& setup, const Back
                                         const std::string& reference_name, const TolerancePolicy& policy) {
   if (setup.prompt != reference.prompt) throw Error("validation: the run's prompt is not the trace's (" + reference_name + ")");
   if (reference.steps.empty()) throw Error(reference_name + " records no steps; there is nothing to validate against");
+  check_exactness_contract(reference, reference_name);
   ValidationReport report;
   report.candidate = candidate.name;
   report.reference = reference_name;

@@ -50,6 +50,7 @@ ValidationReport validate_backends(const ValidationSetup& setup, const Backend& 
 // configuration (`setup` must hold the trace's prompt and sampling; the caller checks the model
 // fingerprints). Hidden states and draft LM logits are not in traces and are not compared;
 // near-ties need full logits rows in the trace (greedy also works with top-k rows, k >= 2).
+// A trace of another exactness contract (or none) is refused (check_exactness_contract).
 ValidationReport validate_against_trace(const ValidationSetup& setup, const Backend& candidate, const Trace& reference,
                                         const std::string& reference_name,
                                         const TolerancePolicy& policy = TolerancePolicy::defaults());

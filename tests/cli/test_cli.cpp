@@ -76,6 +76,39 @@ TEST_F(Cli, RecordThenInspectTrace) {
   EXPECT_EQ(j["kind"], "trace");
   EXPECT_EQ(j["steps"], 5);
   EXPECT_EQ(j["target_logit_rows"]["full"], 5);
+  EXPECT_EQ(j["exactness_contract"], exact::kContractVersion);
+  EXPECT_EQ(t.meta.exactness_contract, exact::kContractVersion);
+  r = run({"inspect", trace});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::string("contract   exactness contract ") + exact::kContractVersion + "\n"), std::string::npos)
+      << r.out;
+}
+
+// Traces of another exactness contract, or of none, are still inspected; the contract is shown.
+TEST_F(Cli, InspectShowsTheContractOfOlderTraces) {
+  const std::string trace = (dir_ / "contract.h5").string();
+  ASSERT_EQ(run({"record", "--model", model(), "--prompt", "abc", "--max-new-tokens", "3", "--out", trace}).code, 0);
+  Trace t = read_trace(trace);
+  t.meta.exactness_contract = "1";
+  const std::string older = (dir_ / "contract_1.h5").string();
+  write_trace(older, t);
+  t.meta.exactness_contract.clear();
+  const std::string none = (dir_ / "contract_none.h5").string();
+  write_trace(none, t);
+
+  CliRun r = run({"inspect", older, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["exactness_contract"], "1");
+  r = run({"inspect", older});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::string("exactness contract 1 (this specdec: ") + exact::kContractVersion), std::string::npos)
+      << r.out;
+  r = run({"inspect", none, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["exactness_contract"].is_null()) << r.out;
+  r = run({"inspect", none});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exactness contract none recorded (this specdec: "), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, InspectCheckpoint) {

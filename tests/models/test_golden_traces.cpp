@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/cli/cli.hpp"
+#include "reference/core/error.hpp"
 #include "traces/trace.hpp"
 
 namespace specdec {
@@ -47,6 +48,18 @@ TEST(GoldenTraces, CoverEveryMethodDomainAndSamplingMode) {
     }
   }
   EXPECT_EQ(traces.size(), 42u);
+}
+
+// Recorded under this build's exactness contract; otherwise scripts/record_golden.sh re-records them.
+TEST(GoldenTraces, CarryThisBuildsExactnessContract) {
+  for (const fs::path& path : golden_traces()) {
+    const Trace trace = read_trace(path);
+    try {
+      check_exactness_contract(trace, path.string());
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
 }
 
 class GoldenReplay : public ::testing::TestWithParam<std::string> {};

@@ -45,6 +45,9 @@ def main(path, out_path):
         assert major == 1, f"schema major {major}"
         for key in ("format", "schema_version", "method", "specdec_version", "created_utc"):
             result[key] = str(f.attrs[key])
+        # Optional (schema 1.1): null when the trace records no exactness contract.
+        contract = f.attrs.get("exactness_contract")
+        result["exactness_contract"] = None if contract is None else str(contract)
         result["seed"] = int(f["meta"].attrs["seed"])
         result["config"] = json.loads(f["meta/config_json"].asstr()[()])
         result["models"] = {

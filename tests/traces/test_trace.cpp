@@ -56,6 +56,7 @@ void expect_same_trace(const Trace& a, const Trace& b, const std::string& label)
   EXPECT_EQ(a.meta.method, b.meta.method) << label;
   EXPECT_EQ(a.meta.specdec_version, b.meta.specdec_version) << label;
   EXPECT_EQ(a.meta.created_utc, b.meta.created_utc) << label;
+  EXPECT_EQ(a.meta.exactness_contract, b.meta.exactness_contract) << label;
   EXPECT_EQ(a.meta.config_json, b.meta.config_json) << label;
   EXPECT_EQ(a.meta.sampling_json, b.meta.sampling_json) << label;
   EXPECT_EQ(a.meta.seed, b.meta.seed) << label;
@@ -157,6 +158,7 @@ TEST(TraceSemantics, IgnoresTimingAndProvenance) {
   b.timing.step_ns["extra"] = std::vector<int64_t>(b.steps.size(), 1);
   b.meta.created_utc = "2030-01-01T00:00:00Z";
   b.meta.specdec_version = "9.9.9";
+  b.meta.exactness_contract = "1";  // refused by comparisons (check_exactness_contract), not a difference
   b.meta.config_json = R"({"backend":"cuda"})";
   b.meta.models["target"].path = "/elsewhere/target";
   b.meta.sampling_json = R"({"temperature": 0.0, "mode": "greedy"})";  // same JSON, other key order
@@ -208,6 +210,67 @@ TEST(TraceSemantics, ReportsTheFirstDifference) {
   // Full and top-k forms of the same run are different traces.
   EXPECT_FALSE(semantically_equal(sequential_trace(13, true), sequential_trace(13, false), &diff));
   EXPECT_NE(diff.find("full vs top-k"), std::string::npos) << diff;
+}
+
+// ---- the exactness contract ----------------------------------------------------------------------
+
+TEST(TraceExactnessContract, RoundTripsAndOlderTracesHaveNone) {
+  TempDir dir;
+  Trace t = speculative_trace(14);
+  EXPECT_EQ(t.meta.exactness_contract, exact::kContractVersion);  // what a run of this build computed
+  write_trace(dir / "current.h5", t);
+  {
+    // Stored as the root attribute SCHEMA.md names, for other readers (h5py).
+    const h5::File f = h5::File::open_read_only(dir / "current.h5");
+    EXPECT_EQ(f.read_string_attribute("exactness_contract"), exact::kContractVersion);
+  }
+  EXPECT_EQ(read_trace(dir / "current.h5").meta.exactness_contract, exact::kContractVersion);
+
+  t.meta.exactness_contract = "1";
+  write_trace(dir / "older.h5", t);
+  EXPECT_EQ(read_trace(dir / "older.h5").meta.exactness_contract, "1");
+
+  // A trace written before traces carried the contract (schema 1.0): read, with none recorded.
+  t.meta.exactness_contract.clear();
+  write_trace(dir / "none.h5", t);
+  {
+    h5::File f = h5::File::open_read_write(dir / "none.h5");
+    EXPECT_FALSE(f.has_attribute("exactness_contract"));
+    f.write_attribute("schema_version", std::string("1.0"));
+    f.close();
+  }
+  const Trace none = read_trace(dir / "none.h5");
+  EXPECT_EQ(none.meta.schema_version, "1.0");
+  EXPECT_EQ(none.meta.exactness_contract, "");
+  std::string diff;
+  EXPECT_TRUE(semantically_equal(none, t, &diff)) << diff;
+}
+
+TEST(TraceExactnessContract, ComparisonsRefuseAnotherOrNoContract) {
+  const std::string expected = std::string("this specdec computes under contract '") + exact::kContractVersion + "'";
+  Trace t = sequential_trace(15, false);
+  EXPECT_EQ(error_of([&] { check_exactness_contract(t, "run.h5"); }), "(no error)");
+
+  t.meta.exactness_contract = "1";
+  std::string msg = error_of([&] { check_exactness_contract(t, "runs/run.h5"); });
+  EXPECT_EQ(msg.rfind("runs/run.h5: trace of exactness contract '1', but ", 0), 0u) << msg;
+  EXPECT_NE(msg.find(expected), std::string::npos) << msg;
+  EXPECT_NE(msg.find("re-record it with `specdec record`"), std::string::npos) << msg;
+
+  t.meta.exactness_contract.clear();
+  msg = error_of([&] { check_exactness_contract(t, "old.h5"); });
+  EXPECT_EQ(msg.rfind("old.h5: trace of exactness contract none (recorded before traces carried one)", 0), 0u) << msg;
+  EXPECT_NE(msg.find(expected), std::string::npos) << msg;
+
+  // A golden trace is re-recorded by its script, wherever the checkout lies.
+  for (const char* golden : {"traces/golden/sequential_code_greedy.h5", "/src/specdec/traces/golden/draft_prose_sample.h5"}) {
+    msg = error_of([&] { check_exactness_contract(t, golden); });
+    EXPECT_EQ(msg.rfind(std::string(golden) + ": trace of exactness contract none", 0), 0u) << msg;
+    EXPECT_NE(msg.find("re-record the golden traces with scripts/record_golden.sh"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("specdec record"), std::string::npos) << msg;
+  }
+  msg = error_of([&] { check_exactness_contract(t, "elsewhere/golden/run.h5"); });
+  EXPECT_NE(msg.find("specdec record"), std::string::npos) << msg;
 }
 
 // ---- read errors ---------------------------------------------------------------------------------

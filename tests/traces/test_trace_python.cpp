@@ -50,6 +50,7 @@ TEST(TracePython, H5pyReadsSequentialFullLogits) {
   ASSERT_FALSE(r.is_null()) << "seed " << seed;
   EXPECT_EQ(r["format"], "specdec-trace");
   EXPECT_EQ(r["schema_version"], trace_schema_version());
+  EXPECT_EQ(r["exactness_contract"], exact::kContractVersion);
   EXPECT_EQ(r["method"], "sequential");
   EXPECT_EQ(r["created_utc"], t.meta.created_utc);
   EXPECT_EQ(r["seed"].get<uint64_t>(), seed);

@@ -18,6 +18,7 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "tests/cli/cli_runner.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "tests/reference/scratch_dir.hpp"
 #include "tests/validate/perturbed_model.hpp"
 #include "traces/trace.hpp"
@@ -391,6 +392,41 @@ TEST_F(Validate, BadInputsGiveClearErrorsAndExitCode2) {
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << joined(c.args) << "\nstderr: " << r.err;
     EXPECT_EQ(r.err.rfind("specdec validate: error: ", 0), 0u) << r.err;
   }
+}
+
+// A trace of another exactness contract, or of none (recorded before traces carried one), is
+// refused before anything runs, by the command and by the library, naming the file, both versions
+// and how to re-record it.
+TEST_F(Validate, TracesOfAnotherExactnessContractAreRefused) {
+  const std::string current = path("contract_current.h5");
+  ASSERT_EQ(run(command("record", methods()[0], samplings()[0], {"--out", current})).code, 0);
+  Trace t = read_trace(current);
+  t.meta.exactness_contract = "1";
+  const std::string older = path("contract_1.h5");
+  write_trace(older, t);
+  t.meta.exactness_contract.clear();
+  const std::string none = path("contract_none.h5");
+  write_trace(none, t);
+  const std::string expected = std::string("this specdec computes under contract '") + exact::kContractVersion + "'";
+
+  for (const auto& [trace, recorded] : {std::pair<std::string, std::string>{older, "'1'"}, {none, "none"}}) {
+    const CliRun r = run({"validate", "--model", model(), "--trace", trace, "--json"});
+    EXPECT_EQ(r.code, 2) << trace << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.rfind("specdec validate: error: " + trace + ": trace of exactness contract " + recorded, 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("re-record it with `specdec record`"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  // The current trace passes.
+  EXPECT_EQ(run({"validate", "--model", model(), "--trace", current}).code, 0);
+
+  // validate_against_trace refuses it too, for callers that read traces themselves.
+  Job job(model(), "sequential", "", greedy());
+  t.meta.exactness_contract = "1";
+  job.setup.prompt = t.prompt;
+  const std::string msg = testing::error_of(
+      [&] { validation::validate_against_trace(job.setup, {"candidate", job.target.model.get(), nullptr}, t, "old run"); });
+  EXPECT_EQ(msg.rfind("old run: trace of exactness contract '1'", 0), 0u) << msg;
 }
 
 // The tolerance table in docs/validation.md is the one the code applies.
