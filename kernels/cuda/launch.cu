@@ -1,0 +1,72 @@
+#include "kernels/cuda/launch.hpp"
+
+#include <cuda_runtime.h>
+
+#include "kernels/exec/device_context.cuh"
+#include "reference/core/error.hpp"
+
+namespace specdec::kernels::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <class Kernel>
+void launch_kernel(const Kernel& k, void* stream, const char* name) {
+  const LaunchShape s = k.shape();
+  if (s.grid.x == 0 || s.grid.y == 0 || s.grid.z == 0) return;  // nothing to compute
+  run_kernel<Kernel><<<dim3(s.grid.x, s.grid.y, s.grid.z), s.block, s.shared_bytes, static_cast<cudaStream_t>(stream)>>>(k);
+  check(cudaGetLastError(), name);
+}
+
+}  // namespace
+
+bool device_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    cudaGetLastError();  // clear the sticky error of the failed query
+    return false;
+  }
+  return true;
+}
+
+std::string device_description() {
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+         std::to_string(p.multiProcessorCount) + " SMs)";
+}
+
+#define SPECDEC_LAUNCH(...) \
+  void launch(const __VA_ARGS__& k, void* stream) { launch_kernel(k, stream, #__VA_ARGS__); }
+
+SPECDEC_LAUNCH(Linear<WeightType::kF32>)
+SPECDEC_LAUNCH(Linear<WeightType::kF32, 1>)
+SPECDEC_LAUNCH(Linear<WeightType::kBF16>)
+SPECDEC_LAUNCH(Linear<WeightType::kBF16, 1>)
+SPECDEC_LAUNCH(Linear<WeightType::kF16>)
+SPECDEC_LAUNCH(Linear<WeightType::kF16, 1>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF32>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF32, 1>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kBF16>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kBF16, 1>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF16>)
+SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF16, 1>)
+SPECDEC_LAUNCH(RmsNorm)
+SPECDEC_LAUNCH(RopeApply)
+SPECDEC_LAUNCH(EmbeddingGather<WeightType::kF32>)
+SPECDEC_LAUNCH(EmbeddingGather<WeightType::kBF16>)
+SPECDEC_LAUNCH(EmbeddingGather<WeightType::kF16>)
+SPECDEC_LAUNCH(ResidualAdd)
+SPECDEC_LAUNCH(Attention)
+SPECDEC_LAUNCH(GatherRows)
+
+#undef SPECDEC_LAUNCH
+
+}  // namespace specdec::kernels::cuda
