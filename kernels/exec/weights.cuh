@@ -12,8 +12,14 @@ enum class WeightType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
 
 SPECDEC_HD inline float bf16_to_f32(uint16_t b) { return exact::from_bits(static_cast<uint32_t>(b) << 16); }
 
-// The same conversion as reference/core/half.hpp, from integer operations and one exact multiply.
+// The same conversion as reference/core/half.hpp: on the device the hardware's widening (exact,
+// subnormals included); on the host integer operations and one exact multiply.
 SPECDEC_HD inline float f16_to_f32(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;
   const uint32_t mantissa = h & 0x3ffu;
@@ -23,6 +29,7 @@ SPECDEC_HD inline float f16_to_f32(uint16_t h) {
   }
   if (exponent == 0x1f) return exact::from_bits(sign | 0x7f800000u | (mantissa << 13));
   return exact::from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+#endif
 }
 
 // Element i of a row of stored weights.
