@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "optimized/cpu/dot_kernels.hpp"
-#include "reference/core/exact_math.hpp"
+#include "optimized/cpu/vector_exp.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec::cpu {
@@ -63,11 +63,9 @@ void attention(const ModelConfig& c, const float* q, std::size_t ldq, const CpuK
           float max_score = -std::numeric_limits<float>::infinity();
           for (int j = 0; j < n_keys; ++j)
             if (s[j] > max_score) max_score = s[j];
+          exp_shifted(s, max_score, n_keys, s);
           float sum = 0.0f;
-          for (int j = 0; j < n_keys; ++j) {
-            s[j] = exact::exp(s[j] - max_score);
-            sum += s[j];
-          }
+          for (int j = 0; j < n_keys; ++j) sum += s[j];
           float* o = out + static_cast<std::size_t>(i) * ldo + static_cast<std::size_t>(g * group + h) * hd;
           std::fill(o, o + hd, 0.0f);
           for (int j = 0; j < n_keys; ++j) {
