@@ -1,14 +1,19 @@
 // specdec explain: decode a prompt and show every step for teaching — what was drafted, what the
-// target thought of each draft, which were accepted or rejected and why (probabilities and the
-// uniforms drawn), and the token that ended the step. Coloured on a terminal, plain when piped.
+// target thought of each draft, which were accepted or rejected and why (every number named: the
+// target's p, the draft's q, the residuals after rejected siblings, the uniforms drawn, the Gumbel
+// scores of coupled sampling), the token that ended the step, and steps cut by --max-new-tokens
+// or EOS. Coloured on a terminal, plain when piped; `--html OUT.html` also writes the same run as
+// a page to step through (explain_html.cpp).
 #include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 
+#include "experiments/cli/explain_html.hpp"
+#include "experiments/cli/explain_steps.hpp"
 #include "experiments/cli/method_runner.hpp"
 #include "reference/core/error.hpp"
-#include "reference/sampling/sampler.hpp"
+#include "reference/io/atomic_file.hpp"
 
 namespace specdec::cli {
 
@@ -24,110 +29,199 @@ struct Style {
   std::string reset() const { return on ? "\033[0m" : ""; }
 };
 
-class ExplainObserver final : public DecodeObserver {
+std::string fmt(double x, int digits = 3) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << x;
+  return o.str();
+}
+
+std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+std::string cut_words(const std::string& cut) { return cut == "eos" ? "the end-of-sequence token" : "--max-new-tokens"; }
+
+class TextView {
  public:
-  ExplainObserver(std::ostream& out, Style style, const LoadedModel& target, const SamplingParams& sampling)
-      : out_(out), style_(style), target_(target), sampling_(sampling) {}
+  TextView(std::ostream& out, Style style, const TokenText& tt, const ExplainRun& run)
+      : out_(out), s_(style), tt_(tt), run_(run) {}
 
-  void on_prefill(const std::vector<int32_t>& prompt, int64_t) override {
-    out_ << style_.bold() << "prompt" << style_.reset() << " " << text(prompt) << "  (" << prompt.size() << " tokens)\n";
-  }
-
-  void on_sequential_step(const SequentialStep& s) override {
-    const auto p = display_probs(s.logits, s.vocab_size);
-    out_ << style_.bold() << "step " << s.index << style_.reset() << "  position " << s.position << "  "
-         << (s.index == 0 ? "prefill" : "target forward") << " → " << style_.yellow() << tok(s.token) << style_.reset()
-         << style_.dim() << "  p=" << fmt(p[s.token]) << style_.reset() << "\n";
-  }
-
-  void on_speculative_step(const SpeculativeStep& s) override {
-    const DraftTree& tree = *s.tree;
-    const VerifyResult& v = *s.verify;
-    const int V = static_cast<int>(s.target_logits->cols());
-    out_ << style_.bold() << "step " << s.index << style_.reset() << "  position " << s.root_position << "  after "
-         << tok(s.pending_token) << ": drafted " << tree.size() << (tree.is_chain() ? " (chain)" : " (tree)") << "\n";
-    if (!tree.is_chain()) {
-      for (int n = 0; n < tree.size(); ++n)
-        out_ << style_.dim() << "    node " << n << " " << tok(tree.tokens[n]) << " parent " << tree.parents[n] << style_.reset() << "\n";
+  void legend() const {
+    const auto mode = run_.sampling.mode;
+    out_ << s_.dim() << "legend  p = the target's probability";
+    if (mode == SamplingParams::Mode::greedy) out_ << " (softmax at T=1; greedy accepts a draft iff it is the target's top choice)";
+    if (mode == SamplingParams::Mode::sample) {
+      out_ << ", q = the draft's; a draft x is accepted iff u < min(1, p(x)/q(x)), u uniform in [0,1);\n"
+           << "        a deterministic draft has one-hot q, so the test is u < p(x); after a rejected sibling the test uses\n"
+           << "        the residual p' = norm(max(0, p - q)) (one-hot q: p without the rejected token) and q' = q without it;\n"
+           << "        with no draft accepted the correction is drawn from the residual, after a leaf the bonus from p";
     }
-    size_t draw = 0;
-    for (size_t i = 0; i < v.decisions.size(); ++i) {
-      const int n = v.decision_nodes[i];
-      const int parent = tree.parents[n];
-      const std::vector<double> p = display_probs(s.target_logits->row(parent + 1).data(), V);
-      const int32_t x = tree.tokens[n];
-      const bool ok = v.decisions[i] != 0;
-      out_ << "  " << (ok ? style_.green() + "✓ accept " : style_.red() + "✗ reject ") << style_.reset() << "d"
-           << tree.depth(n) << (tree.is_chain() ? "" : " (node " + std::to_string(n) + ")") << " " << tok(x)
-           << "  target p=" << fmt(p[x]);
-      const auto& q = *s.draft_probs;
-      if (!q.empty() && !q[parent + 1].empty()) out_ << "  draft q=" << fmt(q[parent + 1][x]);
-      if (i < v.accept_probs.size() && draw < v.draws.size()) {
-        // The probability the test used: min(1, p/q), or p for a deterministic draft (one-hot q),
-        // after removing earlier rejected siblings.
-        out_ << "  u=" << fmt(v.draws[draw].value) << (ok ? " < " : " ≥ ")
-             << (!q.empty() && !q[parent + 1].empty() ? "min(1, p/q)=" : "p=") << fmt(v.accept_probs[i]);
-        ++draw;
-      } else {
-        const int32_t target_choice = v.emitted[std::min(v.accepted_nodes.size(), v.emitted.size() - 1)];
-        if (!ok) out_ << "  target chose " << tok(target_choice);
+    if (mode == SamplingParams::Mode::coupled) {
+      out_ << "; coupled sampling picks argmax(logit/T + g), g Gumbel noise keyed by position and token:\n"
+           << "        a draft is accepted iff it is that argmax (its Gumbel score is shown against the argmax's)";
+    }
+    out_ << s_.reset() << "\n";
+  }
+
+  void prompt() const {
+    out_ << s_.bold() << "prompt" << s_.reset() << " " << tt_.text(run_.prompt) << "  (" << plural(static_cast<int>(run_.prompt.size()), "token") << ")\n";
+  }
+
+  void step(const StepRecord& r) const {
+    if (r.sequential) {
+      sequential(r);
+      return;
+    }
+    const int N = static_cast<int>(r.tokens.size());
+    out_ << s_.bold() << "step " << r.index << s_.reset() << "  position " << r.position << "  after " << tt_.quoted(r.pending)
+         << ": drafted " << N << (r.chain ? " (chain)" : " (tree)");
+    if (!r.complete()) {
+      out_ << "  " << s_.red() << "[cut by " << cut_words(r.cut) << ": " << r.emitted.size() << " of its " << r.produced
+           << " tokens kept]" << s_.reset();
+    }
+    out_ << "\n";
+    if (!r.chain) {
+      for (int n = 0; n < N; ++n) {
+        out_ << s_.dim() << "    node " << n << " " << tt_.quoted(r.tokens[n]) << " parent " << r.parents[n] << " depth " << r.depths[n]
+             << "  " << (r.status[n] == "unreached" ? "not reached" : r.status[n]) << s_.reset() << "\n";
       }
-      out_ << "\n";
     }
-    const int32_t last = v.emitted.back();
-    const std::string why = v.bonus_token >= 0 ? "bonus (every draft on the path accepted)"
-                                               : "correction (from the target" + std::string(sampling_.mode == SamplingParams::Mode::sample ? "'s residual distribution)" : ")");
-    out_ << "  " << style_.yellow() << "+ " << tok(last) << style_.reset() << "  " << why;
-    if (draw < v.draws.size()) out_ << "  u=" << fmt(v.draws[draw].value);
-    out_ << "\n  emitted " << text(s.emitted) << "  (" << s.emitted.size() << " token" << (s.emitted.size() == 1 ? "" : "s")
-         << ", " << s.drafter_forwards << " drafter forward" << (s.drafter_forwards == 1 ? "" : "s") << ")\n";
+    for (const Point& pt : r.points) {
+      for (const NodeTest& t : pt.tests) test(r, t);
+    }
+    final_line(r);
+    out_ << "  emitted " << tt_.text(r.emitted) << "  (";
+    if (r.complete()) {
+      out_ << plural(static_cast<int>(r.emitted.size()), "token");
+    } else {
+      out_ << r.emitted.size() << " of " << r.produced << " tokens, cut";
+    }
+    out_ << ", " << plural(r.drafter_forwards, "drafter forward") << ")\n";
   }
 
-  void on_finish(const std::vector<int32_t>& output, const std::string& stop_reason) override {
-    out_ << style_.bold() << "output" << style_.reset() << " " << text(output) << "  (" << output.size() << " tokens, stop: " << stop_reason << ")\n";
+  void summary(const GenerationResult& g) const {
+    out_ << s_.bold() << "output" << s_.reset() << " " << tt_.text(run_.output) << "  (" << plural(static_cast<int>(run_.output.size()), "token")
+         << ", stop: " << run_.stop_reason << ")\n";
+    int spec_steps = 0, step_tokens = 0, first_tokens = 0;
+    std::vector<int> cut;
+    for (const StepRecord& r : run_.steps) {
+      if (r.sequential) {
+        first_tokens += static_cast<int>(r.emitted.size());
+        continue;
+      }
+      ++spec_steps;
+      step_tokens += static_cast<int>(r.emitted.size());
+      if (!r.complete()) cut.push_back(r.index);
+    }
+    if (spec_steps == 0) {
+      out_ << plural(static_cast<int>(run_.output.size()), "token") << " in " << plural(g.stats.target_forwards, "target forward")
+           << " (sequential decoding: one token per forward)\n";
+      return;
+    }
+    const StepRecord& last = run_.steps.back();
+    if (last.full_steps > 0) {
+      out_ << "AL " << fmt(static_cast<double>(last.full_step_tokens) / last.full_steps, 2) << " tokens per step (bonus included) over "
+           << plural(last.full_steps, "full step");
+    } else {
+      out_ << "AL not measured: no step ran to its end";
+    }
+    if (!cut.empty()) {
+      out_ << "; step";
+      for (size_t i = 0; i < cut.size(); ++i) out_ << (i ? ", " : " ") << cut[i];
+      out_ << " cut short and excluded";
+    }
+    out_ << "; " << run_.accepted_full << "/" << run_.drafted_full << " drafts accepted in full steps\n";
+    out_ << plural(static_cast<int>(run_.output.size()), "token") << " = " << first_tokens << " from the prefill + " << step_tokens
+         << " from " << plural(spec_steps, "step") << "; " << plural(g.stats.target_forwards, "target forward") << " ("
+         << fmt(static_cast<double>(run_.output.size()) / g.stats.target_forwards, 2) << " tokens each), "
+         << plural(g.stats.drafter_forwards, "drafter forward") << "\n";
   }
 
  private:
-  // What the target's probabilities look like at a point: the sampling distribution, or for
-  // greedy decoding the plain softmax (the one-hot would say nothing).
-  std::vector<double> display_probs(const float* logits, int V) const {
-    SamplingParams p = sampling_;
-    if (p.mode == SamplingParams::Mode::greedy) {
-      p = SamplingParams{};
-      p.mode = SamplingParams::Mode::sample;
-    }
-    return probabilities(logits, V, p);
+  void sequential(const StepRecord& r) const {
+    const FinalToken& f = r.final;
+    out_ << s_.bold() << "step " << r.index << s_.reset() << "  position " << r.position << "  "
+         << (r.index == 0 ? "prefill" : "target forward") << " → " << s_.yellow() << tt_.quoted(f.token) << s_.reset() << s_.dim()
+         << "  target p=" << fmt(f.p);
+    origin(f, false);
+    out_ << s_.reset() << "\n";
   }
-  // Strings are built by appending: GCC 12 warns falsely (-Wrestrict) on "x" + temporary.
-  std::string tok(int32_t t) const {
-    std::string s(1, target_.vocabulary ? '\'' : '<');
-    s += target_.vocabulary ? printable(target_.vocabulary->token_text(t)) : std::to_string(t);
-    s += target_.vocabulary ? '\'' : '>';
-    return s;
-  }
-  std::string text(const std::vector<int32_t>& ids) const {
-    std::string s(1, target_.vocabulary ? '"' : '[');
-    if (target_.vocabulary) {
-      s += printable(target_.vocabulary->decode(ids));
+
+  // How the final token (or a sequential token) was chosen.
+  void origin(const FinalToken& f, bool residual) const {
+    if (f.from == "argmax") {
+      out_ << ", the target's top choice";
+    } else if (f.from == "gumbel-argmax") {
+      out_ << "  Gumbel score logit/T+g=" << fmt(f.score) << ", the argmax";
+      if (f.scores.size() > 1) out_ << " (next: " << tt_.quoted(f.scores[1].token) << " " << fmt(f.scores[1].score) << ")";
     } else {
-      for (size_t i = 0; i < ids.size(); ++i) {
-        if (i) s += ' ';
-        s += std::to_string(ids[i]);
+      out_ << "  u=" << fmt(f.u) << " drawn from " << (residual ? "the residual" : "p");
+      if (!f.distribution.empty()) {
+        out_ << " [";
+        size_t shown = 0;
+        for (; shown < f.distribution.size() && shown < 4 && (shown == 0 || f.distribution[shown].p >= 0.0005); ++shown)
+          out_ << (shown ? ", " : "") << tt_.quoted(f.distribution[shown].token) << " " << fmt(f.distribution[shown].p);
+        out_ << (f.distribution.size() > shown ? ", …]" : "]");
       }
     }
-    s += target_.vocabulary ? '"' : ']';
-    return s;
   }
-  static std::string fmt(double x) {
-    std::ostringstream o;
-    o << std::fixed << std::setprecision(3) << x;
-    return o.str();
+
+  void test(const StepRecord& r, const NodeTest& t) const {
+    const bool ok = t.accepted;
+    const std::string& status = r.status[t.node];
+    out_ << "  " << (ok ? s_.green() + "✓ accept " : s_.red() + "✗ reject ") << s_.reset() << "d" << r.depths[t.node]
+         << (r.chain ? "" : " (node " + std::to_string(t.node) + ")") << " " << tt_.quoted(t.token) << "  target p=" << fmt(t.p);
+    if (!std::isnan(t.q)) out_ << "  draft q=" << fmt(t.q);
+    const auto mode = run_.sampling.mode;
+    if (mode == SamplingParams::Mode::sample) {
+      const bool det = std::isnan(t.q);
+      if (!t.removed.empty()) {
+        out_ << "  after rejecting";
+        for (size_t i = 0; i < t.removed.size(); ++i) out_ << (i ? ", " : " ") << tt_.quoted(t.removed[i]);
+        out_ << ": residual p'=" << fmt(t.p_used);
+        if (!det) out_ << " q'=" << fmt(t.q_used);
+        out_ << "  u=" << fmt(t.u) << (ok ? " < " : " ≥ ") << (det ? "p'=" : "min(1, p'/q')=") << fmt(t.accept_prob);
+      } else {
+        out_ << "  u=" << fmt(t.u) << (ok ? " < " : " ≥ ") << (det ? "p=" : "min(1, p/q)=") << fmt(t.accept_prob);
+      }
+    } else if (mode == SamplingParams::Mode::greedy) {
+      if (ok) {
+        out_ << ", the target's top choice";
+      } else {
+        out_ << "  the target's top choice: " << tt_.quoted(t.choice) << " p=" << fmt(t.choice_p);
+      }
+    } else {
+      const std::string score = std::isnan(t.score) ? "-inf (outside top-k/top-p)" : fmt(t.score);
+      if (ok) {
+        out_ << "  Gumbel score logit/T+g=" << score << ", the argmax";
+      } else {
+        out_ << "  Gumbel score " << score << " < " << fmt(t.choice_score) << " of the argmax " << tt_.quoted(t.choice)
+             << " (p=" << fmt(t.choice_p) << ")";
+      }
+    }
+    if (status == "discarded") out_ << "  " << s_.red() << "[discarded: cut by " << cut_words(r.cut) << "]" << s_.reset();
+    out_ << "\n";
+  }
+
+  void final_line(const StepRecord& r) const {
+    const FinalToken& f = r.final;
+    const std::string after = f.point < 0 ? "at the root" : "after d" + std::to_string(r.depths[f.point]) + " " + tt_.quoted(r.tokens[f.point]);
+    std::string why;
+    if (f.kind == "bonus") {
+      why = "bonus (every draft on the path accepted), from the target " + after;
+    } else {
+      why = "correction (no draft accepted " + after + "), from the target" +
+            (f.from == "residual" ? "'s residual norm(max(0, p - q))" : "");
+    }
+    out_ << "  " << s_.yellow() << "+ " << tt_.quoted(f.token) << s_.reset() << "  " << why << (f.from == "residual" ? "  p'=" : "  target p=")
+         << fmt(f.p);
+    origin(f, f.from == "residual");
+    if (static_cast<int>(r.emitted.size()) < r.produced) out_ << "  " << s_.red() << "[discarded: cut by " << cut_words(r.cut) << "]" << s_.reset();
+    out_ << "\n";
   }
 
   std::ostream& out_;
-  Style style_;
-  const LoadedModel& target_;
-  SamplingParams sampling_;
+  Style s_;
+  const TokenText& tt_;
+  const ExplainRun& run_;
 };
 
 }  // namespace
@@ -136,25 +230,39 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   DecodeArgs a;
   a.max_new_tokens = 16;
   std::string color = "auto";
+  std::string html;
   po::options_description desc("explain options");
   add_decode_options(desc, a);
-  desc.add_options()("color", po::value(&color)->default_value(color), "auto (on a terminal) | always | never");
-  if (!parse_options(args, desc, io, "specdec explain --model DIR (--prompt TEXT | --prompt-ids IDS) [--method M] [options]")) return 0;
+  desc.add_options()("color", po::value(&color)->default_value(color), "auto (on a terminal) | always | never")(
+      "html", po::value(&html), "also write the run as a self-contained page to step through (OUT.html)");
+  if (!parse_options(args, desc, io, "specdec explain --model DIR (--prompt TEXT | --prompt-ids IDS) [--method M] [--html OUT.html] [options]")) return 0;
   if (color != "auto" && color != "always" && color != "never") throw Error("--color must be auto, always or never");
+  if (!html.empty()) check_html_destination(html);
   DecodeJob job = prepare_decode(a);
   const GenerationOptions& options = job.options;
   const SamplingParams& sampling = job.sampling;
   const LoadedModel& m = job.target;
-  const std::vector<int32_t>& prompt = job.prompt;
   Style style;
   style.on = color == "always" || (color == "auto" && io.out_is_terminal);
-  io.out << style.bold() << "method" << style.reset() << " " << method_json(a).dump() << ", " << sampling.to_string() << "\n";
-  ExplainObserver observer(io.out, style, m, sampling);
-  const GenerationResult r = run_method(a, m, prompt, sampling, options, &observer);
-  if (r.stats.steps > 0) {
-    io.out << "AL " << std::fixed << std::setprecision(2) << r.stats.acceptance_length() << " tokens per step (bonus included), "
-           << r.stats.accepted_tokens << "/" << r.stats.drafted_tokens << " drafts accepted, " << r.stats.target_forwards
-           << " target forwards\n";
+  const TokenText tt(m.vocabulary ? &*m.vocabulary : nullptr);
+
+  ExplainRun run;
+  run.method = a.method;
+  run.method_json = method_json(a).dump();
+  run.shape = a.tree == "chain" ? "chain" : "tree";
+  run.max_new_tokens = options.max_new_tokens;
+  const ModelConfig& config = m.model->config();
+  ExplainRecorder recorder(run, sampling, options.sequence, [&config](int32_t t) { return config.is_eos(t); });
+  TextView view(io.out, style, tt, run);
+  recorder.on_prompt = [&] { view.prompt(); };
+  recorder.on_step = [&](const StepRecord& r) { view.step(r); };
+  io.out << style.bold() << "method" << style.reset() << " " << run.method_json << ", " << sampling.to_string() << "\n";
+  view.legend();
+  const GenerationResult r = run_method(a, m, job.prompt, sampling, options, &recorder);
+  view.summary(r);
+  if (!html.empty()) {
+    write_file_atomically(html, explain_page(run, tt));
+    io.out << "page   " << html << "\n";
   }
   return 0;
 }

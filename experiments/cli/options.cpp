@@ -148,4 +148,19 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+std::string escaped(const std::string& text) {
+  std::string out, run;
+  for (char c : text) {
+    const char* e = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : nullptr;
+    if (!e) {
+      run += c;
+      continue;
+    }
+    out += printable(run);  // UTF-8 sequences hold no ASCII bytes, so splitting here keeps them whole
+    run.clear();
+    out += e;
+  }
+  return out + printable(run);
+}
+
 }  // namespace specdec::cli

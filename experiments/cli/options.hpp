@@ -77,5 +77,9 @@ void apply_threads(int threads);
 
 // Text for a terminal: printable ASCII and valid UTF-8 kept, everything else as \xNN escapes.
 std::string printable(const std::string& text);
+// Text on one line, for showing tokens and text the same way everywhere (specdec explain's text
+// and page): as printable(), with backslash, newline, tab and carriage return written as \\, \n,
+// \t and \r.
+std::string escaped(const std::string& text);
 
 }  // namespace specdec::cli
