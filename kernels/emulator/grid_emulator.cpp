@@ -1,7 +1,8 @@
 #include "kernels/emulator/grid_emulator.hpp"
 
+#include "kernels/emulator/fiber_switch.hpp"
+
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,7 +74,7 @@ void ensure_stacks(int n) {
 enum class State { kReady, kAtBarrier, kAtShuffle, kDone, kFailed };
 
 struct Fiber {
-  ucontext_t uc{};
+  FiberContext context;
   State state = State::kReady;
   bool started = false;
   std::source_location where;  // the barrier or shuffle it waits at
@@ -110,7 +111,11 @@ class BlockRunner {
       c.block_z_ = bz;
     }
   }
-  ~BlockRunner() { std::free(shared_); }
+  ~BlockRunner() {
+    for (std::size_t t = 0; t < fibers_.size(); ++t)
+      if (fibers_[t].started && fibers_[t].state != State::kDone) fiber_abandon(stack_pool()[t].bottom, kStackBytes);
+    std::free(shared_);
+  }
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
@@ -177,11 +182,7 @@ class BlockRunner {
     Fiber& f = fibers_[static_cast<std::size_t>(t)];
     if (!f.started) {
       const Stack& s = stack_pool()[static_cast<std::size_t>(t)];
-      getcontext(&f.uc);
-      f.uc.uc_stack.ss_sp = s.bottom;
-      f.uc.uc_stack.ss_size = kStackBytes;
-      f.uc.uc_link = nullptr;
-      makecontext(&f.uc, &BlockRunner::entry, 0);
+      fiber_prepare(f.context, s.bottom, kStackBytes, &BlockRunner::entry);
       f.started = true;
       g_starting = this;
       starting_thread_ = t;
@@ -191,7 +192,7 @@ class BlockRunner {
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, s.bottom, kStackBytes);
 #endif
-    swapcontext(&scheduler_, &f.uc);
+    fiber_switch(scheduler_, f.context);
 #if SPECDEC_EMU_ASAN
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
@@ -205,7 +206,7 @@ class BlockRunner {
 #else
     (void)final;
 #endif
-    swapcontext(&f.uc, &scheduler_);
+    fiber_switch(f.context, scheduler_);
     arrived_on_fiber(t);
   }
 
@@ -272,7 +273,7 @@ class BlockRunner {
   std::vector<Fiber> fibers_;
   std::vector<Context> contexts_;
   unsigned char* shared_ = nullptr;
-  ucontext_t scheduler_{};
+  FiberContext scheduler_;
   int starting_thread_ = 0;
   std::string error_;
 #if SPECDEC_EMU_ASAN
