@@ -46,26 +46,7 @@ std::string device_description() {
 #define SPECDEC_LAUNCH(...) \
   void launch(const __VA_ARGS__& k, void* stream) { launch_kernel(k, stream, #__VA_ARGS__); }
 
-SPECDEC_LAUNCH(Linear<WeightType::kF32>)
-SPECDEC_LAUNCH(Linear<WeightType::kF32, 1>)
-SPECDEC_LAUNCH(Linear<WeightType::kBF16>)
-SPECDEC_LAUNCH(Linear<WeightType::kBF16, 1>)
-SPECDEC_LAUNCH(Linear<WeightType::kF16>)
-SPECDEC_LAUNCH(Linear<WeightType::kF16, 1>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF32>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF32, 1>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kBF16>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kBF16, 1>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF16>)
-SPECDEC_LAUNCH(GateUpSwiglu<WeightType::kF16, 1>)
-SPECDEC_LAUNCH(RmsNorm)
-SPECDEC_LAUNCH(RopeApply)
-SPECDEC_LAUNCH(EmbeddingGather<WeightType::kF32>)
-SPECDEC_LAUNCH(EmbeddingGather<WeightType::kBF16>)
-SPECDEC_LAUNCH(EmbeddingGather<WeightType::kF16>)
-SPECDEC_LAUNCH(ResidualAdd)
-SPECDEC_LAUNCH(Attention)
-SPECDEC_LAUNCH(GatherRows)
+SPECDEC_KERNEL_TYPES(SPECDEC_LAUNCH)
 
 #undef SPECDEC_LAUNCH
 
