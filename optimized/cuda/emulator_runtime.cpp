@@ -1,0 +1,59 @@
+// The device-runtime seam on the CPU grid emulator: device memory is emulated device memory
+// (NaN-filled, one heap block per allocation), launches run the kernel bodies on fibers.
+#include <cstring>
+
+#include "kernels/emulator/grid_emulator.hpp"
+#include "optimized/cuda/device_runtime.hpp"
+
+namespace specdec::cuda {
+
+namespace {
+
+class EmulatorRuntime final : public DeviceRuntime {
+ public:
+  explicit EmulatorRuntime(bool check_schedules) : check_(check_schedules) {}
+
+  std::string name() const override {
+    return check_ ? "CPU grid emulator (three schedules per launch)" : "CPU grid emulator";
+  }
+  void* allocate(std::size_t bytes) override { return memory_.allocate(bytes); }
+  void release(void* p) noexcept override {
+    try {
+      memory_.release(p);
+    } catch (...) {  // not ours: nothing to free
+    }
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
+  void synchronize() override {}
+
+#define SPECDEC_EMULATED_LAUNCH(...) \
+  void launch(const __VA_ARGS__& k) override { run(k); }
+  SPECDEC_KERNEL_TYPES(SPECDEC_EMULATED_LAUNCH)
+#undef SPECDEC_EMULATED_LAUNCH
+
+ private:
+  template <class Kernel>
+  void run(const Kernel& k) {
+    const kernels::LaunchShape s = k.shape();
+    if (s.grid.x == 0 || s.grid.y == 0 || s.grid.z == 0) return;
+    if (check_) {
+      kernels::emu::launch(memory_, k, ++seed_);
+    } else {
+      kernels::emu::run(s, kernels::emu::Schedule::kForward, 0, [&k](kernels::emu::Context& c) { k(c); });
+    }
+  }
+
+  bool check_;
+  uint64_t seed_ = 0;
+  kernels::emu::DeviceMemory memory_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceRuntime> emulator_runtime(bool check_schedules) {
+  return std::make_unique<EmulatorRuntime>(check_schedules);
+}
+
+}  // namespace specdec::cuda

@@ -1,0 +1,161 @@
+// The CUDA backend — its host code and the very kernels a GPU runs — on the CPU grid emulator,
+// bitwise against the reference: every model family feature and precision, chains longer than
+// one kernel launch takes, draft trees and their compaction, batch invariance, every launch under
+// three thread schedules, greedy decoding of the bundled model, and the errors a user can hit.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "optimized/cuda/cuda_kv_cache.hpp"
+#include "optimized/cuda/cuda_transformer.hpp"
+#include "reference/decoding/sequential.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/reference/batch_invariance.hpp"
+#include "tests/reference/tree_fixtures.hpp"
+
+namespace specdec {
+namespace {
+
+using testing::bitwise_equal;
+using testing::cpu_fixture_configs;
+using testing::dense_cache;
+using testing::random_tokens;
+
+constexpr uint64_t kSeed = 4321;
+
+std::string where(const std::string& config, Dtype p) { return config + " / " + dtype_name(p) + ", seed " + std::to_string(kSeed); }
+
+const cuda::CudaKVCache& cuda_cache(const KVCache& c) { return dynamic_cast<const cuda::CudaKVCache&>(c); }
+
+struct CudaTwin {
+  CudaTwin(const ModelConfig& c, const LlamaWeights& w, Dtype p, std::shared_ptr<cuda::DeviceRuntime> rt)
+      : reference(c, cpu::rounded_llama_weights(w, p)), cuda(std::move(rt), c, w, p) {}
+  Transformer reference;
+  cuda::CudaTransformer cuda;
+};
+
+std::unique_ptr<CudaTwin> make_twin(const ModelConfig& c, Dtype p, bool check_schedules = false) {
+  return std::make_unique<CudaTwin>(c, testing::make_model(c, kSeed).weights(), p, cuda::emulator_runtime(check_schedules));
+}
+
+TEST(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
+  for (const auto& [name, cfg] : cpu_fixture_configs()) {
+    for (Dtype p : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
+      const auto twin = make_twin(cfg, p);
+      auto rc = twin->reference.new_cache(96);
+      auto cc = twin->cuda.new_cache(96);
+      // 13 and 1 tokens: the general kernels and the one-token ones; in BF16 also 70 tokens, two
+      // launches of the general ones.
+      for (const int T : {13, 1, 70}) {
+        if (T == 70 && p != Dtype::BF16) continue;
+        ForwardRequest r = ForwardRequest::chain(random_tokens(T, cfg.vocab_size, kSeed + T));
+        r.final_hidden = true;
+        r.aux_layers = {cfg.num_hidden_layers, 0, 2};
+        const ForwardResult expected = twin->reference.forward(*rc, r);
+        const ForwardResult got = twin->cuda.forward(*cc, r);
+        EXPECT_TRUE(bitwise_equal(got.logits, expected.logits)) << where(name, p) << ": logits, T " << T;
+        EXPECT_TRUE(bitwise_equal(got.final_hidden, expected.final_hidden)) << where(name, p) << ": final hidden, T " << T;
+        EXPECT_TRUE(bitwise_equal(got.aux_hidden, expected.aux_hidden)) << where(name, p) << ": aux hidden, T " << T;
+        EXPECT_TRUE(cuda_cache(*cc).equals(dense_cache(*rc))) << where(name, p) << ": KV cache, T " << T;
+      }
+      const Matrix l = twin->cuda.forward(*cc, ForwardRequest::chain({5})).logits;
+      EXPECT_GT(l.maxCoeff() - l.minCoeff(), 0.1f) << where(name, p) << ": the logits do not vary";
+    }
+  }
+}
+
+TEST(CudaTransformer, SelectedLogitRowsEqualReference) {
+  const ModelConfig cfg = testing::tiny_llama();
+  const auto twin = make_twin(cfg, Dtype::BF16);
+  ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
+  r.logit_rows = {8, 2, 2, 0};
+  auto rc = twin->reference.new_cache(16);
+  auto cc = twin->cuda.new_cache(16);
+  EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
+}
+
+TEST(CudaTransformer, TreeMaskEqualsChainForEveryPathAndCompactsOnTheDevice) {
+  for (const auto& [name, cfg] : cpu_fixture_configs()) {
+    const auto twin = make_twin(cfg, Dtype::F16);
+    const auto prefix = random_tokens(6, cfg.vocab_size, kSeed + 7);
+    const auto nodes = random_tokens(static_cast<int>(testing::kTreeParents.size()), cfg.vocab_size, kSeed + 8);
+    const Matrix tree_logits = testing::expect_tree_equals_chains(
+        twin->cuda, prefix, nodes, name, [](const KVCache& a, const KVCache& b) { return cuda_cache(a).equals(cuda_cache(b)); });
+    auto rc = twin->reference.new_cache(32);
+    twin->reference.forward(*rc, ForwardRequest::chain(prefix));
+    EXPECT_TRUE(bitwise_equal(tree_logits, twin->reference.forward(*rc, testing::tree_request(nodes, 6)).logits)) << name;
+  }
+}
+
+TEST(CudaTransformer, BatchInvariant) {
+  for (const auto& [name, cfg] : cpu_fixture_configs()) {
+    const auto twin = make_twin(cfg, Dtype::BF16);
+    testing::expect_batch_invariant(twin->cuda, random_tokens(11, cfg.vocab_size, kSeed + 3), name,
+                                    [](const KVCache& a, const KVCache& b) { return cuda_cache(a).equals(cuda_cache(b)); });
+  }
+}
+
+TEST(CudaTransformer, EveryLaunchIsScheduleIndependent) {
+  // Each kernel launch runs under the forward, reverse and a random thread schedule and must leave
+  // device memory identical (the emulator throws otherwise).
+  const ModelConfig cfg = testing::tiny_llama();
+  const auto twin = make_twin(cfg, Dtype::F32, true);
+  auto rc = twin->reference.new_cache(16);
+  auto cc = twin->cuda.new_cache(16);
+  const ForwardRequest r = ForwardRequest::chain(random_tokens(3, cfg.vocab_size, kSeed + 5));
+  EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
+}
+
+TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
+  const LlamaModel model = load_llama_checkpoint(std::string(SPECDEC_SOURCE_DIR) + "/models/target");
+  const Transformer reference(model.config, model.weights);
+  const cuda::CudaTransformer device(cuda::emulator_runtime(), model.config, model.weights, Dtype::F32);
+  const std::vector<int32_t> prompt = {0, 'I', 'n', ' ', 't', 'h', 'e'};
+  GenerationOptions opt;
+  opt.max_new_tokens = 6;
+  opt.stop_at_eos = false;
+  const SamplingParams greedy;
+  const GenerationResult want = decode_sequential(reference, prompt, greedy, opt);
+  const GenerationResult got = decode_sequential(device, prompt, greedy, opt);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(static_cast<int>(got.tokens.size()), 6);
+}
+
+TEST(CudaTransformerErrors, ReportWhatIsWrong) {
+  const ModelConfig cfg = testing::tiny_llama();
+  const auto twin = make_twin(cfg, Dtype::F32);
+  auto reference_cache = twin->reference.new_cache(8);
+  try {
+    twin->cuda.forward(*reference_cache, ForwardRequest::chain({1}));
+    ADD_FAILURE() << "a reference cache was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not created by the cuda backend"), std::string::npos) << e.what();
+  }
+  auto cc = twin->cuda.new_cache(8);
+  try {
+    twin->cuda.forward(*cc, ForwardRequest::chain({cfg.vocab_size}));
+    ADD_FAILURE() << "a token outside the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the vocabulary"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cc->length(), 0) << "a refused request must leave the cache as it was";
+  const auto other = make_twin(cfg, Dtype::F32);  // another runtime
+  auto foreign = other->cuda.new_cache(8);
+  EXPECT_THROW(twin->cuda.forward(*foreign, ForwardRequest::chain({1})), Error);
+  ModelConfig big = cfg;
+  big.hidden_size = 40;  // weights of 48
+  EXPECT_THROW(cuda::CudaTransformer(cuda::emulator_runtime(), big, testing::make_model(cfg, kSeed).weights()), Error);
+  if (!cuda::cuda_built()) {
+    try {
+      cuda::cuda_runtime();
+      ADD_FAILURE() << "a build without CUDA made a CUDA runtime";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("-DSPECDEC_CUDA=ON"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specdec
