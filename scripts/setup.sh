@@ -10,6 +10,9 @@ packages=(
   # The training recipes (experiments/train; their smoke test is in the cpu suite): PyTorch with a
   # threaded OpenBLAS (the reference BLAS trains ~15x slower) and the corpus's King James Bible.
   python3-torch libopenblas0-pthread bible-kjv bible-kjv-text
+  # The test of `specdec explain --html` opens the page in a headless Chromium (a font for its
+  # screenshots).
+  chromium fonts-dejavu-core
 )
 
 missing=()
