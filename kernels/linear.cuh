@@ -70,7 +70,7 @@ SPECDEC_HD inline const void* weight_row(const void* w, long long row, int in) {
   return static_cast<const unsigned char*>(w) + row * in * kWeightBytes<W>;
 }
 
-// acc[k] += x_k[i + lane] · w[i + lane] for every full step of eight elements, k < nt: lane
+// acc[k] = fma(x_k[i + lane], w[i + lane], acc[k]) for every full step of eight elements, k < nt: lane
 // `lane`'s partial sum of ops::dot for nt token rows of x (stride ldx).
 template <WeightType W, int TPG>
 SPECDEC_HD inline void accumulate_row(const void* w, const float* x, long long ldx, int in, int lane, int nt,
@@ -84,22 +84,22 @@ SPECDEC_HD inline void accumulate_row(const void* w, const float* x, long long l
     for (int u = 0; u < kUnroll; ++u) {
       const int i = (s + u) * kDotLanes + lane;
       for (int k = 0; k < TPG; ++k)
-        if (k < nt) acc[k] = exact::add(acc[k], exact::mul(x[k * ldx + i], wv[u]));
+        if (k < nt) acc[k] = exact::fma(x[k * ldx + i], wv[u], acc[k]);
     }
   }
   for (; s < steps; ++s) {
     const int i = s * kDotLanes + lane;
     const float wv = load_weight<W>(w, i);
     for (int k = 0; k < TPG; ++k)
-      if (k < nt) acc[k] = exact::add(acc[k], exact::mul(x[k * ldx + i], wv));
+      if (k < nt) acc[k] = exact::fma(x[k * ldx + i], wv, acc[k]);
   }
 }
 
-// The sequential tail of ops::dot: Σ x[i]·w[i] over the last in mod 8 elements.
+// The sequential tail of ops::dot: fused multiply-adds over the last in mod 8 elements.
 template <WeightType W>
 SPECDEC_HD inline float row_tail(const void* w, const float* x, int in) {
   float tail = 0.0f;
-  for (int i = in / kDotLanes * kDotLanes; i < in; ++i) tail = exact::add(tail, exact::mul(x[i], load_weight<W>(w, i)));
+  for (int i = in / kDotLanes * kDotLanes; i < in; ++i) tail = exact::fma(x[i], load_weight<W>(w, i), tail);
   return tail;
 }
 

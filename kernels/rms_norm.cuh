@@ -26,10 +26,10 @@ struct RmsNorm {
     float* yr = y + ctx.block_x() * ldy;
     const int lane = ctx.lane() % kDotLanes;
     float acc = 0.0f;
-    for (int i = lane; i + (kDotLanes - lane) <= n; i += kDotLanes) acc = exact::add(acc, exact::mul(xr[i], xr[i]));
+    for (int i = lane; i + (kDotLanes - lane) <= n; i += kDotLanes) acc = exact::fma(xr[i], xr[i], acc);
     float sum = combine_lanes(ctx, acc);
     float tail = 0.0f;
-    for (int i = n / kDotLanes * kDotLanes; i < n; ++i) tail = exact::add(tail, exact::mul(xr[i], xr[i]));
+    for (int i = n / kDotLanes * kDotLanes; i < n; ++i) tail = exact::fma(xr[i], xr[i], tail);
     sum = exact::add(sum, tail);
     const float mean_sq = exact::div(sum, static_cast<float>(n));
     const float scale = exact::div(1.0f, exact::sqrt(exact::add(mean_sq, eps)));

@@ -1,6 +1,7 @@
 #pragma once
 // The contract's dot product (reference/model/ops.cpp, ops::dot: eight interleaved partial sums,
-// then (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7))) + tail, every product and sum rounded on its own)
+// each product accumulated by one fused multiply-add, then (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)))
+// + tail)
 // spread over a group of eight adjacent lanes of a warp: lane l of the group owns partial sum
 // a_l, so the group reads eight consecutive elements per step (a 32-byte sector of fp32), and a
 // fixed shuffle tree (xor 4, then 1, then 2) performs exactly the reference's combine.
@@ -15,10 +16,10 @@ SPECDEC_HD inline float dot_sequential(const float* a, const float* b, int n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] = exact::add(acc[l], exact::mul(a[i + l], b[i + l]));
+    for (int l = 0; l < 8; ++l) acc[l] = exact::fma(a[i + l], b[i + l], acc[l]);
   }
   float tail = 0.0f;
-  for (; i < n; ++i) tail = exact::add(tail, exact::mul(a[i], b[i]));
+  for (; i < n; ++i) tail = exact::fma(a[i], b[i], tail);
   const float left = exact::add(exact::add(acc[0], acc[4]), exact::add(acc[1], acc[5]));
   const float right = exact::add(exact::add(acc[2], acc[6]), exact::add(acc[3], acc[7]));
   return exact::add(exact::add(left, right), tail);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -47,14 +48,14 @@ void kernel_portable(const void* const* rows, const float* x, std::size_t ldx, i
       for (int l = 0; l < 8; ++l) w[l] = widen<D>(rows[r], i + l);
       for (int t = 0; t < TB; ++t) {
         const float* xt = x + t * ldx + i;
-        for (int l = 0; l < 8; ++l) acc[r][t][l] += xt[l] * w[l];
+        for (int l = 0; l < 8; ++l) acc[r][t][l] = std::fma(xt[l], w[l], acc[r][t][l]);
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < TB; ++t) {
       float tail = 0.0f;
-      for (int j = i; j < n; ++j) tail += x[t * ldx + j] * widen<D>(rows[r], j);
+      for (int j = i; j < n; ++j) tail = std::fma(x[t * ldx + j], widen<D>(rows[r], j), tail);
       out[r * TB + t] = combine(acc[r][t], tail);
     }
   }
@@ -63,7 +64,7 @@ void kernel_portable(const void* const* rows, const float* x, std::size_t ldx, i
 #ifdef SPECDEC_CPU_X86
 
 template <Dtype D>
-__attribute__((target("avx2,f16c"), always_inline)) inline __m256 load8(const void* row, int i) {
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 load8(const void* row, int i) {
   if constexpr (D == Dtype::F32) {
     return _mm256_loadu_ps(static_cast<const float*>(row) + i);
   } else if constexpr (D == Dtype::BF16) {
@@ -91,12 +92,12 @@ struct NextRows {
 };
 
 // acc[r][t] += x_t[i, i+8) · w_r[i, i+8), lane by lane (lane l is ops::dot's partial sum acc[l];
-// mul and add stay separate); row_at(r) is the first element of weight row r. The empty asm
+// one fused multiply-add, rounded once); row_at(r) is the first element of weight row r. The empty asm
 // statements pin each loaded vector in a register: otherwise the compiler folds the loads into
 // the multiplies (one load per multiply instead of one per vector) and the loads, not the
 // arithmetic, set the pace.
 template <Dtype D, int R, int TB, class RowAt>
-__attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const RowAt& row_at, const float* x,
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void pass_chunk(const RowAt& row_at, const float* x,
                                                                             std::size_t ldx, int i,
                                                                             __m256 (&acc)[R][TB]) {
   __m256 wr[R];
@@ -108,14 +109,14 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void pass_chunk(const
   for (int t = 0; t < TB; ++t) {
     __m256 xt = _mm256_loadu_ps(x + t * ldx + i);
     if constexpr (R > 1) __asm__("" : "+x"(xt));
-    for (int r = 0; r < R; ++r) acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(xt, wr[r]));
+    for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(xt, wr[r], acc[r][t]);
   }
 }
 
 // out[r·ldo + t] = the combined partial sums of (row r, token t) plus the sequential tail over
 // elements [n8, n).
 template <Dtype D, int R, int TB, class RowAt>
-__attribute__((target("avx2,f16c"), always_inline)) inline void finish_avx2(const __m256 (&acc)[R][TB],
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void finish_avx2(const __m256 (&acc)[R][TB],
                                                                              const RowAt& row_at, const float* x,
                                                                              std::size_t ldx, int n8, int n, float* out,
                                                                              int ldo) {
@@ -123,7 +124,7 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void finish_avx2(cons
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < TB; ++t) {
       float tail = 0.0f;
-      for (int j = n8; j < n; ++j) tail += x[t * ldx + j] * widen<D>(row_at(r), j);
+      for (int j = n8; j < n; ++j) tail = std::fma(x[t * ldx + j], widen<D>(row_at(r), j), tail);
       _mm256_store_ps(lanes, acc[r][t]);
       out[r * ldo + t] = combine(lanes, tail);
     }
@@ -132,7 +133,7 @@ __attribute__((target("avx2,f16c"), always_inline)) inline void finish_avx2(cons
 
 // dot_block's AVX2 version: rows anywhere in memory (attention's visible keys).
 template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"))) void kernel_avx2(const void* const* rows, const float* x, std::size_t ldx, int n,
+__attribute__((target("avx2,fma,f16c"))) void kernel_avx2(const void* const* rows, const float* x, std::size_t ldx, int n,
                                                        float* out) {
   const auto row_at = [rows](int r) { return rows[r]; };
   __m256 acc[R][TB];
@@ -149,7 +150,7 @@ __attribute__((target("avx2,f16c"))) void kernel_avx2(const void* const* rows, c
 // the compute instead of coming in bursts. Not inlined: each shape gets its own register
 // allocation.
 template <Dtype D, int R, int TB>
-__attribute__((target("avx2,f16c"), noinline)) void pass_avx2(const std::byte* w, std::size_t stride, const float* x,
+__attribute__((target("avx2,fma,f16c"), noinline)) void pass_avx2(const std::byte* w, std::size_t stride, const float* x,
                                                                std::size_t ldx, int n, float* out, int ldo,
                                                                NextRows next) {
   constexpr int E = kElementBytes<D>, L = kChunksPerLine<D>;
@@ -173,7 +174,7 @@ __attribute__((target("avx2,f16c"), noinline)) void pass_avx2(const std::byte* w
 
 // A pass over RB ≤ 2 rows for 1 ≤ tb ≤ 4 tokens.
 template <Dtype D, int RB>
-__attribute__((target("avx2,f16c"))) void pair_pass_avx2(int tb, const std::byte* w, std::size_t stride, const float* x,
+__attribute__((target("avx2,fma,f16c"))) void pair_pass_avx2(int tb, const std::byte* w, std::size_t stride, const float* x,
                                                          std::size_t ldx, int n, float* out, int ldo, NextRows next) {
   switch (tb) {
     case 1: return pass_avx2<D, RB, 1>(w, stride, x, ldx, n, out, ldo, next);
@@ -193,7 +194,7 @@ __attribute__((target("avx2,f16c"))) void pair_pass_avx2(int tb, const std::byte
 // Every reduction runs over the chunks in order with its partial sums in registers: ops::dot,
 // bit for bit.
 template <Dtype D, int R>
-__attribute__((target("avx2,f16c"))) void tile_avx2(const std::byte* w, std::size_t stride, const float* x,
+__attribute__((target("avx2,fma,f16c"))) void tile_avx2(const std::byte* w, std::size_t stride, const float* x,
                                                      std::size_t ldx, int T, int n, float* out, const std::byte* next) {
   if (T == 1) return pass_avx2<D, R, 1>(w, stride, x, ldx, n, out, 1, {next, stride, 0, R});
   if (T == 2) return pass_avx2<D, R, 2>(w, stride, x, ldx, n, out, 2, {next, stride, 0, R});
@@ -214,7 +215,7 @@ __attribute__((target("avx2,f16c"))) void tile_avx2(const std::byte* w, std::siz
 }
 
 template <Dtype D>
-__attribute__((target("avx2,f16c"))) void widen_avx2(const void* src, int n, float* dst) {
+__attribute__((target("avx2,fma,f16c"))) void widen_avx2(const void* src, int n, float* dst) {
   int i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<D>(src, i));
   for (; i < n; ++i) dst[i] = widen<D>(src, i);
@@ -307,7 +308,7 @@ constexpr TileTable kSimdTile = make_tile_table<true>();
 bool detect_simd() {
 #ifdef SPECDEC_CPU_X86
   __builtin_cpu_init();  // may run before the CPU model is initialised (static initialisation)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #else
   return false;
 #endif

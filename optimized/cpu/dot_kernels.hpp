@@ -1,10 +1,11 @@
 #pragma once
 // Blocks of dot products in the reference's reduction order (reference/model/ops.cpp, ops::dot):
 // eight interleaved partial sums over the first 8·⌊n/8⌋ elements, a sequential tail, then the
-// fixed combine (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)))+tail, every product and sum rounded on its
-// own (no FMA). One AVX2 register holds exactly the eight partial sums, so the AVX2 versions and
-// the portable ones give bitwise the same results, and neither depends on how many rows or tokens
-// are processed together.
+// fixed combine (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)))+tail; each product is accumulated by one
+// fused multiply-add (rounded once), each combining sum rounded on its own. One AVX2 register
+// holds exactly the eight partial sums (vfmadd on eight lanes; std::fma in the portable versions),
+// so both give bitwise the same results, and neither depends on how many rows or tokens are
+// processed together.
 //
 // A block is R ≤ kMaxBlockRows weight rows (stored F32, BF16 or F16, widened in registers) by
 // TB ≤ kMaxBlockTokens activation rows (fp32): every weight element is loaded once per block

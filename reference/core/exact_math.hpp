@@ -1,7 +1,8 @@
 #pragma once
 // The arithmetic of the exactness contract (docs/exactness.md), written once for the host and the
-// GPU: every operation rounds to nearest even on its own, nothing is contracted or approximated,
-// subnormals are kept. The reference, the cpu backend and the CUDA kernels all call these, so a
+// GPU: every operation rounds to nearest even on its own (a fused multiply-add once, where the
+// contract asks for one: in dot products), nothing is contracted or approximated, subnormals are
+// kept. The reference, the cpu backend and the CUDA kernels all call these, so a
 // value computed on any of them has the same bits.
 //
 // On the host, under the project's flags (-ffp-contract=off, no fast-math, SSE arithmetic), `a + b`
@@ -42,6 +43,18 @@ SPECDEC_HD inline float mul(float a, float b) {
   return __fmul_rn(a, b);
 #else
   return a * b;
+#endif
+}
+
+// a·b + c rounded once. On the device as inline PTX tagged "exact::fma", so the PTX lint tells
+// it from a contraction the source did not ask for.
+SPECDEC_HD inline float fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("fma.rn.f32 %0, %1, %2, %3; // exact::fma" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+  return r;
+#else
+  return __builtin_fmaf(a, b, c);
 #endif
 }
 

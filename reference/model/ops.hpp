@@ -2,14 +2,16 @@
 // Batch-invariant building blocks of the reference forward.
 //
 // Every output element is produced by one call of `dot` over a contiguous row, in a reduction
-// order fixed by the row length alone (eight interleaved partial sums, then a fixed pairwise
-// combine). Nothing depends on how many rows are processed together, on the rows' addresses or on
+// order fixed by the row length alone (eight interleaved partial sums, each product accumulated
+// by one fused multiply-add, then a fixed pairwise combine; docs/exactness.md). Nothing depends on how many rows are processed together, on the rows' addresses or on
 // the number of threads, so a T-token forward equals T one-token forwards bitwise.
 #include "reference/core/tensor.hpp"
 
 namespace specdec::ops {
 
-// Σ a[i]·b[i] in the fixed order described above.
+// Σ a[i]·b[i] in the fixed order described above: a_l = fma(a[i], b[i], a_l) for i ≡ l (mod 8)
+// over the first 8·⌊n/8⌋ elements, tail = fma(a[i], b[i], tail) over the rest, then
+// (((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7))) + tail.
 float dot(const float* a, const float* b, int n);
 
 // y = x · Wᵀ (+ bias). x: (T, in), W: (out, in), bias: (out) or empty; y: (T, out).

@@ -35,6 +35,7 @@ TEST(PtxLint, EveryKernelFollowsTheContract) {
     const std::string ptx = read(file);
     ASSERT_NE(ptx.find(".entry"), std::string::npos) << file << " holds no kernel";
     EXPECT_NE(ptx.find("add.rn.f32"), std::string::npos) << file;
+    EXPECT_NE(ptx.find("// exact::fma"), std::string::npos) << file << ": the dot products' fused multiply-adds are missing";
     for (const PtxFinding& f : ptx_lint(ptx)) ADD_FAILURE() << file << ":" << f.line << ": " << f.instruction << ": " << f.why;
   }
 }
@@ -61,6 +62,9 @@ TEST(PtxLint, JudgesSingleInstructions) {
   EXPECT_EQ(lint("@!%p2 sub.f64 %fd1, %fd2, %fd3"), 1u);
   EXPECT_EQ(lint("div.full.f32 %f1, %f2, %f3"), 1u);
   EXPECT_EQ(lint("fma.rn.f32 %f1, %f2, %f3, %f4"), 1u);
+  EXPECT_EQ(lint("fma.rn.f32 %f1, %f2, %f3, %f4; // exact::fma"), 0u);
+  EXPECT_EQ(lint("fma.rn.ftz.f32 %f1, %f2, %f3, %f4; // exact::fma"), 2u);
+  EXPECT_EQ(lint("mad.rn.f32 %f1, %f2, %f3, %f4"), 1u);
   EXPECT_EQ(lint("ex2.approx.ftz.f32 %f1, %f2"), 2u);
   EXPECT_EQ(lint("add.rn.ftz.f32 %f1, %f2, %f3"), 1u);
   EXPECT_EQ(lint("// add.f32 in a comment"), 0u);
