@@ -279,11 +279,20 @@ function detail(s, key) {
     d.append(el('div', { text: head + (f.kept ? '' : '  (Discarded: the step was cut.)') }));
     const row = f.point + 1;
     if (f.from === 'residual') {
+      // p and q at the point, and the residual drawn from (its entries above 0.0005).
       const vals = {};
-      for (const e of s.points[row].top) vals[e.t] = { p: e.p, r: null };
-      for (const e of f.distribution) { vals[e.t] = vals[e.t] || { p: null }; vals[e.t].r = e.p; }
+      const hasQ = s.points[row].top.some(e => e.q !== null);
+      for (const e of s.points[row].top) vals[e.t] = { p: e.p, q: e.q, r: null };
+      for (const e of f.distribution) {
+        if (e.p < 0.0005 && e.t !== f.t) continue;
+        vals[e.t] = vals[e.t] || { p: null, q: null };
+        vals[e.t].r = e.p;
+      }
       const rows = Object.entries(vals).map(([t, v]) => ({ t, values: v }));
-      d.append(bars(rows, [{ key: 'p', name: 'p target', cls: 'p' }, { key: 'r', name: "p' residual", cls: 'r' }], f.t));
+      const series = [{ key: 'p', name: 'p target', cls: 'p' }];
+      if (hasQ) series.push({ key: 'q', name: 'q draft', cls: 'q' });
+      series.push({ key: 'r', name: "p' residual", cls: 'r' });
+      d.append(bars(rows, series, f.t));
       d.append(el('div', { class: 'test', text: "residual p' = norm(max(0, p − q)) after every rejection at this point\n" +
         'uniform draw u = ' + f3(f.u) + " → inverse CDF of p' gives " + q(f.t) + " (p'(" + q(f.t) + ') = ' + f3(f.p) + ')' }));
     } else if (f.from === 'p') {
