@@ -53,14 +53,12 @@ std::vector<double> gumbel_scores(const float* logits, int V, const std::vector<
 }
 
 std::vector<ScoreEntry> top_scores(const float* logits, const std::vector<double>& score, const std::vector<double>& p,
-                                   const SamplingParams& s, uint32_t sequence, uint32_t position, int n) {
+                                   const SamplingParams& s, int n) {
   std::vector<ScoreEntry> out;
   for (int32_t t : top_indices(score, n)) {
     if (!std::isfinite(score[t])) break;
     out.push_back({t, score[t], score[t] - static_cast<double>(logits[t]) / s.temperature, p[t]});
   }
-  (void)sequence;
-  (void)position;
   return out;
 }
 
@@ -104,25 +102,25 @@ void ExplainRecorder::on_sequential_step(const SequentialStep& s) {
   r.points.push_back(pt);
   FinalToken& f = r.final;
   f.token = s.token;
-  f.kind = "target";
+  f.kind = std::string("target");  // not = "…": GCC 12 warns falsely (-Wrestrict)
   f.position = s.position;
   f.p = p[s.token];
   const uint32_t pos = static_cast<uint32_t>(s.position);
   switch (sampling_.mode) {
     case SamplingParams::Mode::greedy:
-      f.from = "argmax";
+      f.from = std::string("argmax");
       break;
     case SamplingParams::Mode::sample:
-      f.from = "p";
+      f.from = std::string("p");
       f.u = uniform(sampling_.seed, sequence_, pos, RandomPurpose::sample, 0);
       f.distribution = pt.top;
       check(sample_from(p, f.u) == s.token, "sequential sample");
       break;
     case SamplingParams::Mode::coupled: {
-      f.from = "gumbel-argmax";
+      f.from = std::string("gumbel-argmax");
       const std::vector<double> score = gumbel_scores(s.logits, s.vocab_size, p, sampling_, sequence_, pos);
       f.score = score[s.token];
-      f.scores = top_scores(s.logits, score, p, sampling_, sequence_, pos, top_n_);
+      f.scores = top_scores(s.logits, score, p, sampling_, top_n_);
       break;
     }
   }
@@ -271,7 +269,7 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
         check(choice == v.emitted.back(), "final token");
         if (!score.empty()) {
           f.score = score[choice];
-          f.scores = top_scores(lg, score, probabilities(lg, V, sampling_), sampling_, sequence_, position, top_n_);
+          f.scores = top_scores(lg, score, probabilities(lg, V, sampling_), sampling_, top_n_);
         }
         break;
       }
