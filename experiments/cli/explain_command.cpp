@@ -47,6 +47,13 @@ class TextView {
   void legend() const {
     const auto mode = run_.sampling.mode;
     out_ << s_.dim() << "legend  p = the target's probability";
+    if (run_.method == "sequential") {
+      out_ << (mode == SamplingParams::Mode::greedy ? " (softmax at T=1); greedy takes its top choice"
+               : mode == SamplingParams::Mode::sample ? "; each token is drawn from p with the uniform u"
+                                                       : "; coupled sampling takes argmax(logit/T + g), g Gumbel noise keyed by position and token")
+           << s_.reset() << "\n";
+      return;
+    }
     if (mode == SamplingParams::Mode::greedy) out_ << " (softmax at T=1; greedy accepts a draft iff it is the target's top choice)";
     if (mode == SamplingParams::Mode::sample) {
       out_ << ", q = the draft's; a draft x is accepted iff u < min(1, p(x)/q(x)), u uniform in [0,1);\n"
