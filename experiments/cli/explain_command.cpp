@@ -135,7 +135,8 @@ class TextView {
       for (size_t i = 0; i < cut.size(); ++i) out_ << (i ? ", " : " ") << cut[i];
       out_ << " cut short and excluded";
     }
-    out_ << "; " << run_.accepted_full << "/" << run_.drafted_full << " drafts accepted in full steps\n";
+    if (last.full_steps > 0) out_ << "; " << run_.accepted_full << "/" << run_.drafted_full << " drafts accepted in full steps";
+    out_ << "\n";
     out_ << plural(static_cast<int>(run_.output.size()), "token") << " = " << first_tokens << " from the prefill + " << step_tokens
          << " from " << plural(spec_steps, "step") << "; " << plural(g.stats.target_forwards, "target forward") << " ("
          << fmt(static_cast<double>(run_.output.size()) / g.stats.target_forwards, 2) << " tokens each), "
