@@ -34,7 +34,8 @@ const char* to_string(Schedule s) {
 namespace {
 
 bool same_site(const std::source_location& a, const std::source_location& b) {
-  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
+  return a.line() == b.line() && a.column() == b.column() &&
+         (a.file_name() == b.file_name() || std::strcmp(a.file_name(), b.file_name()) == 0);
 }
 
 std::string site(const std::source_location& w) {
@@ -119,23 +120,24 @@ class BlockRunner {
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
+  // Passes over the ready threads in the schedule's order (index order, reverse index order, or a
+  // fresh random permutation each pass), each run until it waits or finishes; when none is ready,
+  // the waits that can complete are released.
   void run(Schedule schedule, std::mt19937_64& rng) {
     const int n = static_cast<int>(fibers_.size());
     ensure_stacks(n);
-    std::vector<int> ready;
+    std::vector<int> order(static_cast<std::size_t>(n));
+    for (int t = 0; t < n; ++t) order[static_cast<std::size_t>(t)] = schedule == Schedule::kReverse ? n - 1 - t : t;
     for (;;) {
-      ready.clear();
-      for (int t = 0; t < n; ++t)
-        if (fibers_[static_cast<std::size_t>(t)].state == State::kReady) ready.push_back(t);
-      if (ready.empty()) {
-        if (!release_waiting()) return;  // every thread has finished
-        continue;
+      if (schedule == Schedule::kRandom) std::shuffle(order.begin(), order.end(), rng);
+      bool any = false;
+      for (const int t : order) {
+        if (fibers_[static_cast<std::size_t>(t)].state != State::kReady) continue;
+        any = true;
+        resume(t);
+        if (!error_.empty()) throw EmulationError(error_);
       }
-      int pick = ready.front();
-      if (schedule == Schedule::kReverse) pick = ready.back();
-      if (schedule == Schedule::kRandom) pick = ready[std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng)];
-      resume(pick);
-      if (!error_.empty()) throw EmulationError(error_);
+      if (!any && !release_waiting()) return;  // every thread has finished
     }
   }
 
@@ -233,6 +235,7 @@ class BlockRunner {
       const Fiber& first = fiber(at_shuffle);
       for (int t = w0; t < w1; ++t) {
         const Fiber& f = fiber(t);
+        if (f.state == State::kAtShuffle && same_site(f.where, first.where)) continue;
         const std::string who = where_block() + " warp " + std::to_string(w0 / kWarpSize) + ": ";
         if (f.state == State::kDone)
           throw EmulationError(who + "shuffle at " + site(first.where) + " waits for lane " + std::to_string(t - w0) +
@@ -240,9 +243,8 @@ class BlockRunner {
         if (f.state == State::kAtBarrier)
           throw EmulationError(who + "lane " + std::to_string(at_shuffle - w0) + " shuffles at " + site(first.where) +
                                " while lane " + std::to_string(t - w0) + " waits at the barrier at " + site(f.where));
-        if (!same_site(f.where, first.where))
-          throw EmulationError(who + "divergent shuffles: lane " + std::to_string(at_shuffle - w0) + " at " +
-                               site(first.where) + ", lane " + std::to_string(t - w0) + " at " + site(f.where));
+        throw EmulationError(who + "divergent shuffles: lane " + std::to_string(at_shuffle - w0) + " at " +
+                             site(first.where) + ", lane " + std::to_string(t - w0) + " at " + site(f.where));
       }
       for (int t = w0; t < w1; ++t) fiber(t).result = fiber(w0 + fiber(t).src).value;
       for (int t = w0; t < w1; ++t) fiber(t).state = State::kReady;
