@@ -47,7 +47,7 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
       ("preset", po::value(&preset), "random-weight shape to measure: tiny | llama-22m | llama-100m | llama-0.5b | llama-1b (default tiny)")
       ("dtype", po::value(&dtype)->default_value(dtype), "--preset weights: F32 | BF16 | F16 | auto (BF16 for llama-1b, else F32); BF16/F16 weights are rounded once and shared by every backend")
       ("weight-seed", po::value(&weight_seed)->default_value(weight_seed), "--preset: seed of the random weights (drafters use seeds derived from it)")
-      ("backends", po::value(&backends), "comma-separated backends to measure (default: every backend this build has)")
+      ("backends", po::value(&backends), "comma-separated backends to measure (default: every backend available here)")
       ("methods", po::value(&methods)->default_value(methods), "comma-separated methods: sequential, draft, eagle, eagle3, peagle")
       ("k", po::value(&shape.k)->default_value(shape.k), "draft length of chains; P-EAGLE's parallel depth")
       ("tree", po::value(&shape.tree)->default_value(shape.tree), "eagle/eagle3 draft shape: chain | dynamic | mc_sim_7b_63 | JSON paths (P-EAGLE: static trees only)")

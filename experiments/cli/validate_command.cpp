@@ -25,7 +25,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   po::options_description desc("validate options");
   add_decode_options(desc, a);
   desc.add_options()
-      ("against", po::value(&against)->default_value(against), "backend to compare with (without --trace): reference | cpu")
+      ("against", po::value(&against)->default_value(against), "backend to compare with (without --trace): reference | cpu | cuda")
       ("trace", po::value(&trace_path), "compare with this recorded trace instead (specdec record); the method, prompt, sampling and length come from it, --drafter overrides the recorded drafter path")
       ("policy", po::bool_switch(&print_policy), "print the tolerance policy (Markdown table) and exit");
   const validation::TolerancePolicy& policy = validation::TolerancePolicy::defaults();

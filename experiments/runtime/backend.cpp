@@ -10,6 +10,11 @@
 #include "optimized/cpu/cpu_eagle_head.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
 #endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+#include <cstdlib>
+
+#include "optimized/cuda/cuda_transformer.hpp"
+#endif
 
 namespace specdec {
 
@@ -33,10 +38,39 @@ double step_bytes(const LlamaWeights& w, double bytes_per_value) {
   return values * bytes_per_value;
 }
 
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+// The device the cuda backend runs on, shared by every model of the run (target and draft LM):
+// the GPU, or with SPECDEC_CUDA_DEVICE=emulator the CPU grid emulator (slow; for machines without
+// a GPU). Empty, with the reason in `why`, when neither is at hand.
+std::shared_ptr<cuda::DeviceRuntime> cuda_device(std::string* why = nullptr) {
+  static std::shared_ptr<cuda::DeviceRuntime> device;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const char* env = std::getenv("SPECDEC_CUDA_DEVICE");
+    const std::string choice = env ? env : "";
+    try {
+      if (choice == "emulator") {
+        device = cuda::emulator_runtime();
+      } else if (choice.empty() || choice == "gpu") {
+        device = cuda::cuda_runtime();
+      } else {
+        failure = "SPECDEC_CUDA_DEVICE is '" + choice + "'; expected gpu (the default) or emulator";
+      }
+    } catch (const Error& e) {
+      failure = std::string(e.what()) + " (SPECDEC_CUDA_DEVICE=emulator runs the cuda backend on the CPU grid emulator)";
+    }
+  }
+  if (why) *why = failure;
+  return device;
+}
+#endif
+
 }  // namespace
 
 const std::vector<std::string>& known_backends() {
-  static const std::vector<std::string> names = {"reference", "cpu"};
+  static const std::vector<std::string> names = {"reference", "cpu", "cuda"};
   return names;
 }
 
@@ -44,6 +78,9 @@ bool backend_available(const std::string& name) {
   if (name == "reference") return true;
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return true;
+#endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (name == "cuda") return cuda_device() != nullptr;
 #endif
   return false;
 }
@@ -54,8 +91,11 @@ void check_backend(const std::string& name, const std::string& option) {
     throw Error(option + " '" + name + "' is not a backend; available backends: " + available_list());
   }
   if (!backend_available(name)) {
-    throw Error(option + " '" + name + "': this build has no " + name +
-                " backend (the specdec_optimized_cpu library was not built); available backends: " + available_list());
+    std::string why = "this build has no " + name + " backend (the specdec_optimized_" + name + " library was not built)";
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+    if (name == "cuda") cuda_device(&why);
+#endif
+    throw Error(option + " '" + name + "': " + why + "; available backends: " + available_list());
   }
 }
 
@@ -63,6 +103,9 @@ std::unique_ptr<LanguageModel> load_backend(const std::string& name, const std::
   check_backend(name, "backend");
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::load_cpu_transformer(path);
+#endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (name == "cuda") return cuda::load_cuda_transformer(cuda_device(), path);
 #endif
   LlamaModel m = load_llama_checkpoint(path);
   return std::make_unique<Transformer>(std::move(m.config), std::move(m.weights));
@@ -77,6 +120,9 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return std::make_unique<cpu::CpuTransformer>(config, weights, precision);
 #endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (name == "cuda") return std::make_unique<cuda::CudaTransformer>(cuda_device(), config, weights, precision);
+#endif
   if (precision != Dtype::F32) {
     throw Error("backend reference computes in fp32 and stores F32 weights, not " + dtype_name(precision) +
                 "; give it the rounded weights (round_weights) as F32");
@@ -89,6 +135,8 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_eagle_head(head);
 #endif
+  // "cuda": EAGLE heads have no device engine yet and compute in the reference's code (the same
+  // bits); the target and a draft LM run on the device.
   return head.with_engine(nullptr);
 }
 
@@ -96,13 +144,19 @@ double weight_bytes_per_step(const LanguageModel& model) {
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (const auto* c = dynamic_cast<const cpu::CpuTransformer*>(&model)) return static_cast<double>(c->weight_bytes_per_step());
 #endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (const auto* c = dynamic_cast<const cuda::CudaTransformer*>(&model)) return static_cast<double>(c->weight_bytes_per_step());
+#endif
   if (const auto* t = dynamic_cast<const Transformer*>(&model)) return step_bytes(t->weights(), sizeof(float));
-  throw Error("weight_bytes_per_step: the model is neither the reference nor the cpu backend");
+  throw Error("weight_bytes_per_step: the model is not one of the reference, cpu or cuda backends");
 }
 
 std::string backend_name(const LanguageModel& model) {
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (dynamic_cast<const cpu::CpuTransformer*>(&model)) return "cpu";
+#endif
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (dynamic_cast<const cuda::CudaTransformer*>(&model)) return "cuda";
 #endif
   if (dynamic_cast<const Transformer*>(&model)) return "reference";
   return "other";

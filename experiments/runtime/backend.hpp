@@ -1,6 +1,7 @@
 #pragma once
 // The forward implementations a run can choose with --backend: "reference" (reference/model, fp32,
-// the truth) and "cpu" (optimized/cpu, when this build has it). Decoding algorithms take a
+// the truth), "cpu" (optimized/cpu, when this build has it) and "cuda" (optimized/cuda: the
+// target and draft LM on a GPU, or with SPECDEC_CUDA_DEVICE=emulator on the CPU grid emulator). Decoding algorithms take a
 // `const LanguageModel&`, so a backend is just another LanguageModel. EAGLE heads stay bound to
 // the reference Transformer for the target's embeddings and LM head and compute on a backend
 // through bind_head.
@@ -16,9 +17,10 @@
 
 namespace specdec {
 
-// Every backend name specdec knows, available in this build or not: {"reference", "cpu"}.
+// Every backend name specdec knows, available in this build or not: {"reference", "cpu", "cuda"}.
 const std::vector<std::string>& known_backends();
-// Whether this build can run `name` ("cpu" needs the specdec_optimized_cpu library).
+// Whether this build can run `name` here ("cpu" needs the specdec_optimized_cpu library, "cuda"
+// a usable GPU or SPECDEC_CUDA_DEVICE=emulator).
 bool backend_available(const std::string& name);
 // Throws specdec::Error when `name` is unknown or not built, naming `option` (e.g. "--backend")
 // and listing the backends this build has.
