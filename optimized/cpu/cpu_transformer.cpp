@@ -74,26 +74,12 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
   }
   const int T = static_cast<int>(request.tokens.size());
   const int H = c.hidden_size, L = c.num_hidden_layers;
-  if (T == 0) throw Error("forward: no tokens given");
-  for (int r : request.logit_rows) {
-    if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
-  }
+  check_forward_request(c, request);
   bool wants_all_final = request.final_hidden;
-  for (int a : request.aux_layers) {
-    if (a < 0 || a > L) {
-      throw Error("forward: hidden-state index " + std::to_string(a) + " outside [0, " + std::to_string(L) +
-                  "] (0 = embeddings, " + std::to_string(L) + " = after the final norm)");
-    }
+  for (int a : request.aux_layers)
     if (a == L) wants_all_final = true;
-  }
   std::optional<AttentionMask> mask_storage;
   const TokenBlock block = make_token_block(request, m.rope, cache->length(), mask_storage);
-  for (int32_t tok : request.tokens) {
-    if (tok < 0 || tok >= c.vocab_size) {
-      throw Error("forward: token id " + std::to_string(tok) + " outside the vocabulary [0, " +
-                  std::to_string(c.vocab_size) + ")");
-    }
-  }
   cache->append(T, block.positions.data());  // block.first_slot
 
   // x: (T, H) residual stream; after the last layer only the rows kept (see below).

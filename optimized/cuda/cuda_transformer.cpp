@@ -260,24 +260,9 @@ ForwardResult CudaTransformer::forward(KVCache& cache_base, const ForwardRequest
   const int H = c.hidden_size, L = c.num_hidden_layers, I = c.intermediate_size;
   const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int qd = c.q_dim(), kvd = c.kv_dim(), qkvd = qd + 2 * kvd;
-  if (T == 0) throw Error("forward: no tokens given");
-  for (int r : request.logit_rows) {
-    if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
-  }
-  for (int a : request.aux_layers) {
-    if (a < 0 || a > L) {
-      throw Error("forward: hidden-state index " + std::to_string(a) + " outside [0, " + std::to_string(L) +
-                  "] (0 = embeddings, " + std::to_string(L) + " = after the final norm)");
-    }
-  }
+  check_forward_request(c, request);
   std::optional<AttentionMask> mask_storage;
   const TokenBlock block = make_token_block(request, m.rope, cache->length(), mask_storage);
-  for (int32_t tok : request.tokens) {
-    if (tok < 0 || tok >= c.vocab_size) {
-      throw Error("forward: token id " + std::to_string(tok) + " outside the vocabulary [0, " +
-                  std::to_string(c.vocab_size) + ")");
-    }
-  }
   const int first = cache->append(T, block.positions.data());
   const int cols = first + T;
   const std::size_t uT = static_cast<std::size_t>(T);

@@ -1,12 +1,35 @@
 #include "reference/model/decoder_layer.hpp"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "reference/core/error.hpp"
 #include "reference/model/attention.hpp"
 #include "reference/model/ops.hpp"
 
 namespace specdec {
+
+void check_forward_request(const ModelConfig& c, const ForwardRequest& request) {
+  const int T = static_cast<int>(request.tokens.size());
+  const int L = c.num_hidden_layers;
+  if (T == 0) throw Error("forward: no tokens given");
+  for (int r : request.logit_rows) {
+    if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
+  }
+  for (int a : request.aux_layers) {
+    if (a < 0 || a > L) {
+      throw Error("forward: hidden-state index " + std::to_string(a) + " outside [0, " + std::to_string(L) +
+                  "] (0 = embeddings, " + std::to_string(L) + " = after the final norm)");
+    }
+  }
+  for (int32_t tok : request.tokens) {
+    if (tok < 0 || tok >= c.vocab_size) {
+      throw Error("forward: token id " + std::to_string(tok) + " outside the vocabulary [0, " +
+                  std::to_string(c.vocab_size) + ")");
+    }
+  }
+}
 
 Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& rope, const Matrix& attn_in,
                       DenseKVCache& cache, int layer, const TokenBlock& block) {

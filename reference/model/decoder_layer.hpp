@@ -22,6 +22,11 @@ struct TokenBlock {
   const AttentionMask* mask = nullptr;  // (T, first_slot + T)
 };
 
+// The checks every backend makes of a request before computing anything: at least one token, every
+// token id in the vocabulary, logit rows among the tokens, hidden-state indices in [0, L]. Throws
+// specdec::Error saying which and why.
+void check_forward_request(const ModelConfig& c, const ForwardRequest& request);
+
 // Builds the block for a request on a cache that holds `first_slot` entries; validates positions
 // and the mask's dimensions. A causal mask is built into `mask_storage` when the request has none.
 TokenBlock make_token_block(const ForwardRequest& request, const Rope& rope, int first_slot,

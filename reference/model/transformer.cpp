@@ -66,28 +66,14 @@ ForwardResult Transformer::forward(KVCache& cache_base, const ForwardRequest& re
   const ModelConfig& c = config_;
   const int T = static_cast<int>(request.tokens.size());
   const int H = c.hidden_size, L = c.num_hidden_layers;
-  if (T == 0) throw Error("forward: no tokens given");
-  for (int r : request.logit_rows) {
-    if (r < 0 || r >= T) throw Error("forward: logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
-  }
-  for (int a : request.aux_layers) {
-    if (a < 0 || a > L) {
-      throw Error("forward: hidden-state index " + std::to_string(a) + " outside [0, " + std::to_string(L) +
-                  "] (0 = embeddings, " + std::to_string(L) + " = after the final norm)");
-    }
-  }
+  check_forward_request(c, request);
 
   std::optional<AttentionMask> mask_storage;
   TokenBlock block = make_token_block(request, rope_, cache->length(), mask_storage);
 
   Matrix x(T, H);  // x: (T, H) residual stream
   for (int t = 0; t < T; ++t) {
-    const int32_t tok = request.tokens[t];
-    if (tok < 0 || tok >= c.vocab_size) {
-      throw Error("forward: token id " + std::to_string(tok) + " outside the vocabulary [0, " +
-                  std::to_string(c.vocab_size) + ")");
-    }
-    x.row(t) = weights_.embed_tokens.row(tok);
+    x.row(t) = weights_.embed_tokens.row(request.tokens[t]);
   }
   const int first = cache->append(T, block.positions.data());
   (void)first;
