@@ -162,6 +162,16 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
     r.points.push_back(std::move(pt));
   }
 
+  // The test of child c at point `row`: its token, p and (for a draft distribution) q.
+  auto node_test = [&](int row, int c) {
+    NodeTest t;
+    t.node = c;
+    t.token = tree.tokens[c];
+    t.p = shown[row][t.token];
+    t.q = q_row(row) ? (*q_row(row))[t.token] : kNone;
+    return t;
+  };
+
   size_t dec = 0, draw = 0;
   int point = -1;
   FinalToken& f = r.final;
@@ -181,11 +191,7 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
       std::vector<int32_t> removed;
       for (int c : children) {
         const int32_t x = tree.tokens[c];
-        NodeTest t;
-        t.node = c;
-        t.token = x;
-        t.p = shown[row][x];
-        t.q = q.empty() ? kNone : (*q_row(row))[x];
+        NodeTest t = node_test(row, c);
         t.removed = removed;
         t.p_used = p[x];
         t.q_used = q.empty() ? kNone : q[x];
@@ -238,11 +244,7 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
       }
       for (int c : children) {
         const int32_t x = tree.tokens[c];
-        NodeTest t;
-        t.node = c;
-        t.token = x;
-        t.p = shown[row][x];
-        t.q = q_row(row) ? (*q_row(row))[x] : kNone;
+        NodeTest t = node_test(row, c);
         t.choice = choice;
         t.choice_p = shown[row][choice];
         if (!score.empty()) {
