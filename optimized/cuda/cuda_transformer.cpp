@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "optimized/cpu/cpu_transformer.hpp"
@@ -56,6 +57,19 @@ DeviceBuffer<float> upload_vector(DeviceRuntime& rt, const Vector& v) {
   return DeviceBuffer<float>(rt, v.data(), static_cast<std::size_t>(v.size()));
 }
 
+// Calls f with the weight type as a compile-time constant (kernels are templates over it).
+template <class F>
+void with_weight_type(WeightType type, F&& f) {
+  switch (type) {
+    case WeightType::kF32:
+      return f(std::integral_constant<WeightType, WeightType::kF32>{});
+    case WeightType::kBF16:
+      return f(std::integral_constant<WeightType, WeightType::kBF16>{});
+    case WeightType::kF16:
+      return f(std::integral_constant<WeightType, WeightType::kF16>{});
+  }
+}
+
 // y_m = x · W_mᵀ + b_m for the (up to three) matrices of one fused launch; T > 64 in chunks (every
 // row is independent, so chunking changes no bit). The one-token form serves T = 1.
 struct LinearOut {
@@ -87,14 +101,7 @@ void linear_typed(DeviceRuntime& rt, std::vector<LinearOut> outs, const float* x
 }
 
 void linear(DeviceRuntime& rt, const std::vector<LinearOut>& outs, const float* x, long long ldx, int T, int in) {
-  switch (outs.front().w->type) {
-    case WeightType::kF32:
-      return linear_typed<WeightType::kF32>(rt, outs, x, ldx, T, in);
-    case WeightType::kBF16:
-      return linear_typed<WeightType::kBF16>(rt, outs, x, ldx, T, in);
-    case WeightType::kF16:
-      return linear_typed<WeightType::kF16>(rt, outs, x, ldx, T, in);
-  }
+  with_weight_type(outs.front().w->type, [&](auto W) { linear_typed<decltype(W)::value>(rt, outs, x, ldx, T, in); });
 }
 
 template <WeightType W, int TPG>
@@ -118,30 +125,16 @@ void gate_up_typed(DeviceRuntime& rt, const DeviceMatrix& g, const DeviceMatrix&
 
 void gate_up_swiglu(DeviceRuntime& rt, const DeviceMatrix& g, const DeviceMatrix& u, const float* bg, const float* bu,
                     const float* x, long long ldx, float* act, long long ldact, int T) {
-  switch (g.type) {
-    case WeightType::kF32:
-      return gate_up_typed<WeightType::kF32>(rt, g, u, bg, bu, x, ldx, act, ldact, T);
-    case WeightType::kBF16:
-      return gate_up_typed<WeightType::kBF16>(rt, g, u, bg, bu, x, ldx, act, ldact, T);
-    case WeightType::kF16:
-      return gate_up_typed<WeightType::kF16>(rt, g, u, bg, bu, x, ldx, act, ldact, T);
-  }
+  with_weight_type(g.type, [&](auto W) { gate_up_typed<decltype(W)::value>(rt, g, u, bg, bu, x, ldx, act, ldact, T); });
 }
 
 void embedding(DeviceRuntime& rt, const DeviceMatrix& table, const int32_t* ids, int T, float* y) {
-  auto run = [&](auto k) {
+  with_weight_type(table.type, [&](auto W) {
+    kernels::EmbeddingGather<decltype(W)::value> k;
     k.table = table.data.get(), k.ids = ids, k.y = y, k.ldy = table.cols, k.T = T, k.vocab = table.rows,
     k.width = table.cols;
     rt.launch(k);
-  };
-  switch (table.type) {
-    case WeightType::kF32:
-      return run(kernels::EmbeddingGather<WeightType::kF32>{});
-    case WeightType::kBF16:
-      return run(kernels::EmbeddingGather<WeightType::kBF16>{});
-    case WeightType::kF16:
-      return run(kernels::EmbeddingGather<WeightType::kF16>{});
-  }
+  });
 }
 
 void rms_norm(DeviceRuntime& rt, const float* x, long long ldx, const float* w, float* y, long long ldy, int rows, int n,
