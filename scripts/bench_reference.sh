@@ -12,9 +12,10 @@ echo "| model | parameters | threads | decode tokens/s |"
 echo "|---|---|---|---|"
 for preset in tiny llama-100m; do
   model="$build/models/$preset"
+  mkdir -p "$build/models"
   [ -f "$model/config.json" ] || "$build/specdec" init-model --preset "$preset" --seed 0 --out "$model" > /dev/null
   params=$("$build/specdec" inspect "$model" --json | /usr/bin/python3 -c 'import json,sys; print("%.1f M" % (json.load(sys.stdin)["parameters"]/1e6))')
   tps=$("$build/specdec" generate --model "$model" --prompt-ids "$prompt" --max-new-tokens 64 --ignore-eos \
-          --threads "$threads" --json | /usr/bin/python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["stats"]["decode_tokens_per_second"])')
+          --threads "$threads" --json | /usr/bin/python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["timing"]["decode_tokens_per_second"])')
   echo "| \`$preset\` | $params | $threads | $tps |"
 done

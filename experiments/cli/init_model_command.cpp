@@ -1,9 +1,11 @@
 // specdec init-model: write a deterministic random-weight checkpoint in the Hugging Face format.
 #include <filesystem>
+#include <functional>
 
 #include "experiments/cli/options.hpp"
 #include "experiments/runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/presets.hpp"
 #include "reference/model/random_weights.hpp"
@@ -15,6 +17,20 @@
 namespace specdec::cli {
 
 namespace {
+
+// A new directory appears complete or not at all (write_directory_atomically; its parent must
+// exist); an existing one (--force) is written into file by file, each file atomically.
+void write_into_directory(const std::filesystem::path& dir_arg, const std::string& what,
+                          const std::function<void(const std::filesystem::path&)>& write) {
+  // "out/" names the directory "out".
+  const std::filesystem::path dir = dir_arg.filename().empty() && dir_arg.has_parent_path() ? dir_arg.parent_path() : dir_arg;
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    write(dir);
+  } else {
+    write_directory_atomically(dir, what, write);
+  }
+}
 
 // A deterministic random EAGLE-family head shaped for `target_dir`'s model, in its published
 // layout (SafeAILab for EAGLE-1/EAGLE-3, AWS for P-EAGLE).
@@ -51,9 +67,8 @@ int init_head(const std::string& kind, const std::string& target_dir, int layers
     }
   }
   const EagleHeadConfig c = random_head_config(head_kind, tc, layers, aux_layers);
-  std::filesystem::create_directories(dir);
   const EagleHead h = random_eagle_head(c, target, seed, 0.02f);
-  save_eagle_head(dir, h, dtype);
+  write_into_directory(dir, "drafter head", [&](const std::filesystem::path& d) { save_eagle_head(d, h, dtype); });
   io.out << "wrote " << out << ": random " << eagle_kind_name(c.kind) << " head (" << c.num_layers << " layer"
          << (c.num_layers == 1 ? "" : "s") << ") for " << target_dir << ", seed " << seed << "\n";
   return 0;
@@ -91,11 +106,12 @@ int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
   if (std::filesystem::exists(dir / "config.json") && !force) {
     throw Error(out + " already holds a checkpoint; pass --force to overwrite it");
   }
-  std::filesystem::create_directories(dir);
   ModelConfig config = p.config;
   const LlamaWeights weights = random_llama_weights(config, seed);
-  save_llama_checkpoint(dir, config, weights, dtype, static_cast<std::size_t>(shard_mb * 1024 * 1024));
-  if (config.vocab_size == 259) Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<pad>", 2}}).save(dir / "vocab.json");
+  write_into_directory(dir, "checkpoint", [&](const std::filesystem::path& d) {
+    save_llama_checkpoint(d, config, weights, dtype, static_cast<std::size_t>(shard_mb * 1024 * 1024));
+    if (config.vocab_size == 259) Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<pad>", 2}}).save(d / "vocab.json");
+  });
   io.out << "wrote " << out << ": preset " << p.name << " (" << p.description << "), " << parameter_count(config) / 1e6
          << "M parameters, " << dtype_name << ", seed " << seed << ", fingerprint "
          << weights_fingerprint(load_llama_checkpoint(dir).weights) << " (of the stored weights)\n";

@@ -1,7 +1,10 @@
 #pragma once
-// Atomic file output: the content is written to a temporary name in the destination's directory
-// and renamed into place, so readers see either the old file or the complete new one, and a
-// failure leaves nothing half-written behind.
+// Atomic file output: the content is written to a temporary name in the destination's directory,
+// flushed to disk (fsync), and renamed into place (then the directory is flushed), so readers see
+// either the old file or the complete new one, and a failure leaves nothing half-written behind.
+// Only a new path or a regular file is ever replaced: a device node, pipe, socket, symbolic link
+// or directory at the destination is an error. Temporary files left by a killed writer (their
+// process is gone) are removed by the next write to the same destination.
 #include <filesystem>
 #include <functional>
 #include <ostream>
@@ -9,6 +12,11 @@
 #include <string_view>
 
 namespace specdec {
+
+// Removes the temporary files and directories that writers of `path` left behind when their
+// process died before renaming them (e.g. SIGKILL); returns how many. Writes in progress (their
+// process is alive) are left alone. Every writer below calls it first.
+int remove_stale_temporaries(const std::filesystem::path& path);
 
 // Calls `write` with a binary stream onto a temporary file next to `path`, then renames it to
 // `path`. If `write` throws or the stream fails, the temporary file is removed and the error

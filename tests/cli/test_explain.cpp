@@ -214,6 +214,7 @@ TEST(ExplainText, TokensAreEscapedTheSameWayEverywhere) {
   // Without a vocabulary tokens are ids, in the same places.
   const fs::path dir = fs::temp_directory_path() / ("specdec_explain_text_" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  fs::create_directories(dir);  // init-model creates the checkpoint directory, not its parents
   ASSERT_EQ(testing::run({"init-model", "--preset", "tiny", "--seed", "3", "--out", (dir / "m").string()}).code, 0);
   fs::remove(dir / "m" / "vocab.json");
   const CliRun ids = testing::run({"explain", "--model", (dir / "m").string(), "--method", "draft", "--drafter", (dir / "m").string(),
