@@ -1,10 +1,14 @@
 #include "traces/hdf5.hpp"
 
+#include "traces/hdf5_vlen_guard.hpp"
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
 
 namespace specdec::h5 {
 namespace {
@@ -126,6 +130,17 @@ Handle string_type(StringStorage storage, std::size_t fixed_size) {
   return t;
 }
 
+// The size in bytes of the file that holds `obj`, to check declared sizes against.
+uint64_t file_size_of(hid_t obj) {
+  Handle file(H5Iget_file_id(obj), H5Fclose);
+  hsize_t size = 0;
+  if (!file.valid() || H5Fget_filesize(file.get(), &size) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  return size;
+}
+
 // Reads one string from an attribute (is_attr) or dataset whose stored type is `ftype`.
 std::string read_one_string(hid_t obj, hid_t ftype, bool is_attr, const std::string& file,
                             const std::string& path) {
@@ -150,6 +165,9 @@ std::string read_one_string(hid_t obj, hid_t ftype, bool is_attr, const std::str
     return s;
   }
   const std::size_t size = H5Tget_size(ftype);
+  if (size > file_size_of(obj)) {
+    throw_at(file, path, "declares a " + std::to_string(size) + "-byte string, larger than the file; the file is corrupt");
+  }
   Handle mem(H5Tcopy(ftype), H5Tclose);
   std::string buf(size, '\0');
   rc = is_attr ? H5Aread(obj, mem.get(), buf.data()) : H5Dread(obj, mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
@@ -327,6 +345,13 @@ double Object::read_double_attribute(const std::string& name) const {
 std::string Object::read_string_attribute(const std::string& name) const {
   Handle attr = open_attribute(name, Dtype::string);
   Handle type(H5Aget_type(attr.get()), H5Tclose);
+  if (guard_ && H5Tis_variable_str(type.get()) > 0) {
+    try {
+      guard_->check_attribute(id(), name);
+    } catch (const Error& e) {
+      fail(e.what());  // the guard's message names the attribute
+    }
+  }
   return read_one_string(attr.get(), type.get(), true, file_, path_ + " attribute '" + name + "'");
 }
 
@@ -371,6 +396,34 @@ void Dataset::rows_io(uint64_t row0, uint64_t nrows, hid_t mem_type, void* buf, 
                : H5Dread(id(), mem_type, mspace.get(), fspace.get(), H5P_DEFAULT, buf);
   }
   if (rc < 0) fail(with_detail(write ? "cannot write rows" : "cannot read rows"));
+}
+
+uint64_t Dataset::checked_elements() const {
+  const std::vector<uint64_t> dims = shape();
+  uint64_t n = 1;
+  for (uint64_t d : dims) {
+    if (d != 0 && n > UINT64_MAX / d) fail("declares shape " + shape_string(dims) + ", more elements than 2^64");
+    n *= d;
+  }
+  Handle type(H5Dget_type(id()), H5Tclose);
+  const uint64_t elem = std::max<std::size_t>(1, H5Tget_size(type.get()));
+  if (n != 0 && n > UINT64_MAX / elem) fail("declares shape " + shape_string(dims) + ", more bytes than 2^64");
+  const uint64_t bytes = n * elem;
+  Handle file(H5Iget_file_id(id()), H5Fclose);
+  hsize_t file_size = 0;
+  if (!file.valid() || H5Fget_filesize(file.get(), &file_size) < 0) fail(with_detail("cannot get the file's size"));
+  Handle dcpl(H5Dget_create_plist(id()), H5Pclose);
+  const bool filtered = dcpl.valid() && H5Pget_nfilters(dcpl.get()) > 0;
+  // Deflate expands by at most about 1032:1; no filter or layout stores more than the file holds.
+  const uint64_t ratio = filtered ? 1100 : 1;
+  const uint64_t limit = file_size > UINT64_MAX / ratio ? UINT64_MAX : file_size * ratio;
+  if (bytes > limit) {
+    fail("declares shape " + shape_string(dims) + " (" + std::to_string(bytes) + " bytes) but the file holds only " +
+         std::to_string(file_size) + " bytes" + (filtered ? " (even decompressed)" : "") +
+         "; the file is truncated or corrupt");
+  }
+  if (n > SIZE_MAX / elem) fail("declares shape " + shape_string(dims) + ", too large for this machine");
+  return n;
 }
 
 template <class T> void Dataset::write_rows(uint64_t row0, uint64_t nrows, const T* data) {
@@ -448,7 +501,9 @@ Group Group::create_group(const std::string& name) {
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   Handle g(H5Gcreate2(id(), name.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   if (!g.valid()) throw_at(file_, child_path(name), with_detail("cannot create group"));
-  return Group(file_, child_path(name), std::move(g));
+  Group out(file_, child_path(name), std::move(g));
+  out.guard_ = guard_;
+  return out;
 }
 
 Group Group::open_group(const std::string& name) const {
@@ -456,7 +511,9 @@ Group Group::open_group(const std::string& name) const {
   if (object_type(id(), name) != H5I_GROUP) throw_at(file_, child_path(name), "expected a group, found a dataset");
   Handle g(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose);
   if (!g.valid()) throw_at(file_, child_path(name), with_detail("cannot open group"));
-  return Group(file_, child_path(name), std::move(g));
+  Group out(file_, child_path(name), std::move(g));
+  out.guard_ = guard_;
+  return out;
 }
 
 Dataset Group::open_dataset(const std::string& name) const {
@@ -464,7 +521,9 @@ Dataset Group::open_dataset(const std::string& name) const {
   if (object_type(id(), name) != H5I_DATASET) throw_at(file_, child_path(name), "expected a dataset, found a group");
   Handle d(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.valid()) throw_at(file_, child_path(name), with_detail("cannot open dataset"));
-  return Dataset(file_, child_path(name), std::move(d));
+  Dataset out(file_, child_path(name), std::move(d));
+  out.guard_ = guard_;
+  return out;
 }
 
 Dataset Group::create_dataset(const std::string& name, Dtype dtype, const std::vector<uint64_t>& dims,
@@ -516,7 +575,7 @@ template <class T> std::vector<T> Group::read_vector(const std::string& name) co
   ds.check_dtype(d);
   const std::vector<uint64_t> dims = ds.shape();
   if (dims.size() != 1) ds.fail("expected a 1-D dataset, found shape " + shape_string(dims));
-  std::vector<T> out(static_cast<std::size_t>(dims[0]));
+  std::vector<T> out(static_cast<std::size_t>(ds.checked_elements()));
   if (!out.empty() && H5Dread(ds.id(), native_type(d), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0) {
     ds.fail(with_detail("cannot read dataset"));
   }
@@ -535,7 +594,7 @@ template <class T> std::vector<T> Group::read_matrix(const std::string& name, ui
   ds.check_dtype(DtypeOf<T>::value);
   const std::vector<uint64_t> dims = ds.shape();
   if (dims.size() != 2) ds.fail("expected a 2-D dataset, found shape " + shape_string(dims));
-  std::vector<T> out(static_cast<std::size_t>(dims[0] * dims[1]));
+  std::vector<T> out(static_cast<std::size_t>(ds.checked_elements()));
   ds.read_rows<T>(0, dims[0], out.data());
   *rows = dims[0];
   *cols = dims[1];
@@ -565,9 +624,22 @@ void Group::write_string(const std::string& name, const std::string& value, Stri
   if (rc < 0) throw_at(file_, where_, with_detail("cannot write string dataset"));
 }
 
+namespace {
+// Before libhdf5 reads a variable-length string dataset of a file opened for reading.
+void check_vlen_dataset(const std::shared_ptr<VlenGuard>& guard, const Dataset& ds, hid_t type) {
+  if (!guard || H5Tis_variable_str(type) <= 0) return;
+  try {
+    guard->check_dataset(ds.id());
+  } catch (const Error& e) {
+    ds.fail(e.what());
+  }
+}
+}  // namespace
+
 std::string Group::read_string(const std::string& name) const {
   Dataset ds = open_dataset(name);
   Handle type(H5Dget_type(ds.id()), H5Tclose);
+  check_vlen_dataset(guard_, ds, type.get());
   return read_one_string(ds.id(), type.get(), false, file_, ds.path());
 }
 
@@ -595,9 +667,10 @@ std::vector<std::string> Group::read_strings(const std::string& name) const {
   if (H5Tget_class(ftype.get()) != H5T_STRING) ds.fail("dtype is " + describe_type(ftype.get()) + ", expected string");
   const std::vector<uint64_t> dims = ds.shape();
   if (dims.size() != 1) ds.fail("expected a 1-D string dataset, found shape " + shape_string(dims));
-  const std::size_t n = static_cast<std::size_t>(dims[0]);
+  const std::size_t n = static_cast<std::size_t>(ds.checked_elements());
   std::vector<std::string> out;
   if (n == 0) return out;
+  check_vlen_dataset(guard_, ds, ftype.get());
   if (H5Tis_variable_str(ftype.get()) > 0) {
     Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mem.get(), H5T_VARIABLE);
@@ -662,6 +735,34 @@ File File::create(const std::filesystem::path& path, const std::string& display_
   return File(name, std::move(f));
 }
 
+File File::create_in_memory(const std::string& display_name) {
+  initialize();
+  Handle fapl = strong_close_fapl();
+  // Grows in 1 MiB steps; backing_store = 0: nothing is written when the file closes.
+  if (H5Pset_fapl_core(fapl.get(), std::size_t{1} << 20, 0) < 0) {
+    throw Error(display_name + ": " + with_detail("cannot set up an in-memory HDF5 file"));
+  }
+  // The name only has to be unique among the in-memory files open at once.
+  static std::atomic<unsigned long> counter{0};
+  const std::string name = "specdec-memory-" + std::to_string(counter.fetch_add(1)) + ".h5";
+  Handle f(H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose);
+  if (!f.valid()) throw Error(display_name + ": " + with_detail("cannot create an in-memory HDF5 file"));
+  return File(display_name, std::move(f));
+}
+
+void File::save_atomically(const std::filesystem::path& path) {
+  if (!handle_.valid()) throw Error(file_ + ": cannot save: the file is closed");
+  if (H5Fflush(handle_.get(), H5F_SCOPE_LOCAL) < 0) fail(with_detail("cannot flush the in-memory HDF5 file"));
+  const ssize_t size = H5Fget_file_image(handle_.get(), nullptr, 0);
+  if (size < 0) fail(with_detail("cannot get the in-memory HDF5 file's image"));
+  std::string image(static_cast<std::size_t>(size), '\0');
+  if (H5Fget_file_image(handle_.get(), image.data(), image.size()) != size) {
+    fail(with_detail("cannot copy the in-memory HDF5 file's image"));
+  }
+  if (handle_.close() < 0) throw Error(file_ + ": " + with_detail("cannot close the in-memory HDF5 file"));
+  write_file_atomically(path, image);
+}
+
 File File::open(const std::filesystem::path& path, const std::string& display_name, unsigned flags) {
   initialize();
   const std::string name = display_name.empty() ? path.string() : display_name;
@@ -676,7 +777,13 @@ File File::open(const std::filesystem::path& path, const std::string& display_na
 }
 
 File File::open_read_only(const std::filesystem::path& path, const std::string& display_name) {
-  return open(path, display_name, H5F_ACC_RDONLY);
+  File f = open(path, display_name, H5F_ACC_RDONLY);
+  try {
+    f.guard_ = std::make_shared<VlenGuard>(path);
+  } catch (const Error& e) {
+    throw Error(f.file_ + ": " + e.what());
+  }
+  return f;
 }
 
 File File::open_read_write(const std::filesystem::path& path, const std::string& display_name) {

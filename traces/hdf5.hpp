@@ -7,10 +7,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace specdec::h5 {
+
+class VlenGuard;
 
 // The element types this wrapper stores. Names are the ones used in error messages and SCHEMA.md.
 enum class Dtype { int32, int64, uint8, uint32, uint64, float32, float64, string, other };
@@ -91,6 +94,9 @@ class Object {
   std::string file_;
   std::string path_;
   Handle handle_;
+  // Files opened for reading check every variable-length string against the file's bytes before
+  // libhdf5 reads it (hdf5_vlen_guard.hpp); shared by the objects opened from the file.
+  std::shared_ptr<VlenGuard> guard_;
 
  private:
   Handle open_attribute(const std::string& name, Dtype expected) const;
@@ -101,6 +107,11 @@ class Dataset : public Object {
  public:
   Dtype dtype() const;
   std::vector<uint64_t> shape() const;
+  // Elements in the dataset, after checking that its declared extent can be real: the product of
+  // its dimensions does not overflow, and its bytes fit in the file (uncompressed) or within
+  // deflate's largest expansion of the file (filtered). A hostile file declaring terabytes fails
+  // here, naming the dataset, before anything is allocated for it.
+  uint64_t checked_elements() const;
   // Writes rows [row0, row0 + nrows) of a 2-D dataset; data: (nrows, cols) row-major.
   template <class T> void write_rows(uint64_t row0, uint64_t nrows, const T* data);
   // Reads rows [row0, row0 + nrows) of a 2-D dataset into out: (nrows, cols) row-major.
@@ -165,6 +176,10 @@ class File : public Group {
   // `display_name` is what error messages call the file (default: the path as given), so a file
   // written under a temporary name can be reported under its final name.
   static File create(const std::filesystem::path& path, const std::string& display_name = {});
+  // A file built in memory (HDF5's core driver): libhdf5 itself never writes to disk, so a full
+  // disk fails in save_atomically, cleanly, and never inside libhdf5 (whose close after a failed
+  // write leaves state that crashes it at exit).
+  static File create_in_memory(const std::string& display_name);
   static File open_read_only(const std::filesystem::path& path, const std::string& display_name = {});
   static File open_read_write(const std::filesystem::path& path, const std::string& display_name = {});
   // True when the file exists and starts with an HDF5 signature.
@@ -174,6 +189,9 @@ class File : public Group {
   File& operator=(File&&) noexcept = default;
   // Flushes and closes, throwing if HDF5 could not write everything.
   void close();
+  // For a file from create_in_memory: closes it and writes its bytes to `path` atomically
+  // (reference/io/atomic_file.hpp).
+  void save_atomically(const std::filesystem::path& path);
 
  private:
   File(std::string file, Handle handle) : Group(std::move(file), "/", std::move(handle)) {}

@@ -103,6 +103,7 @@ void read_logits(const h5::Group& steps_group, const std::string& name, std::vec
     if (shape.size() != 2 || shape[1] != static_cast<uint64_t>(V)) {
       full.fail("expected shape (rows, " + std::to_string(V) + ") matching attribute 'vocab_size'");
     }
+    full.checked_elements();  // (R, V) must fit in the file before rows are allocated
     R = shape[0];
     const std::vector<int64_t> off = read_offsets(g, L::kRowOffsets, steps.size(), R, L::kFull);
     for (std::size_t s = 0; s < steps.size(); ++s) {

@@ -189,7 +189,6 @@ void write_all(h5::File& f, const Trace& t) {
 }  // namespace
 
 void write_trace(const std::filesystem::path& path, const Trace& trace) {
-  namespace fs = std::filesystem;
   const std::string name = path.string();
   try {
     validate_trace(trace);
@@ -197,11 +196,9 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
     throw Error(name + ": cannot write trace: " + e.what());
   }
   try {
-    write_path_atomically(path, [&](const std::filesystem::path& tmp) {
-      h5::File f = h5::File::create(tmp, name);
-      write_all(f, trace);
-      f.close();
-    });
+    h5::File f = h5::File::create_in_memory(name);
+    write_all(f, trace);
+    f.save_atomically(path);
   } catch (const std::filesystem::filesystem_error& e) {
     throw Error(name + ": cannot write trace: " + e.code().message());
   } catch (const Error& e) {
