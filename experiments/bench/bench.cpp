@@ -155,7 +155,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
     }
     for (std::size_t k = 0; k < verify_sizes.size(); ++k) report.verify.push_back({b, verify_sizes[k], ms[k], ms[k] / ms[0]});
 
-    const int capacity = P + options.tokens + 1;
+    const int capacity = checked_capacity(static_cast<std::size_t>(P), options.tokens, 1, 0);
     for (const MethodSpec& spec : options.methods) {
       MethodRow row;
       row.backend = b;

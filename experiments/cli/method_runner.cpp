@@ -91,7 +91,7 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
     drafter = &*loaded;
   }
   const auto acceptor = default_acceptor(sampling);
-  const int capacity = static_cast<int>(prompt.size()) + options.max_new_tokens + 1;
+  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
   const std::unique_ptr<Proposer> proposer = make_proposer(a, target, drafter, capacity);
   return decode_speculative(target.forward_model(), *proposer, *acceptor, prompt, sampling, options, observer);
 }

@@ -111,7 +111,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   setup.prompt = prompt;
   setup.sampling = sampling;
   setup.options = options;
-  const int capacity = static_cast<int>(prompt.size()) + options.max_new_tokens + 1;
+  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
   if (a.method != "sequential") {
     setup.make_proposer = [&](const LanguageModel* draft_lm, const EagleHead* head) {
       return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm, head);

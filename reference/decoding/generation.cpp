@@ -1,6 +1,31 @@
 #include "reference/decoding/generation.hpp"
 
+#include <algorithm>
+#include <string>
+
+#include "reference/core/error.hpp"
+
 namespace specdec {
+
+int checked_capacity(std::size_t prompt_len, int max_new_tokens, int headroom, int context) {
+  if (prompt_len == 0) throw Error("generate: the prompt is empty; at least one token is needed");
+  if (max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0 (got " + std::to_string(max_new_tokens) + ")");
+  if (headroom < 0) throw Error("generate: internal error: negative cache headroom");
+  const int64_t sequence = static_cast<int64_t>(std::min<std::size_t>(prompt_len, kMaxPositions + 1)) + max_new_tokens;
+  if (context > 0 && sequence > context) {
+    throw Error("generate: the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
+                std::to_string(max_new_tokens) + ") needs " + std::to_string(sequence) +
+                " positions, but the model's context length is " + std::to_string(context) +
+                " (max_position_embeddings in its config.json); lower --max-new-tokens or shorten the prompt");
+  }
+  const int64_t total = sequence + headroom;
+  if (total > kMaxPositions) {
+    throw Error("generate: the prompt (" + std::to_string(prompt_len) + " tokens) plus max_new_tokens (" +
+                std::to_string(max_new_tokens) + ") and draft headroom (" + std::to_string(headroom) + ") is " +
+                std::to_string(total) + " positions, more than specdec supports (" + std::to_string(kMaxPositions) + ")");
+  }
+  return static_cast<int>(total);
+}
 
 double GenerationResult::decode_tokens_per_second() const {
   if (tokens.size() < 2 || stats.decode_ns <= 0) return 0.0;

@@ -13,6 +13,14 @@ struct GenerationOptions {
   int cache_capacity = 0;   // 0 = prompt length + max_new_tokens (+ method headroom)
 };
 
+// The positions a run may occupy: prompt + max_new_tokens + `headroom` (the draft slots a method
+// adds beyond the sequence), computed without overflow. Throws a specdec::Error when the prompt is
+// empty, max_new_tokens is negative, the sequence (prompt + max_new_tokens) would pass the model's
+// context length (`context`, max_position_embeddings; 0 = unknown, unchecked) or the total passes
+// kMaxPositions. Every decoding loop sizes its caches with it.
+inline constexpr int64_t kMaxPositions = int64_t{1} << 24;  // 16 Mi: far past any Llama context
+int checked_capacity(std::size_t prompt_len, int max_new_tokens, int headroom, int context);
+
 struct GenerationStats {
   int target_forwards = 0;   // prefill counts as one
   int drafter_forwards = 0;

@@ -19,11 +19,9 @@ GenerationResult decode_sequential(const LanguageModel& model, const std::vector
                                    const SamplingParams& sampling, const GenerationOptions& options,
                                    DecodeObserver* observer) {
   const ModelConfig& c = model.config();
-  if (prompt.empty()) throw Error("generate: the prompt is empty; at least one token is needed");
-  if (options.max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0");
+  const int needed = checked_capacity(prompt.size(), options.max_new_tokens, 0, c.max_position_embeddings);
   sampling.validate();
-  const int capacity = options.cache_capacity > 0 ? options.cache_capacity
-                                                  : static_cast<int>(prompt.size()) + options.max_new_tokens;
+  const int capacity = options.cache_capacity > 0 ? options.cache_capacity : needed;
   auto cache = model.new_cache(capacity);
 
   GenerationResult result;

@@ -35,9 +35,9 @@ struct StateStore {
 GenerationResult decode_speculative(const LanguageModel& target, Proposer& proposer, const TokenAcceptor& acceptor,
                                     const std::vector<int32_t>& prompt, const SamplingParams& sampling,
                                     const GenerationOptions& options, DecodeObserver* observer) {
-  const int capacity = options.cache_capacity > 0
-                           ? options.cache_capacity
-                           : static_cast<int>(prompt.size()) + options.max_new_tokens + proposer.max_nodes() + 1;
+  const int needed = checked_capacity(prompt.size(), options.max_new_tokens, proposer.max_nodes() + 1,
+                                      target.config().max_position_embeddings);
+  const int capacity = options.cache_capacity > 0 ? options.cache_capacity : needed;
   auto cache = target.new_cache(capacity);
   return decode_speculative(target, *cache, proposer, acceptor, prompt, sampling, options, observer);
 }
@@ -47,8 +47,7 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
                                     const SamplingParams& sampling, const GenerationOptions& options,
                                     DecodeObserver* observer) {
   const ModelConfig& c = target.config();
-  if (prompt.empty()) throw Error("generate: the prompt is empty; at least one token is needed");
-  if (options.max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0");
+  checked_capacity(prompt.size(), options.max_new_tokens, 0, c.max_position_embeddings);
   if (target_cache.length() != 0) throw Error("speculative decoding: the target cache must start empty");
   sampling.validate();
   const int prompt_len = static_cast<int>(prompt.size());

@@ -1,3 +1,4 @@
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
 
 #include "reference/core/error.hpp"
@@ -7,6 +8,7 @@ namespace specdec {
 DraftModelProposer::DraftModelProposer(const LanguageModel& draft, const ModelConfig& target, int k, int cache_capacity)
     : draft_(draft), k_(k) {
   if (k < 1) throw Error("draft: K must be >= 1 (got " + std::to_string(k) + ")");
+  check_draft_limit("draft", "K", k, kMaxDraftDepth);
   if (draft.config().vocab_size != target.vocab_size) {
     throw Error("draft: the draft model's vocabulary (" + std::to_string(draft.config().vocab_size) +
                 " tokens) differs from the target's (" + std::to_string(target.vocab_size) +

@@ -1,3 +1,4 @@
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/drafting/eagle_proposer.hpp"
 
 #include <algorithm>
@@ -67,6 +68,7 @@ EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int ca
   switch (options_.shape) {
     case EagleShape::chain:
       if (options_.k < 1) throw Error(who + ": K must be >= 1 (got " + std::to_string(options_.k) + ")");
+      check_draft_limit(who, "K", options_.k, kMaxDraftDepth);
       max_nodes_ = options_.k;
       draft_slots_ = options_.k - 1;  // the last draft needs no forward
       break;
@@ -89,6 +91,10 @@ EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int ca
       if (options_.total_tokens < 2) {
         throw Error(who + ": total_tokens must be >= 2 (it counts the root), got " + std::to_string(options_.total_tokens));
       }
+      check_draft_limit(who, "depth", options_.depth, kMaxDraftDepth);
+      check_draft_limit(who, "total_tokens - 1 (draft nodes per step)", options_.total_tokens - 1LL, kMaxDraftNodes);
+      // Every expansion records top_k children of each of top_k frontier nodes (top_k^2 per depth).
+      check_draft_limit(who, "top_k", options_.top_k, kMaxDraftTopK);
       const long long recorded =
           options_.top_k + static_cast<long long>(options_.depth) * options_.top_k * options_.top_k;
       max_nodes_ = static_cast<int>(std::min<long long>(options_.total_tokens - 1, recorded));

@@ -1,3 +1,4 @@
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/drafting/peagle_proposer.hpp"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ PEagleProposer::PEagleProposer(const EagleHead& head, PEagleOptions options, int
   }
   if (options_.shape == PEagleShape::chain) {
     if (options_.k < 1) throw Error(who + ": K must be >= 1 (got " + std::to_string(options_.k) + ")");
+    check_draft_limit(who, "K", options_.k, kMaxDraftDepth);
     depth_ = options_.k;
     max_nodes_ = options_.k;
   } else {

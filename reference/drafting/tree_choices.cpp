@@ -1,3 +1,4 @@
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/drafting/tree_choices.hpp"
 
 #include <algorithm>
@@ -37,9 +38,11 @@ const TreeChoices& mc_sim_7b_63() {
 
 TreeShape make_tree_shape(const TreeChoices& choices, const std::string& source) {
   if (choices.empty()) throw Error(source + ": the tree choices are empty; expected " + kExample);
+  check_draft_limit(source, "the number of paths (draft nodes)", static_cast<long long>(choices.size()), kMaxDraftNodes);
   for (size_t i = 0; i < choices.size(); ++i) {
     const std::vector<int>& p = choices[i];
     if (p.empty()) throw Error(source + ": path #" + std::to_string(i) + " is empty; every path names at least one rank");
+    check_draft_limit(source, "the depth of path #" + std::to_string(i), static_cast<long long>(p.size()), kMaxDraftDepth);
     for (size_t d = 0; d < p.size(); ++d) {
       if (p[d] < 0) {
         throw Error(source + ": path #" + std::to_string(i) + " " + path_str(p) + " has rank " + std::to_string(p[d]) +
