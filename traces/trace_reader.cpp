@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "reference/core/error.hpp"
+#include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_layout.hpp"
@@ -214,7 +215,19 @@ void read_steps(const h5::File& f, Trace& t) {
 
 }  // namespace
 
+namespace {
+Trace read_trace_here(const std::filesystem::path& path);
+}  // namespace
+
 Trace read_trace(const std::filesystem::path& path) {
+  // Once in a child first: a corrupt file may crash or hang libhdf5 before any check of ours.
+  contain_read(path, [&] { read_trace_here(path); });
+  return read_trace_here(path);
+}
+
+namespace {
+
+Trace read_trace_here(const std::filesystem::path& path) {
   const std::string name = path.string();
   const h5::File f = h5::File::open_read_only(path);
   if (!f.has_attribute(L::kFormat)) {
@@ -284,5 +297,7 @@ Trace read_trace(const std::filesystem::path& path) {
   }
   return t;
 }
+
+}  // namespace
 
 }  // namespace specdec

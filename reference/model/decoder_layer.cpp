@@ -57,7 +57,7 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
   const int window = c.layer_sliding_window(layer);  // 0 = full attention
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   Matrix out = Matrix::Zero(T, nh * hd);  // (T, nh·hd)
-  const bool parallel = static_cast<long long>(T) * nh * cols * hd >= ops::parallel_work_threshold();
+  [[maybe_unused]] const bool parallel = static_cast<long long>(T) * nh * cols * hd >= ops::parallel_work_threshold();
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < nh; ++h) {
