@@ -79,8 +79,9 @@ inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
 
 // Same shape and the same bits in every element.
 inline bool bitwise_equal(const Matrix& a, const Matrix& b) {
+  // An empty matrix's data() is null, and memcmp must not be given null even for 0 bytes.
   return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+         (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0);
 }
 
 // The reference's cache behind the KVCache interface (tests compare caches bitwise).
