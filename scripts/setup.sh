@@ -13,6 +13,8 @@ packages=(
   # The test of `specdec explain --html` opens the page in a headless Chromium (a font for its
   # screenshots).
   chromium fonts-dejavu-core
+  # The libFuzzer harnesses (scripts/fuzz.sh) build with clang and its fuzzer/sanitizer runtimes.
+  clang libclang-rt-14-dev
 )
 
 missing=()

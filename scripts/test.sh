@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Install what is needed, build, and run the cpu test suite (GPU tests need a GPU: ctest -L gpu).
+# Install what is needed, build, and run the cpu test suite (GPU tests need a GPU: ctest -L gpu);
+# then the I/O, decoding and fuzz regression tests again under ASan+UBSan (scripts/sanitize.sh),
+# and a short run of every libFuzzer harness (scripts/fuzz.sh --smoke).
+# SPECDEC_QUICK=1 runs the cpu suite only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 build=${SPECDEC_BUILD_DIR:-$root/build}
 ctest --test-dir "$build" -L cpu --output-on-failure -j "$(nproc)"
+[ "${SPECDEC_QUICK:-0}" = 1 ] && exit 0
+
+echo "== the I/O, decoding and fuzz regression tests under ASan+UBSan"
+SPECDEC_SANITIZE_TARGETS="test_traces test_safetensors test_model_config test_checkpoint test_sequential \
+test_speculative test_eagle_methods test_acceptance test_sampling fuzz_safetensors_replay fuzz_model_config_replay \
+fuzz_drafter_config_replay fuzz_tree_choices_replay fuzz_vocabulary_replay fuzz_trace_replay" \
+  "$root/scripts/sanitize.sh"
+echo "== fuzz smoke run (libFuzzer, ASan+UBSan)"
+"$root/scripts/fuzz.sh" --smoke

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz) with clang, ASan and UBSan in ./build-fuzz and runs
+# each one, printing a table of executions, coverage and findings.
+#   scripts/fuzz.sh                    # every harness for 60 s
+#   scripts/fuzz.sh 3600 fuzz_trace    # one harness for an hour
+#   scripts/fuzz.sh --smoke            # CI: a few thousand executions each
+# Corpora persist in build-fuzz/corpus/<harness> (a later run resumes from them); the seed corpus
+# is the repository's real files (tests/fuzz/CMakeLists.txt). A finding is saved under
+# build-fuzz/findings/<harness>/ and makes the script exit non-zero; replay one with
+#   build-fuzz/tests/fuzz/<harness> build-fuzz/findings/<harness>/crash-...
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SPECDEC_FUZZ_BUILD_DIR:-$root/build-fuzz}
+smoke=0
+seconds=60
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+elif [ -n "${1:-}" ] && [[ "$1" =~ ^[0-9]+$ ]]; then
+  seconds=$1
+  shift
+fi
+all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fuzz_vocabulary fuzz_trace)
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
+
+"$root/scripts/setup.sh"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
+  -DSPECDEC_SANITIZE=address,undefined -DSPECDEC_CUDA=OFF -DSPECDEC_OPENMP=OFF > /dev/null
+cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
+
+# Seed directories and files per harness, as the replay tests use them.
+seeds() {
+  local h=$1
+  sed -n "s/^set(seeds_$h \(.*\))$/\1/p" "$root/tests/fuzz/CMakeLists.txt" |
+    sed -e "s|\${CMAKE_CURRENT_SOURCE_DIR}|$root/tests/fuzz|g" -e "s|\${S}|$root|g"
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# The trace reader checks each file in a child process first (traces/contained_read.hpp); a hang
+# there is cut short after 5 s instead of 30.
+export SPECDEC_READ_TIMEOUT_S=${SPECDEC_READ_TIMEOUT_S:-5}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+report="$build/fuzz-report.txt"
+printf "%-22s %12s %8s %8s %9s %10s %s\n" harness executions exec/s coverage findings contained seconds > "$report"
+for h in "${harnesses[@]}"; do
+  corpus="$build/corpus/$h"
+  findings="$build/findings/$h"
+  mkdir -p "$corpus" "$findings"
+  # Seeds come in as single files too: copy them into a seed directory libFuzzer can read.
+  seed_dir="$build/seeds/$h"
+  rm -rf "$seed_dir"
+  mkdir -p "$seed_dir"
+  for s in $(seeds "$h"); do
+    if [ -d "$s" ]; then
+      find "$s" -type f ! -name README.md -exec cp {} "$seed_dir/" \;
+    elif [ -f "$s" ]; then
+      cp "$s" "$seed_dir/"
+    fi
+  done
+  if [ $smoke -eq 1 ]; then limit=(-runs=3000); else limit=(-max_total_time="$seconds"); fi
+  log="$build/fuzz-$h.log"
+  start=$(date +%s)
+  set +e
+  "$build/tests/fuzz/$h" "${limit[@]}" -max_len=200000 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$findings/" "$corpus" "$seed_dir" > "$log" 2>&1
+  rc=$?
+  set -e
+  elapsed=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  found=$(find "$findings" -type f | wc -l)
+  # Sanitizer reports printed by the trace reader's child process (the parent turned each into a
+  # clean error): "contained" when the faulting frame is inside libhdf5, a finding otherwise.
+  contained=0
+  ours=0
+  while IFS= read -r frame; do
+    if [[ "$frame" == *libhdf5* ]]; then contained=$((contained + 1)); else ours=$((ours + 1)); fi
+  done < <(awk '/ERROR: AddressSanitizer|runtime error:/ {want = 1}
+                want && /^ *#[0-9]+ / && !/asan|sanitizer|interceptor|libclang_rt|libc\.so/ {print; want = 0}' "$log")
+  found=$((found + ours))
+  printf "%-22s %12s %8s %8s %9s %10s %s\n" "$h" "${execs:-?}" "${speed:-?}" "${cov:-?}" "$found" "$contained" "$elapsed" >> "$report"
+  if [ $rc -ne 0 ] || [ "$found" -ne 0 ]; then
+    echo "fuzz: $h: finding (exit $rc); see $log and $findings" >&2
+    tail -n 30 "$log" >&2
+    status=1
+  fi
+done
+cat "$report"
+exit $status
