@@ -41,6 +41,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 # there is cut short after 5 s instead of 30.
 export SPECDEC_READ_TIMEOUT_S=${SPECDEC_READ_TIMEOUT_S:-5}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 status=0
 report="$build/fuzz-report.txt"
 printf "%-22s %12s %8s %8s %9s %10s %s\n" harness executions exec/s coverage findings contained seconds > "$report"

@@ -39,7 +39,7 @@ nlohmann::json read_json(const fs::path& path) {
   buffer << in.rdbuf();
   try {
     return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(path.string() + ": not valid JSON: " + e.what());
   }
 }

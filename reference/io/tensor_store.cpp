@@ -51,7 +51,7 @@ TensorStore::TensorStore(const std::filesystem::path& path) : source_(path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(index_name + ": shard index is not valid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("weight_map") || !j.at("weight_map").is_object()) {

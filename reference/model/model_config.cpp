@@ -301,7 +301,7 @@ ModelConfig load_model_config(const std::filesystem::path& config_json) {
   json j;
   try {
     j = json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw Error(config_json.string() + ": not valid JSON: " + e.what());
   }
   return parse_model_config(j, config_json.string());
