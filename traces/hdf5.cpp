@@ -1,7 +1,5 @@
 #include "traces/hdf5.hpp"
 
-#include "traces/hdf5_vlen_guard.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -9,6 +7,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "traces/hdf5_vlen_guard.hpp"
 
 namespace specdec::h5 {
 namespace {
@@ -409,9 +408,7 @@ uint64_t Dataset::checked_elements() const {
   const uint64_t elem = std::max<std::size_t>(1, H5Tget_size(type.get()));
   if (n != 0 && n > UINT64_MAX / elem) fail("declares shape " + shape_string(dims) + ", more bytes than 2^64");
   const uint64_t bytes = n * elem;
-  Handle file(H5Iget_file_id(id()), H5Fclose);
-  hsize_t file_size = 0;
-  if (!file.valid() || H5Fget_filesize(file.get(), &file_size) < 0) fail(with_detail("cannot get the file's size"));
+  const uint64_t file_size = file_size_of(id());
   Handle dcpl(H5Dget_create_plist(id()), H5Pclose);
   const bool filtered = dcpl.valid() && H5Pget_nfilters(dcpl.get()) > 0;
   // Deflate expands by at most about 1032:1; no filter or layout stores more than the file holds.
