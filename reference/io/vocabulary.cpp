@@ -33,11 +33,13 @@ Vocabulary Vocabulary::load(const std::filesystem::path& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
   }
-  if (!j.is_object() || j.value("format", "") != "specdec-vocab") {
+  // A field of the wrong JSON type (e.g. "format": 1) is a bad field, like a missing one.
+  auto field = [&](const char* name) { return j.contains(name) ? j.at(name) : nlohmann::json(); };
+  if (!j.is_object() || field("format") != "specdec-vocab") {
     throw Error(path.string() + ": not a specdec vocabulary (expected \"format\": \"specdec-vocab\")");
   }
-  if (j.value("version", 0) != 1) throw Error(path.string() + ": unsupported vocabulary version (expected 1)");
-  if (j.value("type", "") != "bytes") throw Error(path.string() + ": unknown vocabulary type (expected \"bytes\")");
+  if (field("version") != 1) throw Error(path.string() + ": unsupported vocabulary version (expected 1)");
+  if (field("type") != "bytes") throw Error(path.string() + ": unknown vocabulary type (expected \"bytes\")");
   try {
     return bytes(j.at("byte_offset").get<int>(), j.value("special_tokens", std::map<std::string, int>{}));
   } catch (const nlohmann::json::exception& e) {
