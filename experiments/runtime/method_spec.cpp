@@ -15,6 +15,12 @@ const std::vector<std::string>& method_names() {
   return names;
 }
 
+std::string canonical_method_name(const std::string& name) {
+  if (name == "draft_model" || name == "draft-model") return "draft";
+  if (name == "eagle1" || name == "eagle-1") return "eagle";
+  return name;
+}
+
 EagleKind head_kind_for(const std::string& method) {
   return method == "eagle" ? EagleKind::eagle1 : method == "eagle3" ? EagleKind::eagle3 : EagleKind::peagle;
 }
