@@ -40,6 +40,10 @@ TEST_F(Cli, GenerateTextPromptJson) {
   EXPECT_EQ(j["prompt_tokens"][1], 'H' + 3);
   EXPECT_EQ(j["stop_reason"], "max_tokens");
   EXPECT_EQ(j["stats"]["target_forwards"], 6);
+  // Sequential decoding: every decode forward is a step of one token (the prefill gives the first).
+  EXPECT_EQ(j["stats"]["steps"], 5);
+  EXPECT_EQ(j["stats"]["acceptance_length"], 1.0);
+  EXPECT_EQ(j["stats"]["drafted_tokens"], 0);
   // Deterministic: the same command gives the same tokens, with any thread count.
   const CliRun again = run({"generate", "--model", model(), "--prompt", "Hello", "--max-new-tokens", "6", "--ignore-eos", "--json", "--threads", "1"});
   EXPECT_EQ(nlohmann::json::parse(again.out)["output_tokens"], j["output_tokens"]);
