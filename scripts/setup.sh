@@ -13,6 +13,8 @@ packages=(
   # The test of `specdec explain --html` opens the page in a headless Chromium (a font for its
   # screenshots).
   chromium fonts-dejavu-core
+  # The test of `specdec sweep` on Slurm starts a private single-node cluster (job array + merge).
+  slurm-wlm munge
 )
 
 missing=()
