@@ -301,6 +301,7 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
       {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagle1"}, "--method 'eagle1' is called 'eagle'"},
       {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},
       {{"generate", "--prompt", "a"}, "--model"},
       {{"record", "--model", model(), "--prompt", "a", "--out", (dir_ / "no_dir" / "t.h5").string()}, "no_dir"},
