@@ -6,6 +6,7 @@
 
 #include "experiments/cli/method_runner.hpp"
 #include "experiments/cli/options.hpp"
+#include "experiments/runtime/backend.hpp"
 #include "experiments/sweep/progress.hpp"
 #include "experiments/sweep/results_store.hpp"
 #include "reference/core/error.hpp"
@@ -217,9 +218,30 @@ std::vector<json> sorted_by_run(std::vector<json> rows) {
   return rows;
 }
 
+// What can be checked before the first run, so that a typo fails now rather than hours in: the
+// target and drafter directories, the backends and the simulator's specs.
+void check_before_running(const sweep::SweepSpec& spec, const std::optional<sim::SpecLibrary>& lib) {
+  if (!fs::is_directory(spec.model)) throw Error(spec.source + ": model '" + spec.model + "' is not a directory");
+  std::set<std::string> checked;
+  for (const Cell& c : spec.cells) {
+    check_backend(c.backend, spec.source + ": backend of " + c.label());
+    if (!c.drafter.empty() && checked.insert(c.drafter).second && !fs::exists(c.drafter)) {
+      throw Error(spec.source + ": drafter '" + c.drafter + "' of " + c.label() + " does not exist");
+    }
+  }
+  if (lib) {
+    lib->hardware(spec.predict.hardware);
+    lib->model(spec.predict.model);
+    for (const auto& [method, drafter] : spec.predict.drafters.items()) lib->drafter_spec(drafter.get<std::string>());
+  }
+}
+
 }  // namespace
 
 int run_sweep_spec(const sweep::SweepSpec& spec, const SweepRunOptions& o, CommandIO& io) {
+  std::optional<sim::SpecLibrary> lib;
+  if (spec.predict_enabled) lib.emplace();
+  check_before_running(spec, lib);
   const json manifest = sweep::make_manifest(spec, o.shard);
   sweep::open_results_dir(o.out, manifest);
   const std::set<int64_t> done = done_runs(sweep::read_rows(o.out, /*repair=*/true), manifest, o.out);
@@ -229,12 +251,6 @@ int run_sweep_spec(const sweep::SweepSpec& spec, const SweepRunOptions& o, Comma
     if (!o.shard.owns(r)) continue;
     ++owned;
     if (!done.count(r)) todo.push_back(r);
-  }
-  std::optional<sim::SpecLibrary> lib;
-  if (spec.predict_enabled) {
-    lib.emplace();
-    lib->hardware(spec.predict.hardware);  // unknown names fail before the first run
-    lib->model(spec.predict.model);
   }
   apply_threads(spec.threads);
   ModelCache cache(spec.model);

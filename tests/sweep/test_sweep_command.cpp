@@ -252,6 +252,30 @@ TEST_F(SweepCommand, QuestionFilesAndTheirErrors) {
   EXPECT_NE(r.err.find("missing.json' cannot be read"), std::string::npos) << r.err;
 }
 
+TEST_F(SweepCommand, TyposFailBeforeAnyRun) {
+  struct Case {
+    const char* name;
+    json change;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"drafter", {{"drafters", {{"eagle", kModels + "/no-such-head"}}}}, "no-such-head' of eagle k=1 greedy does not exist"},
+      {"model", {{"model", kModels + "/no-such-model"}}, "no-such-model' is not a directory"},
+      {"backend", {{"grid", {{"method", "sequential"}, {"backend", "tpu"}}}}, "tpu"},
+      {"hardware", {{"predict", {{"hardware", "no-such-gpu"}, {"model", "llama-3.1-8b"}, {"drafters", {{"eagle", "eagle1-llama3-8b"}, {"draft", "draft-vicuna-68m"}, {"eagle3", "eagle3-llama3.1-8b"}}}}}}, "no-such-gpu"},
+  };
+  for (const Case& c : cases) {
+    json spec = small_spec(questions());
+    spec.merge_patch(c.change);
+    write(dir_ / "typo.json", spec.dump());
+    const fs::path out = dir_ / (std::string("typo-") + c.name);
+    const CliRun r = run({"sweep", (dir_ / "typo.json").string(), "--out", out.string()});
+    EXPECT_EQ(r.code, 1) << c.name;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << c.name << ": nothing is written";
+  }
+}
+
 TEST_F(SweepCommand, PredictedSpeedupFromTheRunsOwnSteps) {
   json spec = small_spec(questions());
   spec["prompts"]["per_category"] = 1;
