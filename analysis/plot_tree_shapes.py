@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Chain against static tree against dynamic (EAGLE-2) tree: acceptance length and decode tokens/s
 per method and draft shape, mean and 95% confidence interval over prompts, from `specdec sweep`
-results. Each shape is one bar; its configuration is in the legend.
+results. Each shape is one bar; its configuration is in the legend; the dashed line is sequential
+decoding's tokens/s when the results have it.
 
 Usage: plot_tree_shapes.py RESULTS_DIR --out STEM [--sampling greedy]
 """
@@ -24,7 +25,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--sampling")
     args = p.parse_args()
-    rows = [r for r in sr.load_rows(args.results) if r["method"] != "sequential"]
+    everything = sr.load_rows(args.results)
+    rows = [r for r in everything if r["method"] != "sequential"]
     if not rows:
         sr.fail(f"{args.results}: no speculative rows")
     rows, mode = sr.pick_sampling(rows, args.sampling)
@@ -50,8 +52,12 @@ def main():
         ax.set_xticklabels([sr.label(m) for m in ms])
         ax.set_ylabel(what)
         ax.grid(alpha=0.3, axis="y")
+    sequential = [sr.timing(r, "tokens_per_s") for r in everything if r["method"] == "sequential" and r["sampling"] == mode]
+    if sequential:
+        axes[1].axhline(sr.mean_ci(sequential)[0], color="gray", ls="--", lw=1, label="sequential")
     axes[0].set_title(f"draft shape ({mode})")
-    axes[1].legend(fontsize=7)
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.12))
     sr.save(fig, args.out)
 
 
