@@ -25,6 +25,7 @@ Progress::Progress(std::ostream& out, bool terminal, int64_t total, int64_t skip
 }
 
 std::string Progress::eta() const {
+  if (finished_ == total_) return "0s";
   if (finished_ == 0) return "?";
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
   return format_duration(elapsed / finished_ * (total_ - finished_));
