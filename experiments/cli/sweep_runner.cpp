@@ -100,25 +100,48 @@ json predict_run(const sweep::SweepSpec& spec, const sim::SpecLibrary& lib, cons
           {"tokens_per_step", p.tokens_per_step}, {"tpot_ms", p.tpot_s * 1e3}};
 }
 
-// Models and drafters are loaded once per backend and reused by every run.
+std::string target_key(const std::string& backend) { return "target|" + backend; }
+std::string drafter_key(const std::string& method, const std::string& drafter, const std::string& backend) {
+  return "drafter|" + method + "|" + drafter + "|" + backend;
+}
+
+// Models and drafters are loaded once per backend and reused by every run. A checkpoint whose
+// weights differ from those the results directory's rows were computed with is refused.
 class ModelCache {
  public:
-  explicit ModelCache(std::string model) : model_(std::move(model)) {}
+  ModelCache(std::string model, std::map<std::string, std::string> known, fs::path out)
+      : model_(std::move(model)), known_(std::move(known)), out_(std::move(out)) {}
   const LoadedModel& target(const std::string& backend) {
     auto it = targets_.find(backend);
-    if (it == targets_.end()) it = targets_.emplace(backend, load_model(model_, backend)).first;
+    if (it == targets_.end()) {
+      it = targets_.emplace(backend, load_model(model_, backend)).first;
+      check(target_key(backend), model_, it->second.fingerprint);
+    }
     return it->second;
   }
   const LoadedDrafter* drafter(const DecodeArgs& a) {
     if (a.method == "sequential") return nullptr;
     const auto key = std::make_tuple(a.method, a.drafter, a.backend);
     auto it = drafters_.find(key);
-    if (it == drafters_.end()) it = drafters_.emplace(key, *load_drafter(a, target(a.backend))).first;
+    if (it == drafters_.end()) {
+      it = drafters_.emplace(key, *load_drafter(a, target(a.backend))).first;
+      check(drafter_key(a.method, a.drafter, a.backend), a.drafter, it->second.fingerprint);
+    }
     return &it->second;
   }
 
  private:
+  void check(const std::string& key, const std::string& path, const std::string& fingerprint) const {
+    const auto k = known_.find(key);
+    if (k != known_.end() && k->second != fingerprint) {
+      throw Error(path + ": the checkpoint changed since the rows in " + out_.string() + " were computed (" + k->second +
+                  " then, " + fingerprint + " now); results of two different models are not mixed: give a new --out directory");
+    }
+  }
+
   std::string model_;
+  std::map<std::string, std::string> known_;
+  fs::path out_;
   std::map<std::string, LoadedModel> targets_;
   std::map<std::tuple<std::string, std::string, std::string>, LoadedDrafter> drafters_;
 };
@@ -186,6 +209,8 @@ json run_one(const sweep::SweepSpec& spec, int64_t run, ModelCache& cache, const
                 {"tokens_per_s", median(tps)}}}};
   const json config = c.to_json();
   for (const auto& [k, v] : config.items()) row[k] = v;
+  row["model_fingerprint"] = target.fingerprint;
+  if (drafter) row["drafter_fingerprint"] = drafter->fingerprint;
   if (lib) {
     try {
       const json pred = predict_run(spec, *lib, c, first_obs, static_cast<int>(prompt.size()), static_cast<int>(first.tokens.size()));
@@ -244,7 +269,15 @@ int run_sweep_spec(const sweep::SweepSpec& spec, const SweepRunOptions& o, Comma
   check_before_running(spec, lib);
   const json manifest = sweep::make_manifest(spec, o.shard);
   sweep::open_results_dir(o.out, manifest);
-  const std::set<int64_t> done = done_runs(sweep::read_rows(o.out, /*repair=*/true), manifest, o.out);
+  const std::vector<json> existing = sweep::read_rows(o.out, /*repair=*/true);
+  const std::set<int64_t> done = done_runs(existing, manifest, o.out);
+  std::map<std::string, std::string> fingerprints;  // of the checkpoints the existing rows used
+  for (const json& r : existing) {
+    if (r.contains("model_fingerprint")) fingerprints[target_key(r["backend"])] = r["model_fingerprint"];
+    if (r.contains("drafter_fingerprint")) {
+      fingerprints[drafter_key(r["method"], r["drafter"], r["backend"])] = r["drafter_fingerprint"];
+    }
+  }
   std::vector<int64_t> todo;
   int64_t owned = 0;
   for (int64_t r = 0; r < spec.run_count(); ++r) {
@@ -253,7 +286,7 @@ int run_sweep_spec(const sweep::SweepSpec& spec, const SweepRunOptions& o, Comma
     if (!done.count(r)) todo.push_back(r);
   }
   apply_threads(spec.threads);
-  ModelCache cache(spec.model);
+  ModelCache cache(spec.model, std::move(fingerprints), o.out);
   sweep::RowWriter writer(o.out);
   sweep::Progress progress(io.out, io.out_is_terminal, static_cast<int64_t>(todo.size()), owned - static_cast<int64_t>(todo.size()),
                            o.progress_interval_s);

@@ -229,6 +229,24 @@ TEST_F(SweepCommand, ChangedSpecIsRefused) {
   EXPECT_NE(r.err.find("is not empty and holds no sweep manifest"), std::string::npos) << r.err;
 }
 
+TEST_F(SweepCommand, ChangedCheckpointIsRefused) {
+  const fs::path model = dir_ / "tiny";
+  ASSERT_EQ(run({"init-model", "--preset", "tiny", "--seed", "3", "--out", model.string()}).code, 0);
+  write(dir_ / "tiny.json", json({{"model", model.string()}, {"prompts", {{"file", questions()}}}, {"max_new_tokens", 3},
+                                  {"grid", {{"method", "sequential"}}}}).dump());
+  const fs::path out = dir_ / "tiny-results";
+  ASSERT_EQ(run({"sweep", (dir_ / "tiny.json").string(), "--out", out.string()}).code, 0);
+  // Drop the last row, then replace the checkpoint by another one at the same path.
+  const std::string rows = rows_text(out);
+  write(out / "rows.jsonl", rows.substr(0, rows.rfind('\n', rows.size() - 2) + 1));
+  fs::remove_all(model);
+  ASSERT_EQ(run({"init-model", "--preset", "tiny", "--seed", "4", "--out", model.string()}).code, 0);
+  const CliRun r = run({"sweep", (dir_ / "tiny.json").string(), "--out", out.string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the checkpoint changed since the rows in"), std::string::npos) << r.err;
+  EXPECT_EQ(sweep::read_rows(out, false).size(), 3u) << "nothing is added";
+}
+
 TEST_F(SweepCommand, QuestionFilesAndTheirErrors) {
   write(dir_ / "mt.jsonl", R"({"question_id": 81, "category": "writing", "turns": ["In the beginning", "More."]})" "\n"
                                   R"({"question_id": 82, "category": "coding", "turns": ["def main("]})" "\n");
