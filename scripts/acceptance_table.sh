@@ -5,7 +5,7 @@
 # experiments/sweeps/acceptance.json, run as one shard per core and merged (each shard resumes
 # where it stopped if interrupted), then analysis/sweep_table.py. Prints the table and writes
 # $build/acceptance.csv; with --write it also rewrites the generated part of docs/acceptance.md.
-# About 15 minutes on two cores.
+# About 25 minutes on two busy cores (1088 runs of 64 tokens).
 #
 # Usage: scripts/acceptance_table.sh [--write]
 set -euo pipefail
