@@ -294,14 +294,19 @@ TEST_F(SweepCommand, TyposFailBeforeAnyRun) {
   }
 }
 
-TEST_F(SweepCommand, PredictedSpeedupFromTheRunsOwnSteps) {
-  json spec = small_spec(questions());
-  spec["prompts"]["per_category"] = 1;
+// Sequential, an EAGLE-1 chain and a static tree, re-costed on an H100 for Llama-3.1-8B: six runs
+// into `out`. Returns the command's error text ("" on success).
+std::string run_predict_sweep(const fs::path& spec_file, const fs::path& out, const std::string& questions) {
+  json spec = small_spec(questions);
   spec["grid"] = json::parse(R"([{"method": "sequential"}, {"method": "eagle", "k": 3}, {"method": "eagle", "tree": "mc_sim_7b_63"}])");
   spec["predict"] = {{"hardware", "h100-sxm"}, {"model", "llama-3.1-8b"}, {"drafters", {{"eagle", "eagle1-llama3-8b"}}}};
-  write(dir_ / "predict.json", spec.dump());
-  const CliRun r = run({"sweep", (dir_ / "predict.json").string(), "--out", (dir_ / "predict").string()});
-  ASSERT_EQ(r.code, 0) << r.err;
+  write(spec_file, spec.dump());
+  const CliRun r = run({"sweep", spec_file.string(), "--out", out.string()});
+  return r.code == 0 ? "" : r.err + " (exit " + std::to_string(r.code) + ")";
+}
+
+TEST_F(SweepCommand, PredictedSpeedupFromTheRunsOwnSteps) {
+  ASSERT_EQ(run_predict_sweep(dir_ / "predict.json", dir_ / "predict", questions()), "");
   const std::vector<json> rows = sweep::read_rows(dir_ / "predict", false);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_NEAR(rows[0]["predicted"]["speedup"].get<double>(), 1.0, 1e-9) << "sequential against itself";
@@ -326,7 +331,8 @@ TEST_F(SweepCommand, PlotScriptsWriteTheirFiles) {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     for (const char* ext : {".png", ".pdf"}) EXPECT_GT(fs::file_size(out / (stem + ext)), 1000u) << stem << ext;
   }
-  const std::string cmd = py + "plot_predicted_speedup.py " + (dir_ / "predict").string() + " --out " + (out / "pred").string() + " > /dev/null 2>&1";
+  ASSERT_EQ(run_predict_sweep(dir_ / "plot-predict.json", dir_ / "plot-predict", questions()), "");
+  const std::string cmd = py + "plot_predicted_speedup.py " + (dir_ / "plot-predict").string() + " --out " + (out / "pred").string() + " > /dev/null 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   EXPECT_TRUE(fs::exists(out / "pred.png"));
   // The table script rewrites only the generated part of the file it is given.
