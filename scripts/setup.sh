@@ -15,6 +15,8 @@ packages=(
   chromium fonts-dejavu-core
   # The libFuzzer harnesses (scripts/fuzz.sh) build with clang and its fuzzer/sanitizer runtimes.
   clang libclang-rt-14-dev
+  # The test of `specdec sweep` on Slurm starts a private single-node cluster (job array + merge).
+  slurm-wlm munge
 )
 
 missing=()

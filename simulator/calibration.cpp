@@ -99,8 +99,8 @@ static std::map<std::string, double>* method_map(HardwareSpec& h, const std::str
                              std::pair{"spec_step_overhead_s.", &h.spec_step_overhead_s}}) {
     const std::string pre = prefix;
     if (name.rfind(pre, 0) == 0) {
-      *method = name.substr(pre.size());
-      parse_method(*method, "calibration parameter '" + name + "'");
+      // The overhead maps are keyed by method_name (older spellings such as eagle1 map onto it).
+      *method = method_name(parse_method(name.substr(pre.size()), "calibration parameter '" + name + "'"));
       return map;
     }
   }

@@ -2,6 +2,7 @@
 
 #include "reference/core/error.hpp"
 #include "simulator/join.hpp"
+#include "simulator/method.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -49,7 +50,8 @@ static std::map<std::string, double> parse_method_map(const nlohmann::json& j, c
     for (const auto& [method, v] : m.items()) {
       if (!v.is_number())
         throw Error(source + ": field '" + key + "." + method + "' must be a number of seconds, got " + v.dump());
-      out[method] = v.get<double>();
+      // Keys are method names (older spellings such as eagle1 are mapped onto the current ones).
+      out[method == "default" ? method : method_name(parse_method(method, where))] = v.get<double>();
     }
   } else {
     throw Error(where + " must be a number of seconds or an object {method: seconds}");

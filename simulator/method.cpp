@@ -7,8 +7,8 @@ namespace specdec::sim {
 std::string method_name(Method m) {
   switch (m) {
     case Method::sequential: return "sequential";
-    case Method::draft_model: return "draft_model";
-    case Method::eagle1: return "eagle1";
+    case Method::draft_model: return "draft";
+    case Method::eagle1: return "eagle";
     case Method::eagle3: return "eagle3";
     case Method::peagle: return "peagle";
   }
@@ -22,7 +22,7 @@ Method parse_method(const std::string& name, const std::string& source) {
   if (name == "eagle3" || name == "eagle-3") return Method::eagle3;
   if (name == "peagle" || name == "p-eagle" || name == "p_eagle") return Method::peagle;
   throw Error(source + ": unknown method '" + name +
-              "'; expected sequential, draft_model, eagle1, eagle3 or peagle");
+              "'; expected sequential, draft, eagle, eagle3 or peagle");
 }
 
 }  // namespace specdec::sim

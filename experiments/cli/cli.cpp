@@ -20,6 +20,7 @@ const std::vector<Command>& commands() {
       {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},
       {"validate", "compare a backend step by step with the reference or a recorded trace (exit 0 pass, 1 fail)", run_validate},
       {"bench", "measure bandwidth, decode speed, verify cost and every method's speedup on this machine", run_bench},
+      {"sweep", "run a grid of decoding configurations over prompt sets, resumable and shardable (sweep merge joins shards)", run_sweep},
   };
   return list;
 }

@@ -66,7 +66,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
   io.out << "tokens  ";
   for (int32_t t : r.tokens) io.out << ' ' << t;
   io.out << "\n";
-  if (r.stats.steps > 0) {
+  if (r.stats.steps > 0 && a.method != "sequential") {
     io.out << "accept   AL " << r.stats.acceptance_length() << " (tokens per step, bonus included), " << r.stats.accepted_tokens
            << "/" << r.stats.drafted_tokens << " drafts accepted, by depth:";
     for (double x : r.stats.acceptance_by_depth()) io.out << ' ' << x;

@@ -387,7 +387,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
-    ("method", po::value<std::string>(), "sequential | draft_model | eagle1 | eagle3 | peagle (must match the drafter)")
+    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter)")
     ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
     ("best-k", po::value<int>(), "search K = 1..N and report the best (lowest TPOT)")
     ("tree", po::value<std::string>(), "static draft tree: mc_sim_7b_63, chain<K>, or choices JSON [[0],[1],[0,0]]")

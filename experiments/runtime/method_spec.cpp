@@ -15,6 +15,12 @@ const std::vector<std::string>& method_names() {
   return names;
 }
 
+std::string canonical_method_name(const std::string& name) {
+  if (name == "draft_model" || name == "draft-model") return "draft";
+  if (name == "eagle1" || name == "eagle-1") return "eagle";
+  return name;
+}
+
 EagleKind head_kind_for(const std::string& method) {
   return method == "eagle" ? EagleKind::eagle1 : method == "eagle3" ? EagleKind::eagle3 : EagleKind::peagle;
 }
@@ -22,6 +28,10 @@ EagleKind head_kind_for(const std::string& method) {
 void check_method_spec(const MethodSpec& s) {
   const auto& names = method_names();
   if (std::find(names.begin(), names.end(), s.method) == names.end()) {
+    if (canonical_method_name(s.method) != s.method) {
+      throw Error("--method '" + s.method + "' is called '" + canonical_method_name(s.method) +
+                  "' in specdec's decoding commands (one name per method in every command, file and column)");
+    }
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
     throw Error("--method '" + s.method + "' is not available; known methods: " + known);

@@ -24,6 +24,10 @@ struct MethodSpec {
 
 // Names accepted as a method: sequential, draft, eagle, eagle3, peagle.
 const std::vector<std::string>& method_names();
+// The one vocabulary of method names, in every command, file and column: sequential, draft,
+// eagle (EAGLE-1), eagle3, peagle. Older spellings (the simulator's draft_model and eagle1,
+// draft-model, eagle-1) map onto it; anything else is returned unchanged (and refused later).
+std::string canonical_method_name(const std::string& name);
 // The head kind an EAGLE-family method drafts with (eagle → eagle1, eagle3, peagle).
 EagleKind head_kind_for(const std::string& method);
 

@@ -26,11 +26,12 @@ struct GenerationStats {
   int drafter_forwards = 0;
   int64_t prefill_ns = 0;
   int64_t decode_ns = 0;     // everything after the prefill
-  // Speculative methods (all zero for sequential decoding).
-  int steps = 0;             // verification steps
+  // Steps after the prefill: verification steps, or for sequential decoding its decode forwards
+  // (one token each, so its AL is 1.00). The draft counts below are zero for sequential decoding.
+  int steps = 0;
   int drafted_tokens = 0;    // draft nodes proposed
   int accepted_tokens = 0;   // draft nodes accepted
-  int emitted_in_steps = 0;  // tokens emitted by verification steps (accepted + one each), before cuts
+  int emitted_in_steps = 0;  // tokens emitted by steps (accepted + one each), before cuts
   // Per draft depth d (index d − 1): steps whose draft reached depth d with every shallower
   // draft accepted, and how many of those accepted a node at depth d.
   std::vector<int> depth_attempts, depth_accepts;

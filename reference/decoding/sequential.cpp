@@ -55,6 +55,9 @@ GenerationResult decode_sequential(const LanguageModel& model, const std::vector
     ++result.stats.target_forwards;
   }
   result.stats.decode_ns = now_ns() - decode_start;
+  // Each decode forward is a step that emits one token (AL 1.00); the prefill gives the first.
+  result.stats.steps = result.stats.target_forwards - 1;
+  result.stats.emitted_in_steps = result.stats.steps;
   if (observer) observer->on_finish(result.tokens, result.stop_reason);
   return result;
 }

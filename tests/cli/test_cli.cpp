@@ -40,6 +40,10 @@ TEST_F(Cli, GenerateTextPromptJson) {
   EXPECT_EQ(j["prompt_tokens"][1], 'H' + 3);
   EXPECT_EQ(j["stop_reason"], "max_tokens");
   EXPECT_EQ(j["stats"]["target_forwards"], 6);
+  // Sequential decoding: every decode forward is a step of one token (the prefill gives the first).
+  EXPECT_EQ(j["stats"]["steps"], 5);
+  EXPECT_EQ(j["stats"]["acceptance_length"], 1.0);
+  EXPECT_EQ(j["stats"]["drafted_tokens"], 0);
   // Deterministic: the same command gives the same tokens, with any thread count.
   const CliRun again = run({"generate", "--model", model(), "--prompt", "Hello", "--max-new-tokens", "6", "--ignore-eos", "--json", "--threads", "1"});
   EXPECT_EQ(nlohmann::json::parse(again.out)["output_tokens"], j["output_tokens"]);
@@ -297,6 +301,7 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
       {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagle1"}, "--method 'eagle1' is called 'eagle'"},
       {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},
       {{"generate", "--prompt", "a"}, "--model"},
       {{"record", "--model", model(), "--prompt", "a", "--out", (dir_ / "no_dir" / "t.h5").string()}, "no_dir"},

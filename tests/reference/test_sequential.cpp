@@ -40,6 +40,8 @@ TEST(Sequential, GreedyEqualsFullRecompute) {
     EXPECT_EQ(r.tokens, greedy_by_recompute(model, kPrompt, 12)) << name << ", seed " << kSeed;
     EXPECT_EQ(r.stop_reason, "max_tokens");
     EXPECT_EQ(r.stats.target_forwards, 12);  // prefill + 11: the last token needs no forward
+    EXPECT_EQ(r.stats.steps, 11) << name;    // each decode forward is a step of one token
+    EXPECT_EQ(r.stats.acceptance_length(), 1.0) << name;
   }
 }
 

@@ -37,9 +37,9 @@ TEST(Calibration, VllmIssue20780H100) {
     upd(best_measured, r.rows[i].measured_s);
     upd(best_predicted, r.rows[i].predicted_s);
   }
-  EXPECT_EQ(best_measured["eagle1"].second, 3);
+  EXPECT_EQ(best_measured["eagle"].second, 3);
   EXPECT_EQ(best_measured["eagle3"].second, 4);
-  EXPECT_EQ(best_predicted["eagle1"].second, 3);
+  EXPECT_EQ(best_predicted["eagle"].second, 3);
   EXPECT_EQ(best_predicted["eagle3"].second, 4);
   // Fitted terms stay physical.
   EXPECT_GT(r.hardware.memory_efficiency, 0.3);

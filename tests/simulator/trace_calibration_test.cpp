@@ -158,7 +158,7 @@ TEST(TraceCalibration, FitRecoversKnownTerms) {
   // Overheads of the size the reference shows (milliseconds), different per method.
   truth.step_overhead_s = 1.5e-3;
   const std::vector<std::string> methods = {"draft", "eagle", "eagle3", "peagle"};
-  const std::vector<std::string> sim_methods = {"draft_model", "eagle1", "eagle3", "peagle"};
+  const std::vector<std::string> sim_methods = methods;  // one vocabulary with the decoding commands
   for (size_t i = 0; i < sim_methods.size(); ++i) {
     truth.draft_step_overhead_s[sim_methods[i]] = 0.5e-3 * double(i + 1);
     truth.spec_step_overhead_s[sim_methods[i]] = 4e-3 - 0.8e-3 * double(i);
@@ -200,7 +200,7 @@ TEST(TraceCalibration, FitRecoversKnownTerms) {
   // With every default term free, kernel floor and memory efficiency trade against the overheads
   // (the fit is exact, the split is not unique). Fixing those two, the data identifies the rest.
   std::vector<std::string> params = {"compute_efficiency", "step_overhead_s"};
-  for (const auto& m : {"draft_model", "eagle1", "eagle3", "peagle"}) {
+  for (const auto& m : {"draft", "eagle", "eagle3", "peagle"}) {
     params.push_back(std::string("draft_step_overhead_s.") + m);
     params.push_back(std::string("spec_step_overhead_s.") + m);
   }

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Conditional acceptance by draft depth, α_d = P(draft d accepted | drafts 1..d−1 accepted),
+pooled over prompts, one line per method at its longest chain, one panel per category, from
+`specdec sweep` results. Depths that fewer than --min-steps steps reached are left out.
+
+Usage: plot_acceptance_by_depth.py RESULTS_DIR --out STEM [--sampling greedy] [--min-steps 20]
+"""
+import argparse
+
+import sweep_results as sr
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results")
+    p.add_argument("--out", required=True)
+    p.add_argument("--sampling")
+    p.add_argument("--min-steps", type=int, default=20)
+    args = p.parse_args()
+    rows = [r for r in sr.load_rows(args.results) if r["method"] != "sequential" and r.get("tree") == "chain"]
+    if not rows:
+        sr.fail(f"{args.results}: no chain-drafting rows to show acceptance by depth")
+    rows, mode = sr.pick_sampling(rows, args.sampling)
+    cats = sr.categories(rows)
+    plt = sr.pyplot()
+    fig, axes = plt.subplots(1, len(cats), figsize=(4.2 * len(cats), 3.4), sharey=True, squeeze=False)
+    for ax, cat in zip(axes[0], cats):
+        for m in sr.methods(rows):
+            mine = [r for r in rows if r["method"] == m and r["category"] == cat]
+            k = max(r["k"] for r in mine)
+            mine = [r for r in mine if r["k"] == k]
+            attempts, accepts = [0] * k, [0] * k
+            for r in mine:
+                for d, (a, c) in enumerate(zip(r["depth_attempts"], r["depth_accepts"])):
+                    attempts[d] += a
+                    accepts[d] += c
+            depths = [d + 1 for d in range(k) if attempts[d] >= args.min_steps]
+            ax.plot(depths, [accepts[d - 1] / attempts[d - 1] for d in depths], marker="o", ms=3, label=f"{sr.label(m)} (K={k})")
+        ax.set_title(f"{cat} ({mode})")
+        ax.set_xlabel("draft depth d")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("α_d (conditional acceptance)")
+    axes[0][-1].legend(fontsize=8)
+    sr.save(fig, args.out)
+
+
+if __name__ == "__main__":
+    main()

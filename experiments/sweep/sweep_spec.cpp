@@ -1,0 +1,332 @@
+#include "experiments/sweep/sweep_spec.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "experiments/runtime/method_spec.hpp"
+#include "reference/core/error.hpp"
+#include "reference/sampling/sampling_params.hpp"
+
+namespace specdec::sweep {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// The grid's axes, outermost first: the order cells are expanded in.
+const std::vector<std::string>& axes() {
+  static const std::vector<std::string> a = {"method", "drafter", "k", "tree", "depth", "tree_top_k", "total_tokens",
+                                             "force_depth", "sampling", "temperature", "top_k", "top_p", "seed", "backend"};
+  return a;
+}
+
+// "[3]"; built by appending (GCC 12 warns falsely about "[" + std::to_string(i) + "]").
+std::string index_suffix(size_t i) {
+  std::string s = "[";
+  s += std::to_string(i);
+  s += ']';
+  return s;
+}
+
+std::string known(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+int as_int(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) throw Error(where + ": expected an integer, got " + v.dump());
+  const int64_t x = v.get<int64_t>();
+  if (x < -1000000000 || x > 1000000000) throw Error(where + ": " + v.dump() + " is out of range");
+  return static_cast<int>(x);
+}
+
+double as_number(const json& v, const std::string& where) {
+  if (!v.is_number()) throw Error(where + ": expected a number, got " + v.dump());
+  return v.get<double>();
+}
+
+std::string as_string(const json& v, const std::string& where) {
+  if (!v.is_string() || v.get<std::string>().empty()) throw Error(where + ": expected a non-empty string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+// Sets one axis of `c` from `v`.
+void set_axis(Cell& c, const std::string& axis, const json& v, const std::string& where) {
+  if (axis == "method") c.method = canonical_method_name(as_string(v, where));
+  else if (axis == "drafter") c.drafter = as_string(v, where);
+  else if (axis == "k") c.k = as_int(v, where);
+  else if (axis == "tree") c.tree = v.is_array() ? v.dump() : as_string(v, where);  // inline paths kept as JSON text
+  else if (axis == "depth") c.depth = as_int(v, where);
+  else if (axis == "tree_top_k") c.tree_top_k = as_int(v, where);
+  else if (axis == "total_tokens") c.total_tokens = as_int(v, where);
+  else if (axis == "force_depth") {
+    if (!v.is_boolean()) throw Error(where + ": expected true or false, got " + v.dump());
+    c.force_depth = v.get<bool>();
+  } else if (axis == "sampling") c.sampling = as_string(v, where);
+  else if (axis == "temperature") c.temperature = as_number(v, where);
+  else if (axis == "top_k") c.top_k = as_int(v, where);
+  else if (axis == "top_p") c.top_p = as_number(v, where);
+  else if (axis == "seed") {
+    if (v.is_string() && v.get<std::string>() == "prompt") c.seed = -1;
+    else if (v.is_number_integer() && v.get<int64_t>() >= 0) c.seed = v.get<int64_t>();
+    else throw Error(where + ": expected a non-negative integer or \"prompt\" (the prompt's index in its category), got " + v.dump());
+  } else if (axis == "backend") c.backend = as_string(v, where);
+}
+
+// Clears what the configuration does not use, so equal runs have equal keys.
+Cell normalized(Cell c) {
+  const Cell d;
+  if (c.method == "sequential") {
+    c.drafter.clear();
+    c.k = d.k;
+    c.tree = d.tree;
+  }
+  if (c.tree != "dynamic") c.depth = d.depth, c.tree_top_k = d.tree_top_k, c.total_tokens = d.total_tokens;
+  if (c.method != "peagle" && c.tree != "chain") c.k = d.k;  // a static or dynamic tree has its own depth
+  if (c.method != "peagle") c.force_depth = false;
+  if (c.sampling == "greedy") c.temperature = d.temperature, c.top_k = d.top_k, c.top_p = d.top_p, c.seed = d.seed;
+  return c;
+}
+
+void check_cell(const Cell& c, const std::string& where) {
+  try {
+    MethodSpec m;
+    m.method = c.method;
+    m.k = c.k;
+    m.tree = c.tree;
+    m.depth = c.depth;
+    m.tree_top_k = c.tree_top_k;
+    m.total_tokens = c.total_tokens;
+    m.force_depth = c.force_depth;
+    check_method_spec(m);
+    SamplingParams p;
+    p.mode = parse_sampling_mode(c.sampling);
+    p.temperature = c.temperature;
+    p.top_k = c.top_k;
+    p.top_p = c.top_p;
+    p.validate();
+  } catch (const std::exception& e) {
+    throw Error(where + " (" + c.label() + "): " + e.what());
+  }
+  if (c.method != "sequential" && c.drafter.empty()) throw Error(where + ": method " + c.method + " needs a drafter");
+}
+
+// The drafter of `method` when the grid names none: the spec's "drafters", else the bundled
+// models' layout beside the target (draft, eagle1, eagle3, peagle).
+std::string default_drafter(const json& drafters, const std::string& model, const std::string& method) {
+  if (drafters.contains(method)) return drafters[method].get<std::string>();
+  const std::string dir = method == "draft" ? "draft" : method == "eagle" ? "eagle1" : method;
+  return (std::filesystem::path(model).lexically_normal().parent_path() / dir).string();
+}
+
+std::vector<Prompt> parse_prompt_source(const json& p, const std::string& where) {
+  if (p.is_string()) {
+    const std::string s = p.get<std::string>();
+    return s == "heldout" ? load_category_prompts(heldout_prompts_path(), "heldout", 0) : load_prompt_file(s, 0);
+  }
+  if (!p.is_object()) throw Error(where + ": expected \"heldout\", a file name or {\"set\"|\"file\": ..., \"per_category\": N}");
+  for (const auto& [key, _] : p.items()) {
+    if (key != "set" && key != "file" && key != "per_category") throw Error(where + ": unknown field '" + key + "'; known: set, file, per_category");
+  }
+  const int per = p.contains("per_category") ? as_int(p["per_category"], where + ".per_category") : 0;
+  if (per < 0) throw Error(where + ".per_category must be >= 0 (0 = all)");
+  if (p.contains("set") == p.contains("file")) throw Error(where + ": give one of \"set\" (\"heldout\") or \"file\"");
+  if (p.contains("set")) {
+    if (p["set"] != "heldout") throw Error(where + ".set: the bundled set is \"heldout\", got " + p["set"].dump());
+    return load_category_prompts(heldout_prompts_path(), "heldout", per);
+  }
+  return load_prompt_file(as_string(p["file"], where + ".file"), per);
+}
+
+}  // namespace
+
+json Cell::to_json() const {
+  json j = {{"method", method}, {"backend", backend}, {"sampling", sampling}};
+  if (method != "sequential") {
+    j["drafter"] = drafter;
+    j["tree"] = tree;
+    if (tree == "chain" || method == "peagle") j["k"] = k;
+    if (tree == "dynamic") j["depth"] = depth, j["tree_top_k"] = tree_top_k, j["total_tokens"] = total_tokens;
+    if (force_depth) j["force_depth"] = true;
+  }
+  if (sampling != "greedy") {
+    j["temperature"] = temperature;
+    j["top_k"] = top_k;
+    j["top_p"] = top_p;
+    j["seed"] = seed < 0 ? json("prompt") : json(seed);
+  }
+  return j;
+}
+
+std::string Cell::label() const {
+  MethodSpec m;
+  m.method = method, m.k = k, m.tree = tree, m.depth = depth, m.tree_top_k = tree_top_k, m.total_tokens = total_tokens;
+  std::string s = method;
+  const std::string shape = method_shape(m);
+  if (!shape.empty()) s += " " + shape;
+  s += " " + sampling;
+  if (sampling != "greedy") {
+    s += " T=" + fmt(temperature);
+    if (top_k) s += " top_k=" + std::to_string(top_k);
+    if (top_p < 1) s += " top_p=" + fmt(top_p);
+    s += " seed=" + (seed < 0 ? std::string("prompt") : std::to_string(seed));
+  }
+  if (backend != "reference") s += " " + backend;
+  return s;
+}
+
+SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::string& prompts_override) {
+  if (!j.is_object()) throw Error(source + ": a sweep spec is a JSON object");
+  static const std::vector<std::string> fields = {"description", "model", "prompts", "max_new_tokens", "ignore_eos",
+                                                  "repeats", "threads", "drafters", "predict", "grid"};
+  for (const auto& [key, _] : j.items()) {
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      throw Error(source + ": unknown field '" + key + "'; known fields: " + known(fields));
+    }
+  }
+  SweepSpec s;
+  s.source = source;
+  s.json = j;
+  if (!prompts_override.empty()) s.json["prompts"] = prompts_override;
+  if (!j.contains("model")) throw Error(source + ": no \"model\" (the target checkpoint directory)");
+  s.model = as_string(j["model"], source + ": model");
+  if (j.contains("max_new_tokens")) s.max_new_tokens = as_int(j["max_new_tokens"], source + ": max_new_tokens");
+  if (s.max_new_tokens < 1) throw Error(source + ": max_new_tokens must be >= 1");
+  if (j.contains("ignore_eos")) {
+    if (!j["ignore_eos"].is_boolean()) throw Error(source + ": ignore_eos must be true or false");
+    s.ignore_eos = j["ignore_eos"].get<bool>();
+  }
+  if (j.contains("repeats")) s.repeats = as_int(j["repeats"], source + ": repeats");
+  if (s.repeats < 1) throw Error(source + ": repeats must be >= 1");
+  if (j.contains("threads")) s.threads = as_int(j["threads"], source + ": threads");
+  if (s.threads < 0) throw Error(source + ": threads must be >= 0 (0 = all cores)");
+
+  const json drafters = j.value("drafters", json::object());
+  if (!drafters.is_object()) throw Error(source + ": drafters must be an object of method -> drafter directory");
+  json canonical_drafters = json::object();
+  for (const auto& [m, d] : drafters.items()) {
+    canonical_drafters[canonical_method_name(m)] = as_string(d, source + ": drafters." + m);
+  }
+
+  // Prompts: one source or a list of them; ids must be unique within a set.
+  const json prompts = s.json.value("prompts", json("heldout"));
+  const json list = prompts.is_array() ? prompts : json::array({prompts});
+  if (list.empty()) throw Error(source + ": prompts is an empty list");
+  std::set<std::pair<std::string, std::string>> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    for (Prompt& p : parse_prompt_source(list[i], source + ": prompts" + (prompts.is_array() ? index_suffix(i) : std::string()))) {
+      if (!ids.insert({p.set, p.id}).second) throw Error(source + ": prompt " + p.set + "/" + p.id + " is listed twice");
+      s.prompts.push_back(std::move(p));
+    }
+  }
+
+  if (!j.contains("grid")) throw Error(source + ": no \"grid\" (an object of axis -> values, or a list of them)");
+  const json blocks = j["grid"].is_array() ? j["grid"] : json::array({j["grid"]});
+  std::set<std::string> keys;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const std::string where = source + ": grid" + (j["grid"].is_array() ? index_suffix(b) : std::string());
+    const json& block = blocks[b];
+    if (!block.is_object()) throw Error(where + ": expected an object of axis -> value or list of values");
+    for (const auto& [axis, _] : block.items()) {
+      if (std::find(axes().begin(), axes().end(), axis) == axes().end()) {
+        throw Error(where + ": unknown axis '" + axis + "'; known axes: " + known(axes()));
+      }
+    }
+    // Cartesian product over the axes present, outermost first.
+    std::vector<std::pair<std::string, json>> present;
+    for (const auto& axis : axes()) {
+      if (!block.contains(axis)) continue;
+      const json& v = block[axis];
+      // A tree given inline as paths ([[0],[1],[0,0]]) is one value, not a list of them.
+      const bool one_tree = axis == "tree" && v.is_array() && !v.empty() && v[0].is_array() && !v[0].empty() && v[0][0].is_number();
+      const json values = v.is_array() && !one_tree ? v : json::array({v});
+      if (values.empty()) throw Error(where + "." + axis + ": empty list of values");
+      present.emplace_back(axis, values);
+    }
+    std::function<void(size_t, Cell)> expand = [&](size_t a, Cell c) {
+      if (a == present.size()) {
+        if (c.method != "sequential" && !block.contains("drafter")) c.drafter = default_drafter(canonical_drafters, s.model, c.method);
+        c = normalized(c);
+        check_cell(c, where);
+        if (keys.insert(c.key()).second) s.cells.push_back(c);  // a repeated configuration runs once
+        return;
+      }
+      for (size_t i = 0; i < present[a].second.size(); ++i) {
+        Cell next = c;
+        set_axis(next, present[a].first, present[a].second[i], where + "." + present[a].first + index_suffix(i));
+        expand(a + 1, next);
+      }
+    };
+    expand(0, Cell{});
+  }
+  if (s.cells.empty()) throw Error(source + ": the grid has no cells");
+
+  if (j.contains("predict")) {
+    const json& p = j["predict"];
+    const std::string where = source + ": predict";
+    if (!p.is_object() || !p.contains("hardware") || !p.contains("model")) {
+      throw Error(where + ": expected {\"hardware\": SPEC, \"model\": SPEC, \"drafters\": {method: SPEC}}");
+    }
+    for (const auto& [key, _] : p.items()) {
+      if (key != "hardware" && key != "model" && key != "drafters" && key != "batch") {
+        throw Error(where + ": unknown field '" + key + "'; known: hardware, model, drafters, batch");
+      }
+    }
+    s.predict_enabled = true;
+    s.predict.hardware = as_string(p["hardware"], where + ".hardware");
+    s.predict.model = as_string(p["model"], where + ".model");
+    if (p.contains("batch")) s.predict.batch = as_int(p["batch"], where + ".batch");
+    if (s.predict.batch < 1) throw Error(where + ".batch must be >= 1");
+    const json drafter_specs = p.value("drafters", json::object());
+    if (!drafter_specs.is_object()) throw Error(where + ".drafters must be an object of method -> simulator drafter spec");
+    for (const auto& [m, d] : drafter_specs.items()) {
+      s.predict.drafters[canonical_method_name(m)] = as_string(d, where + ".drafters." + m);
+    }
+    for (const Cell& c : s.cells) {
+      if (c.method != "sequential" && !s.predict.drafters.contains(c.method)) {
+        throw Error(where + ".drafters has no simulator drafter spec for method '" + c.method + "' (e.g. \"eagle\": \"eagle1-llama3-8b\")");
+      }
+    }
+  }
+  return s;
+}
+
+SweepSpec load_sweep_spec(const std::string& path, const std::string& prompts_override) {
+  std::ifstream in(path);
+  if (!in) throw Error("sweep spec '" + path + "' cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) throw Error(path + ": not valid JSON");
+  return parse_sweep_spec(j, path, prompts_override);
+}
+
+Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  Shard s;
+  try {
+    size_t a = 0, b = 0;
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    s.index = std::stoi(text.substr(0, slash), &a);
+    s.count = std::stoi(text.substr(slash + 1), &b);
+    if (a != slash || b != text.size() - slash - 1) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw Error("--shard '" + text + "': expected I/N, e.g. 2/4");
+  }
+  if (s.count < 1 || s.index < 1 || s.index > s.count) {
+    throw Error("--shard '" + text + "': expected 1 <= I <= N (shards are numbered from 1)");
+  }
+  return s;
+}
+
+}  // namespace specdec::sweep

@@ -1,0 +1,139 @@
+// Sweep specs: grid expansion (blocks, normalisation, repeated configurations once, spec order),
+// sharding (every run in exactly one shard), errors naming the field, and the summary statistics.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/sweep/cell_summary.hpp"
+#include "experiments/sweep/sweep_spec.hpp"
+#include "reference/core/error.hpp"
+
+namespace specdec::sweep {
+namespace {
+
+using json = nlohmann::json;
+
+json base_spec() {
+  return json::parse(R"({"model": "models/target", "prompts": {"set": "heldout", "per_category": 2}, "max_new_tokens": 8,
+                         "grid": []})");
+}
+
+// The error text of parsing `j`, or "" when it parses.
+std::string error_of(const json& j) {
+  try {
+    parse_sweep_spec(j, "spec.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SweepSpec, ExpandsBlocksInOrderAndNormalises) {
+  json j = base_spec();
+  j["grid"] = json::parse(R"([
+      {"method": "sequential", "sampling": "greedy", "temperature": [0.5, 1.0]},
+      {"method": ["draft", "eagle1"], "k": [1, 2]},
+      {"method": "eagle", "tree": "dynamic", "depth": 3, "tree_top_k": 2, "total_tokens": 8, "k": [1, 2]},
+      {"method": "eagle", "tree": [[0], [1], [0, 0]]},
+      {"method": "peagle", "k": 3, "sampling": "sample", "temperature": [0.5, 1], "seed": "prompt"}])");
+  const SweepSpec s = parse_sweep_spec(j, "spec.json");
+  // Greedy ignores the temperature and a dynamic tree ignores k, so those collapse to one cell.
+  ASSERT_EQ(s.cells.size(), 1u + 4u + 1u + 1u + 2u);
+  EXPECT_EQ(s.cells[0].key(), R"({"backend":"reference","method":"sequential","sampling":"greedy"})");
+  EXPECT_EQ(s.cells[1].method, "draft");
+  EXPECT_EQ(s.cells[1].k, 1);
+  EXPECT_EQ(s.cells[2].k, 2);
+  EXPECT_EQ(s.cells[3].method, "eagle") << "eagle1 is the same method as eagle";
+  EXPECT_EQ(s.cells[3].drafter, "models/eagle1") << "default drafter: the bundled layout beside the model";
+  EXPECT_EQ(s.cells[1].drafter, "models/draft");
+  EXPECT_EQ(s.cells[5].label(), "eagle tree=dynamic depth=3 top_k=2 total_tokens=8 greedy");
+  EXPECT_EQ(s.cells[6].tree, "[[0],[1],[0,0]]") << "an inline tree is one value";
+  EXPECT_EQ(s.cells[7].seed, -1);
+  EXPECT_EQ(s.cells[7].label(), "peagle k=3 sample T=0.5 seed=prompt");
+  EXPECT_EQ(s.prompts.size(), 4u);
+  EXPECT_EQ(s.run_count(), 9 * 4);
+  EXPECT_EQ(s.cell_of(5).key(), s.cells[1].key());
+  EXPECT_EQ(s.prompt_of(5).id, s.prompts[1].id);
+}
+
+TEST(SweepSpec, DraftersFromTheSpec) {
+  json j = base_spec();
+  j["drafters"] = {{"eagle1", "elsewhere/head"}};
+  j["grid"] = {{"method", "eagle"}};
+  EXPECT_EQ(parse_sweep_spec(j, "spec.json").cells[0].drafter, "elsewhere/head");
+}
+
+TEST(SweepSpec, ErrorsNameTheField) {
+  struct Case {
+    const char* name;
+    json grid;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"unknown axis", json::parse(R"({"method": "eagle", "kk": 3})"), "unknown axis 'kk'"},
+      {"K below one", json::parse(R"({"method": "eagle", "k": [2, 0]})"), "--k must be >= 1"},
+      {"unknown method", json::parse(R"({"method": "medusa"})"), "'medusa' is not available"},
+      {"bad sampling", json::parse(R"({"method": "sequential", "sampling": "beam"})"), "beam"},
+      {"empty list", json::parse(R"({"method": []})"), "grid.method: empty list"},
+      {"wrong type", json::parse(R"({"method": "eagle", "k": "four"})"), "grid.k[0]: expected an integer"},
+      {"bad seed", json::parse(R"({"method": "sequential", "sampling": "sample", "seed": -3})"), "non-negative integer or \"prompt\""},
+      {"no cells", json::array(), "no cells"},
+  };
+  for (const Case& c : cases) {
+    json j = base_spec();
+    j["grid"] = c.grid;
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(c.expected), std::string::npos) << c.name << ": got '" << e << "'";
+    EXPECT_NE(e.find("spec.json"), std::string::npos) << c.name << ": the message names the file: " << e;
+  }
+  json j = base_spec();
+  j["grid"] = {{"method", "eagle"}};
+  j["predict"] = {{"hardware", "h100-sxm"}, {"model", "llama-3.1-8b"}};
+  EXPECT_NE(error_of(j).find("predict.drafters has no simulator drafter spec for method 'eagle'"), std::string::npos) << error_of(j);
+  j = base_spec();
+  j["grid"] = {{"method", "sequential"}};
+  j["max_new_tokens"] = 0;
+  EXPECT_NE(error_of(j).find("max_new_tokens must be >= 1"), std::string::npos) << error_of(j);
+  j["max_new_tokens"] = 4;
+  j["grdi"] = 1;
+  EXPECT_NE(error_of(j).find("unknown field 'grdi'"), std::string::npos) << error_of(j);
+}
+
+TEST(SweepShard, EveryRunInExactlyOneShard) {
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<int> owners(23, 0);
+    std::vector<int> sizes(n, 0);
+    for (int i = 1; i <= n; ++i) {
+      const Shard s = parse_shard(std::to_string(i) + "/" + std::to_string(n));
+      for (int r = 0; r < 23; ++r)
+        if (s.owns(r)) ++owners[r], ++sizes[i - 1];
+    }
+    for (int r = 0; r < 23; ++r) EXPECT_EQ(owners[r], 1) << "run " << r << " with " << n << " shards";
+    EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()) - *std::min_element(sizes.begin(), sizes.end()), 1) << n << " shards";
+  }
+  for (const char* bad : {"0/3", "4/3", "1/0", "2", "a/b", "1/2x", ""}) {
+    try {
+      parse_shard(bad);
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--shard"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
+}
+
+TEST(CellSummary, MeanSdAndStudentInterval) {
+  const MeanCI one = mean_ci({2.5});
+  EXPECT_EQ(one.n, 1);
+  EXPECT_EQ(one.mean, 2.5);
+  EXPECT_EQ(one.ci_low, 2.5);
+  EXPECT_EQ(one.ci_high, 2.5);
+  const MeanCI m = mean_ci({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  EXPECT_NEAR(m.sd, 1.2909944, 1e-6);
+  EXPECT_NEAR(m.ci_high - m.mean, 3.182 * 1.2909944 / 2, 1e-6);  // t(0.975, 3) = 3.182
+  EXPECT_NEAR(t_quantile_975(31), 2.0395, 1e-3);
+  EXPECT_NEAR(t_quantile_975(1000), 1.9623, 1e-3);
+}
+
+}  // namespace
+}  // namespace specdec::sweep
