@@ -80,7 +80,7 @@ for h in "${harnesses[@]}"; do
   while IFS= read -r frame; do
     if [[ "$frame" == *libhdf5* ]]; then contained=$((contained + 1)); else ours=$((ours + 1)); fi
   done < <(awk '/ERROR: AddressSanitizer|runtime error:/ {want = 1}
-                want && /^ *#[0-9]+ / && !/asan|sanitizer|interceptor|libclang_rt|libc\.so/ {print; want = 0}' "$log")
+                want && /^ *#[0-9]+ / && !/asan|sanitizer|interceptor|libclang_rt|libc\.so| in (malloc|calloc|realloc|free|mem(cpy|move|set|cmp)|str[a-z]*|operator new|operator delete)[ (]/ {print; want = 0}' "$log")
   found=$((found + ours))
   printf "%-22s %12s %8s %8s %9s %10s %s\n" "$h" "${execs:-?}" "${speed:-?}" "${cov:-?}" "$found" "$contained" "$elapsed" >> "$report"
   if [ $rc -ne 0 ] || [ "$found" -ne 0 ]; then

@@ -23,6 +23,11 @@
 #endif
 #endif
 
+#ifdef SPECDEC_ASAN
+// The sanitizers' hook for a fatal report; a fuzzer sets it to record the input as its own crash.
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void));
+#endif
+
 namespace specdec {
 namespace {
 
@@ -54,7 +59,12 @@ void contain_read(const std::filesystem::path& file, const std::function<void()>
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(file.string() + ": cannot check the file in a child process: " + std::strerror(errno));
   if (pid == 0) {
-#ifndef SPECDEC_ASAN  // ASan reserves terabytes of address space up front; it bounds allocations itself
+    // A crash here is the file's, reported to the parent by the signal: no handler inherited from
+    // the parent (a fuzzer's, which would record it as the parent's own crash) may run.
+    ::signal(SIGABRT, SIG_DFL);
+#ifdef SPECDEC_ASAN
+    __sanitizer_set_death_callback(nullptr);
+#else  // ASan reserves terabytes of address space up front; it bounds allocations itself
     const rlimit as{memory, memory};
     ::setrlimit(RLIMIT_AS, &as);
 #endif
