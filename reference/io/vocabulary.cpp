@@ -1,5 +1,6 @@
 #include "reference/io/vocabulary.hpp"
 
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -9,10 +10,18 @@
 namespace specdec {
 
 Vocabulary Vocabulary::bytes(int byte_offset, std::map<std::string, int> special_tokens) {
-  if (byte_offset < 0) throw Error("vocabulary: byte_offset must be >= 0");
+  // Ids are int32 token ids, and size() (largest id + 1) must be one too.
+  constexpr int kMaxId = INT32_MAX - 256;
+  if (byte_offset < 0 || byte_offset > kMaxId) {
+    throw Error("vocabulary: byte_offset must be in [0, " + std::to_string(kMaxId) + "], got " + std::to_string(byte_offset));
+  }
   Vocabulary v;
   v.byte_offset_ = byte_offset;
   for (const auto& [name, id] : special_tokens) {
+    if (id > kMaxId) {
+      throw Error("vocabulary: special token " + name + " has id " + std::to_string(id) + ", more than " +
+                  std::to_string(kMaxId));
+    }
     if (id < 0 || (id >= byte_offset && id < byte_offset + 256)) {
       throw Error("vocabulary: special token " + name + " has id " + std::to_string(id) +
                   ", which is negative or inside the byte range [" + std::to_string(byte_offset) + ", " +
