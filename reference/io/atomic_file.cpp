@@ -82,7 +82,15 @@ bool process_gone(const std::string& pid_text) {
     return false;  // not one of ours
   }
   const long pid = std::stol(pid_text);
-  return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  if (pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  // A killed writer can linger as a zombie (its parent died too and nothing has reaped it yet):
+  // it exists for kill() but will never finish its write. State 'Z' or 'X' in /proc/PID/stat.
+  std::ifstream stat("/proc/" + pid_text + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const std::size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && (line[paren + 2] == 'Z' || line[paren + 2] == 'X');
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 namespace specdec {
 
 // Removes the temporary files and directories that writers of `path` left behind when their
-// process died before renaming them (e.g. SIGKILL); returns how many. Writes in progress (their
-// process is alive) are left alone. Every writer below calls it first.
+// process died before renaming them (e.g. SIGKILL; a zombie counts as dead); returns how many.
+// Writes in progress (their process is alive) are left alone. Every writer below calls it first.
 int remove_stale_temporaries(const std::filesystem::path& path);
 
 // Calls `write` with a binary stream onto a temporary file next to `path`, then renames it to
