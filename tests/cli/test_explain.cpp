@@ -37,7 +37,7 @@ double number_after(const std::string& line, const std::string& key) {
   return std::stod(line.substr(at + key.size()));
 }
 
-// The draft chain the issue reproduces: 16 tokens, the last step cut after 1 of its 4 tokens.
+// The draft chain this case reproduces: 16 tokens, the last step cut after 1 of its 4 tokens.
 TEST(ExplainText, CutStepIsMarkedAndLeftOutOfAL) {
   const std::string where = "case: draft k=3 sample 'Hi', --max-new-tokens 16";
   const CliRun r = explain({"--method", "draft", "--drafter", bundled("draft"), "--k", "3", "--sampling", "sample", "--seed", "0",
