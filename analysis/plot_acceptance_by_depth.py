@@ -17,14 +17,9 @@ def main():
     p.add_argument("--sampling")
     p.add_argument("--min-steps", type=int, default=20)
     args = p.parse_args()
-    rows = [r for r in sr.load_rows(args.results) if r["method"] != "sequential" and r.get("tree") == "chain"]
-    if not rows:
-        sr.fail(f"{args.results}: no chain-drafting rows to show acceptance by depth")
-    rows, mode = sr.pick_sampling(rows, args.sampling)
-    cats = sr.categories(rows)
-    plt = sr.pyplot()
-    fig, axes = plt.subplots(1, len(cats), figsize=(4.2 * len(cats), 3.4), sharey=True, squeeze=False)
-    for ax, cat in zip(axes[0], cats):
+    rows, mode, cats, plt, fig, axes = sr.chain_rows_by_category(
+        args.results, args.sampling, "no chain-drafting rows to show acceptance by depth")
+    for ax, cat in zip(axes, cats):
         for m in sr.methods(rows):
             mine = [r for r in rows if r["method"] == m and r["category"] == cat]
             k = max(r["k"] for r in mine)
@@ -40,8 +35,8 @@ def main():
         ax.set_xlabel("draft depth d")
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("α_d (conditional acceptance)")
-    axes[0][-1].legend(fontsize=8)
+    axes[0].set_ylabel("α_d (conditional acceptance)")
+    axes[-1].legend(fontsize=8)
     sr.save(fig, args.out)
 
 

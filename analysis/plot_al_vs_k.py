@@ -15,14 +15,9 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--sampling", help="sampling mode to plot (default: the first in the results)")
     args = p.parse_args()
-    rows = [r for r in sr.load_rows(args.results) if r["method"] != "sequential" and r.get("tree") == "chain"]
-    if not rows:
-        sr.fail(f"{args.results}: no chain-drafting rows (tree \"chain\") to plot against K")
-    rows, mode = sr.pick_sampling(rows, args.sampling)
-    cats = sr.categories(rows)
-    plt = sr.pyplot()
-    fig, axes = plt.subplots(1, len(cats), figsize=(4.2 * len(cats), 3.4), sharey=True, squeeze=False)
-    for ax, cat in zip(axes[0], cats):
+    rows, mode, cats, plt, fig, axes = sr.chain_rows_by_category(
+        args.results, args.sampling, "no chain-drafting rows (tree \"chain\") to plot against K")
+    for ax, cat in zip(axes, cats):
         for m in sr.methods(rows):
             by_k = sr.group([r for r in rows if r["method"] == m and r["category"] == cat], lambda r: r["k"])
             ks = sorted(by_k)
@@ -33,8 +28,8 @@ def main():
         ax.set_title(f"{cat} ({mode})")
         ax.set_xlabel("draft length K")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("acceptance length (tokens/step)")
-    axes[0][-1].legend(fontsize=8)
+    axes[0].set_ylabel("acceptance length (tokens/step)")
+    axes[-1].legend(fontsize=8)
     sr.save(fig, args.out)
 
 

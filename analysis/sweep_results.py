@@ -100,6 +100,21 @@ def pick_sampling(rows, wanted):
     return [r for r in rows if r["sampling"] == mode], mode
 
 
+def chain_rows_by_category(results, sampling, nothing):
+    """Chain-drafting rows of one sampling mode, their categories, and one axis per category.
+
+    `nothing` is the error message's end when the results hold no chain rows.
+    Returns (rows, mode, categories, plt, fig, axes)."""
+    rows = [r for r in load_rows(results) if r["method"] != "sequential" and r.get("tree") == "chain"]
+    if not rows:
+        fail(f"{results}: {nothing}")
+    rows, mode = pick_sampling(rows, sampling)
+    cats = categories(rows)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(cats), figsize=(4.2 * len(cats), 3.4), sharey=True, squeeze=False)
+    return rows, mode, cats, plt, fig, axes[0]
+
+
 def save(fig, stem):
     """Writes STEM.png and STEM.pdf."""
     directory = os.path.dirname(stem)
