@@ -89,6 +89,28 @@ TEST(SimulateCommand, UserErrors) {
             std::string::npos);
 }
 
+// The README's simulate examples run as written: a documented command that fails is the first bug
+// a user meets.
+TEST(SimulateCommand, TheReadmeExamplesRun) {
+  const std::string readme = std::string(SPECDEC_SOURCE_DIR) + "/README.md";
+  std::ifstream in(readme);
+  ASSERT_TRUE(in) << "cannot read " << readme;
+  const std::string prefix = "build/specdec simulate ";
+  int examples = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::istringstream words(line.substr(prefix.size(), line.find('#') - prefix.size()));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    ++examples;
+    CommandRun r;
+    EXPECT_EQ(sim::test::error_of([&] { r = simulate(args); }), "") << readme << ": " << line;
+    EXPECT_EQ(r.code, 0) << readme << ": " << line << "\n" << r.err;
+    EXPECT_NE(r.out.find("speedup"), std::string::npos) << line << "\n" << r.out;
+  }
+  EXPECT_GE(examples, 1) << readme << " has no '" << prefix << "' example";
+}
+
 TEST(SimulateCommand, SweepCalibrateAndMeasure) {
   sim::test::TempDir dir;
   const auto csv = (dir.path() / "sweep.csv").string();
