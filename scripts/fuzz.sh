@@ -4,6 +4,8 @@
 #   scripts/fuzz.sh                    # every harness for 60 s
 #   scripts/fuzz.sh 3600 fuzz_trace    # one harness for an hour
 #   scripts/fuzz.sh --smoke            # CI: 3000 executions (at most 60 s) each
+#   scripts/fuzz.sh --runs 10000000 fuzz_model_config   # until 10 million executions
+# SPECDEC_FUZZ_NO_BUILD=1 skips the build (for runs side by side on one built tree).
 # Corpora persist in build-fuzz/corpus/<harness> (a later run resumes from them); the seed corpus
 # is the repository's real files (tests/fuzz/CMakeLists.txt). A finding is saved under
 # build-fuzz/findings/<harness>/ and makes the script exit non-zero; replay one with
@@ -13,9 +15,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SPECDEC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 smoke=0
 seconds=60
+runs=0
 if [ "${1:-}" = "--smoke" ]; then
   smoke=1
   shift
+elif [ "${1:-}" = "--runs" ]; then
+  [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --runs needs a number of executions, got '${2:-}'" >&2; exit 2; }
+  runs=$2
+  shift 2
 elif [ -n "${1:-}" ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
@@ -24,10 +31,12 @@ all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fu
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 
-"$root/scripts/setup.sh"
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
-  -DSPECDEC_SANITIZE=address,undefined -DSPECDEC_CUDA=OFF -DSPECDEC_OPENMP=OFF > /dev/null
-cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
+if [ "${SPECDEC_FUZZ_NO_BUILD:-0}" != 1 ]; then
+  "$root/scripts/setup.sh"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
+    -DSPECDEC_SANITIZE=address,undefined -DSPECDEC_CUDA=OFF -DSPECDEC_OPENMP=OFF > /dev/null
+  cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
+fi
 
 # Seed directories and files per harness, as the replay tests use them.
 seeds() {
@@ -43,7 +52,8 @@ export SPECDEC_READ_TIMEOUT_S=${SPECDEC_READ_TIMEOUT_S:-5}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp}
 status=0
-report="$build/fuzz-report.txt"
+report=$(mktemp "$build/fuzz-report.XXXXXX")
+trap 'rm -f "$report"' EXIT
 printf "%-22s %12s %8s %8s %9s %10s %s\n" harness executions exec/s coverage findings contained seconds > "$report"
 for h in "${harnesses[@]}"; do
   corpus="$build/corpus/$h"
@@ -62,7 +72,13 @@ for h in "${harnesses[@]}"; do
   done
   # Smoke: 3000 executions, or 60 s for the slow trace harness, whichever comes first.
   # A fixed seed: the same inputs every time, so a smoke run does not pass or fail by chance.
-  if [ $smoke -eq 1 ]; then limit=(-runs=3000 -max_total_time=60 -seed=1); else limit=(-max_total_time="$seconds"); fi
+  if [ $smoke -eq 1 ]; then
+    limit=(-runs=3000 -max_total_time=60 -seed=1)
+  elif [ "$runs" -gt 0 ]; then
+    limit=(-runs="$runs")
+  else
+    limit=(-max_total_time="$seconds")
+  fi
   log="$build/fuzz-$h.log"
   start=$(date +%s)
   set +e
