@@ -128,7 +128,12 @@ class Table final : public AcceptanceModel {
     return prev > 0 ? std::clamp((al(depth) - al(depth - 1)) / prev, 0.0, 1.0) : 0.0;
   }
   int max_k() const override { return t_.rbegin()->first; }
-  std::string describe() const override { return "measured AL table"; }
+  bool answers(int k) const override { return k == 0 || t_.count(k) > 0; }
+  std::string describe() const override {
+    std::string ks;
+    for (const auto& [k, al] : t_) ks += (ks.empty() ? "" : ", ") + std::to_string(k);
+    return "measured AL table (K = " + ks + ")";
+  }
 
  private:
   std::map<int, double> t_;
@@ -175,6 +180,26 @@ AcceptancePtr iid_acceptance(double alpha) { return std::make_shared<Iid>(alpha)
 AcceptancePtr conditional_acceptance(std::vector<double> a) { return std::make_shared<Conditional>(std::move(a)); }
 AcceptancePtr tree_acceptance(std::vector<std::vector<double>> p) { return std::make_shared<Tree>(std::move(p)); }
 AcceptancePtr table_acceptance(std::map<int, double> t) { return std::make_shared<Table>(std::move(t)); }
+AcceptancePtr acceptance_by_depth(const std::vector<double>& reached) {
+  if (reached.empty()) throw Error("acceptance by depth is empty; give P(accepted >= d) for d = 1, 2, ...");
+  // Conditionals a_d = reached[d] / reached[d−1]; a depth no step reached has a_d = 0.
+  std::vector<double> a;
+  double before = 1.0;
+  for (size_t d = 0; d < reached.size(); ++d) {
+    const std::string what = "acceptance by depth: P(accepted >= " + std::to_string(d + 1) + ")";
+    check_probability(reached[d], what);
+    if (reached[d] > before) {
+      std::ostringstream s;
+      s << what << " = " << reached[d] << " exceeds P(accepted >= " << d << ") = " << before
+        << "; a step that accepted d drafts accepted d - 1";
+      throw Error(s.str());
+    }
+    a.push_back(before > 0 ? reached[d] / before : 0.0);
+    before = reached[d];
+  }
+  return conditional_acceptance(std::move(a));
+}
+
 AcceptancePtr replay_acceptance(std::vector<int> accepted, int k) {
   return std::make_shared<Replay>(std::move(accepted), k);
 }

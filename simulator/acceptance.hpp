@@ -20,6 +20,8 @@ class AcceptanceModel {
   virtual double conditional(int depth, int rank) const = 0;
   // Largest chain length / tree depth this model can answer.
   virtual int max_k() const { return 1 << 20; }
+  // Whether expected_tokens(k) has an answer (a measured table answers only its listed K).
+  virtual bool answers(int k) const { return k >= 0 && k <= max_k(); }
   virtual std::string describe() const = 0;
 
  protected:
@@ -39,6 +41,10 @@ AcceptancePtr conditional_acceptance(std::vector<double> a);
 AcceptancePtr tree_acceptance(std::vector<std::vector<double>> p);
 // Measured AL by K (e.g. from a published table); only the listed K (and 0) are answered.
 AcceptancePtr table_acceptance(std::map<int, double> al_by_k);
+// Measured acceptance by depth of a chain: reached[d−1] = P(a step accepted at least d drafts), as
+// traces and sweep rows report it. AL(K) = 1 + Σ_{d≤K} reached[d−1] for K up to its length (a
+// shorter chain of the same greedy drafts accepts the same prefix). Non-increasing in d.
+AcceptancePtr acceptance_by_depth(const std::vector<double>& reached);
 // Replay of recorded steps: accepted[i] = drafts accepted at step i (0..recorded_k), excluding the
 // bonus token. A chain of k ≤ recorded_k drafts (the same greedy drafts, truncated) would have
 // accepted min(accepted[i], k), so AL(k) = 1 + mean(min(accepted, k)) exactly.

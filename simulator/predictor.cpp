@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <sstream>
 
 #include "reference/core/error.hpp"
 
@@ -73,7 +73,19 @@ void validate_scenario(const Scenario& s) {
   if (s.drafter->method != m)
     throw Error("drafter '" + s.drafter->name + "' is a " + method_name(s.drafter->method) + " drafter, not " +
                 method_name(m));
-  if (!s.acceptance) throw Error("method " + method_name(m) + " needs an acceptance model (--alpha, --acceptance, ...)");
+  if (!s.acceptance && !s.measured_tokens_per_step)
+    throw Error("method " + method_name(m) + " needs an acceptance model (--alpha, --acceptance, ...) or a measured AL");
+  if (s.measured_tokens_per_step) {
+    const double al = *s.measured_tokens_per_step;
+    const int most = (s.plan.tree ? s.plan.tree->max_depth() : s.plan.k) + 1;
+    if (!(al >= 1.0 && al <= most)) {
+      std::ostringstream e;
+      e << "measured AL " << al << " is outside [1, " << most << "]: a step of this "
+        << (s.plan.tree ? "tree (depth " + std::to_string(most - 1) + ")" : "chain (K = " + std::to_string(most - 1) + ")")
+        << " emits at least the bonus token and at most one token per depth plus it";
+      throw Error(e.str());
+    }
+  }
   if (s.plan.tree) {
     if (m == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; tree drafting is not supported for it");
     if (s.plan.tree->num_nodes() < 1) throw Error("draft tree has no nodes");
@@ -175,6 +187,8 @@ Prediction predict(const Scenario& s) {
 
   if (s.plan.method == Method::sequential) {
     r.tokens_per_step = 1.0;
+  } else if (s.measured_tokens_per_step) {
+    r.tokens_per_step = *s.measured_tokens_per_step;
   } else if (s.plan.tree) {
     r.tokens_per_step = tree_expected_tokens(*s.plan.tree, *s.acceptance);
   } else {
@@ -228,25 +242,6 @@ Prediction predict(const Scenario& s) {
   r.verify_intensity = bytes > 0 ? flops / bytes : 0;
   r.ridge_point = s.hardware.ridge_point(compute_dtype_for(s.hardware, storage_dtype(s)));
   return r;
-}
-
-BestK best_k(Scenario s, int k_min, int k_max) {
-  if (s.plan.method == Method::sequential) throw Error("best K is undefined for sequential decoding");
-  if (k_min < 1 || k_max < k_min)
-    throw Error("K range must satisfy 1 <= k_min <= k_max, got " + std::to_string(k_min) + ".." + std::to_string(k_max));
-  s.plan.tree.reset();
-  BestK out;
-  double best = std::numeric_limits<double>::infinity();
-  for (int k = k_min; k <= k_max; ++k) {
-    s.plan.k = k;
-    out.all.push_back(predict(s));
-    if (out.all.back().tpot_s < best) {
-      best = out.all.back().tpot_s;
-      out.k = k;
-      out.best = out.all.back();
-    }
-  }
-  return out;
 }
 
 }  // namespace specdec::sim

@@ -36,7 +36,10 @@ struct Scenario {
   HardwareSpec hardware;
   Workload workload;
   DraftPlan plan;
-  AcceptancePtr acceptance;        // required unless sequential
+  AcceptancePtr acceptance;        // required unless sequential or measured_tokens_per_step is set
+  // AL measured for exactly this plan (a tree's, say, from a recorded run), counting the bonus
+  // token: used instead of the acceptance model's.
+  std::optional<double> measured_tokens_per_step;
 };
 
 // One decoding step (sequential: one target forward; speculative: drafting + verification).
@@ -79,13 +82,5 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
 StepCost prefill_cost(const Scenario& s);
 
 Prediction predict(const Scenario& s);
-
-struct BestK {
-  int k = 0;
-  Prediction best;
-  std::vector<Prediction> all;  // k_min..k_max in order
-};
-// Evaluates K = k_min..k_max (chain drafting) and returns the one with the lowest TPOT.
-BestK best_k(Scenario s, int k_min, int k_max);
 
 }  // namespace specdec::sim

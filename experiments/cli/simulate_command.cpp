@@ -16,6 +16,7 @@
 #include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/predictor.hpp"
+#include "simulator/search.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/spec_library.hpp"
 #include "simulator/sweep.hpp"
@@ -90,9 +91,14 @@ nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
 // The acceptance model from whichever option was given (at most one).
 AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
   int given = 0;
-  for (const char* o : {"alpha", "acceptance", "acceptance-table", "tree-acceptance", "trace"}) given += vm.count(o) > 0;
-  if (given > 1) throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --tree-acceptance or --trace");
+  for (const char* o : {"alpha", "acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace", "al"})
+    given += vm.count(o) > 0;
+  if (given > 1)
+    throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --acceptance-by-depth, "
+                "--tree-acceptance, --trace or --al");
   if (vm.count("alpha")) return iid_acceptance(vm["alpha"].as<double>());
+  if (vm.count("acceptance-by-depth"))
+    return acceptance_by_depth(parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth"));
   if (vm.count("acceptance")) return conditional_acceptance(parse_double_list(vm["acceptance"].as<std::string>(), "acceptance"));
   if (vm.count("acceptance-table")) {
     std::map<int, double> t;
@@ -141,7 +147,10 @@ std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const Ac
   if (vm.count("dynamic-tree")) {
     const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
     if (v.size() != 3) throw Error("--dynamic-tree: expected TOTAL_TOKENS,DEPTH,TOP_K (e.g. 60,7,10)");
-    if (!acc) throw Error("--dynamic-tree needs an acceptance model to choose the tree");
+    if (!acc || vm.count("acceptance-by-depth"))
+      throw Error("--dynamic-tree chooses its tree from per-rank acceptance probabilities (--alpha, --tree-acceptance, "
+                  "...); for a tree whose AL was measured, give that tree (--tree with its choices) and --al or "
+                  "--acceptance-by-depth");
     return best_tree(*acc, v[0], v[1], v[2]);
   }
   return std::nullopt;
@@ -221,7 +230,8 @@ void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p)
   if (s.drafter) out << " with " << s.drafter->name;
   if (p.tree_nodes) out << ", tree of " << p.tree_nodes << " nodes, depth " << p.k;
   else if (p.method != Method::sequential) out << ", K = " << p.k;
-  if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
+  if (s.measured_tokens_per_step && p.method != Method::sequential) out << ", acceptance: measured AL";
+  else if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
   out << "\n\n";
   auto line = [&](const std::string& k, const std::string& v) { out << "  " << std::left << std::setw(34) << k << v << "\n"; };
   line("AL (tokens/step, incl. bonus)", fmt(p.tokens_per_step, 3));
@@ -355,8 +365,10 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len");
   spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len");
   if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
+  for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
+    if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
   spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
-  for (const char* o : {"acceptance", "acceptance-table", "tree-acceptance", "trace"})
+  for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace"})
     if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
   if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
   std::vector<SweepRow> rows;
@@ -389,13 +401,16 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
     ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter)")
     ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
-    ("best-k", po::value<int>(), "search K = 1..N and report the best (lowest TPOT)")
+    ("best-k", po::value<std::string>(), "search K and report the best (lowest TPOT): N (K = 1..N), a list 2,4,6 or a range 3-8; P-EAGLE: its parallel depth")
+    ("best-tree", po::value<std::string>(), "search EAGLE-2 trees TOTALS/DEPTHS/TOP_KS, each a list or range (e.g. 32,48,64/4-8/8,10)")
     ("tree", po::value<std::string>(), "static draft tree: mc_sim_7b_63, chain<K>, or choices JSON [[0],[1],[0,0]]")
     ("dynamic-tree", po::value<std::string>(), "EAGLE-2 style tree TOTAL_TOKENS,DEPTH,TOP_K chosen from the acceptance model")
     ("alpha", po::value<double>(), "i.i.d. acceptance rate")
     ("alphas", po::value<std::string>()->default_value("0.8"), "sweep: list of i.i.d. acceptance rates")
     ("acceptance", po::value<std::string>(), "per-position conditional acceptance a1,a2,...")
     ("acceptance-table", po::value<std::string>(), "measured AL by K: K:AL,K:AL,...")
+    ("acceptance-by-depth", po::value<std::string>(), "measured P(accepted >= d) for d = 1,2,...: a chain's (any K up to its length) or the --tree's (one per depth)")
+    ("al", po::value<double>(), "measured AL (tokens per step, incl. the bonus token) of exactly this chain or --tree")
     ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
     ("batch", po::value<std::string>()->default_value("1"), "batch size; sweep: list")
@@ -474,17 +489,45 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     s.plan.method = m;
   }
   s.acceptance = acceptance_from_options(vm);
-  if (s.plan.method != Method::sequential && !s.acceptance)
+  if (vm.count("al")) s.measured_tokens_per_step = vm["al"].as<double>();
+  if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
-                "--tree-acceptance or --trace");
+                "--acceptance-by-depth, --tree-acceptance, --trace or --al");
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   s.plan.tree = tree_from_options(vm, s.acceptance);
+  if (s.plan.tree && vm.count("acceptance-by-depth")) {
+    // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
+    const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
+    if (int(reached.size()) != s.plan.tree->max_depth())
+      throw Error("--acceptance-by-depth gives " + std::to_string(reached.size()) + " depths, the tree has " +
+                  std::to_string(s.plan.tree->max_depth()) + ": a tree's table is measured on that tree, one entry per depth");
+    double al = 1.0;
+    for (double r : reached) al += r;
+    s.measured_tokens_per_step = al;
+  }
+  if (vm.count("best-k") && vm.count("best-tree")) throw Error("give --best-k (chains) or --best-tree (EAGLE-2 trees), not both");
+  for (const char* search : {"best-k", "best-tree"})
+    if (vm.count(search) && (vm.count("tree") || vm.count("dynamic-tree") || vm.count("al")))
+      throw Error(std::string("--") + search + " searches draft shapes under an acceptance model; it cannot be combined with " +
+                  (vm.count("al") ? "--al (a measured AL belongs to the one configuration it was measured with)"
+                                  : "--tree or --dynamic-tree"));
 
   nlohmann::json out;
   Prediction p;
+  auto print_skipped = [&](const std::vector<SkippedSetting>& skipped) {
+    if (vm.count("json")) {
+      out["skipped"] = nlohmann::json::array();
+      for (const auto& k : skipped) out["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
+    } else {
+      for (const auto& k : skipped) io.out << "not evaluated: " << k.setting << ": " << k.reason << "\n";
+      io.out << (skipped.empty() ? "" : "\n");
+    }
+  };
   if (vm.count("best-k")) {
-    if (s.plan.tree) throw Error("--best-k searches chain lengths; it cannot be combined with --tree");
-    const BestK b = best_k(s, 1, vm["best-k"].as<int>());
+    const std::string range = vm["best-k"].as<std::string>();
+    std::vector<int> ks = parse_int_list(range, "best-k");
+    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos) ks = parse_int_list("1-" + range, "best-k");
+    const BestK b = best_k(s, ks);
     p = b.best;
     s.plan.k = b.k;
     if (vm.count("json")) {
@@ -497,6 +540,41 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                << fmt(q.tpot_s * 1e3, 3) << fmt(q.speedup, 3) << (q.k == b.k ? "  <- best" : "") << "\n";
       io.out << "\n";
     }
+    print_skipped(b.skipped);
+  } else if (vm.count("best-tree")) {
+    const std::string grid = vm["best-tree"].as<std::string>();
+    std::vector<std::string> parts;
+    std::istringstream in(grid);
+    for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+    if (parts.size() != 3)
+      throw Error("--best-tree: expected TOTALS/DEPTHS/TOP_KS (each a list or range, e.g. 32,48,64/4-8/8,10), got '" + grid + "'");
+    const BestTree b = best_dynamic_tree(s, parse_int_list(parts[0], "best-tree (totals)"),
+                                         parse_int_list(parts[1], "best-tree (depths)"),
+                                         parse_int_list(parts[2], "best-tree (top-k)"));
+    p = b.best;
+    s.plan.tree = b.tree;
+    auto is_best = [&](const DynamicTreeSetting& t) {
+      return t.total_tokens == b.setting.total_tokens && t.depth == b.setting.depth && t.top_k == b.setting.top_k;
+    };
+    if (vm.count("json")) {
+      out["best_tree"] = {{"total_tokens", b.setting.total_tokens}, {"depth", b.setting.depth}, {"top_k", b.setting.top_k}};
+      for (const auto& c : b.all) {
+        nlohmann::json row = prediction_json(c.prediction, false);
+        row["total_tokens"] = c.setting.total_tokens;
+        row["depth"] = c.setting.depth;
+        row["top_k"] = c.setting.top_k;
+        out["by_tree"].push_back(row);
+      }
+    } else {
+      io.out << "total depth top-k nodes AL      TPOT ms   speedup\n";
+      for (const auto& c : b.all)
+        io.out << std::left << std::setw(6) << c.setting.total_tokens << std::setw(6) << c.setting.depth << std::setw(6)
+               << c.setting.top_k << std::setw(6) << c.prediction.tree_nodes << std::setw(8)
+               << fmt(c.prediction.tokens_per_step, 3) << std::setw(10) << fmt(c.prediction.tpot_s * 1e3, 3)
+               << fmt(c.prediction.speedup, 3) << (is_best(c.setting) ? "  <- best" : "") << "\n";
+      io.out << "\n";
+    }
+    print_skipped(b.skipped);
   } else {
     p = predict(s);
   }

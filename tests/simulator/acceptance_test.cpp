@@ -57,6 +57,40 @@ TEST(Acceptance, TableAndItsErrors) {
   EXPECT_NE(error_of([&] { table_acceptance({{2, 3.5}}); }).find("must be in [1, 3]"), std::string::npos);
 }
 
+// A table answers exactly its K (what a search may evaluate), and says which K it holds.
+TEST(Acceptance, TableAnswersOnlyItsK) {
+  auto t = table_acceptance({{2, 2.10}, {4, 2.60}});
+  for (int k = 0; k <= 6; ++k) EXPECT_EQ(t->answers(k), k == 0 || k == 2 || k == 4) << "K = " << k;
+  EXPECT_EQ(t->describe(), "measured AL table (K = 2, 4)");
+  auto iid = iid_acceptance(0.7);
+  EXPECT_TRUE(iid->answers(100));
+  EXPECT_FALSE(iid->answers(-1));
+  auto replay = replay_acceptance({0, 4, 2}, 4);
+  EXPECT_TRUE(replay->answers(4));
+  EXPECT_FALSE(replay->answers(5));
+}
+
+// Measured P(accepted >= d): AL(K) sums the first K entries, the same model as the implied
+// conditional vector; its errors name the depth.
+TEST(Acceptance, ByDepthSumsTheMeasuredFractions) {
+  const std::vector<double> reached = {0.8, 0.6, 0.45, 0.0};
+  auto d = acceptance_by_depth(reached);
+  EXPECT_EQ(d->max_k(), 4);
+  double al = 1.0;
+  for (int k = 1; k <= 4; ++k) {
+    al += reached[k - 1];
+    EXPECT_NEAR(d->expected_tokens(k), al, 1e-12) << "K = " << k;
+  }
+  auto c = conditional_acceptance({0.8, 0.75, 0.75, 0.0});
+  for (int k = 0; k <= 4; ++k) EXPECT_NEAR(d->expected_tokens(k), c->expected_tokens(k), 1e-12) << "K = " << k;
+  EXPECT_FALSE(d->answers(5));
+  EXPECT_NE(error_of([&] { acceptance_by_depth({0.5, 0.6}); }).find("P(accepted >= 2) = 0.6 exceeds P(accepted >= 1) = 0.5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { acceptance_by_depth({1.2}); }).find("must be a probability"), std::string::npos);
+  EXPECT_NE(error_of([&] { acceptance_by_depth({}); }).find("is empty"), std::string::npos);
+  EXPECT_DOUBLE_EQ(acceptance_by_depth({0.0, 0.0})->expected_tokens(2), 1.0);
+}
+
 // Replaying recorded steps at a smaller K truncates each step's accepted count exactly.
 TEST(Acceptance, ReplayTruncatesExactly) {
   const std::vector<int> accepted = {0, 5, 2, 3, 5, 1};

@@ -1,37 +1,23 @@
 // Predictions: Leviathan's speedup as a special case, limits, per-method draft cost structure,
-// best K, capacity planning and scenario errors.
+// measured ALs, capacity planning and scenario errors.
 #include <gtest/gtest.h>
 
 #include "simulator/capacity.hpp"
 #include "simulator/predictor.hpp"
+#include "simulator/tree_shape.hpp"
 #include "test_util.hpp"
 
 namespace specdec::sim {
 namespace {
 
 using test::error_of;
+using test::scenario;
 
 HardwareSpec no_overheads(HardwareSpec h) {
   h.kernel_floor_s = h.step_overhead_s = h.comm_latency_s = 0;
   h.draft_step_overhead_s.clear();
   h.spec_step_overhead_s.clear();
   return h;
-}
-
-Scenario scenario(const std::string& model, const std::string& hw, const std::string& drafter, int k, double alpha) {
-  SpecLibrary lib;
-  Scenario s;
-  s.target = lib.model(model);
-  s.hardware = lib.hardware(hw);
-  if (!drafter.empty()) {
-    s.drafter = lib.drafter(drafter, s.target);
-    s.plan.method = s.drafter->method;
-    s.plan.k = k;
-    s.acceptance = iid_acceptance(alpha);
-  }
-  s.workload.prompt_len = 128;
-  s.workload.output_len = 2;
-  return s;
 }
 
 // With no overheads and a flat verification (batch 1, memory bound), the simulator reduces to
@@ -99,21 +85,6 @@ TEST(Predictor, DraftCostStructurePerMethod) {
   EXPECT_EQ(tree.tree_nodes, 25);
 }
 
-TEST(Predictor, BestKIsTheArgmin) {
-  for (double alpha : {0.5, 0.8, 0.95}) {
-    Scenario s = scenario("llama-3.1-70b", "h200", "eagle3-llama3.3-70b", 1, alpha);
-    s.workload.tp = 4;
-    const BestK b = best_k(s, 1, 10);
-    ASSERT_EQ(b.all.size(), 10u);
-    for (const auto& p : b.all) EXPECT_GE(p.tpot_s, b.best.tpot_s) << "alpha " << alpha << " K " << p.k;
-    EXPECT_EQ(b.all[b.k - 1].k, b.k);
-  }
-  // Better acceptance never shortens the best draft.
-  Scenario lo = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 1, 0.5);
-  Scenario hi = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 1, 0.9);
-  EXPECT_LE(best_k(lo, 1, 12).k, best_k(hi, 1, 12).k);
-}
-
 TEST(Predictor, ScenarioErrors) {
   Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 0, 0.8);
   EXPECT_NE(error_of([&] { predict(s); }).find("K must be >= 1"), std::string::npos);
@@ -134,8 +105,32 @@ TEST(Predictor, ScenarioErrors) {
   s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 3, 0.8);
   s.plan.method = Method::eagle1;
   EXPECT_NE(error_of([&] { predict(s); }).find("is a eagle3 drafter"), std::string::npos);
-  s.plan.method = Method::sequential;
-  EXPECT_NE(error_of([&] { best_k(s, 1, 4); }).find("undefined for sequential"), std::string::npos);
+}
+
+// A measured AL (a tree's, from a recorded run) replaces the acceptance model's AL and nothing
+// else: the tree is drafted and verified as before; it must lie in [1, depth + 1].
+TEST(Predictor, MeasuredAlForATreeOrChain) {
+  Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 0, 0.8);
+  s.plan.tree = builtin_tree("mc_sim_7b_63");
+  const Prediction modelled = predict(s);
+  s.acceptance = nullptr;
+  s.measured_tokens_per_step = 3.6;
+  const Prediction measured = predict(s);
+  EXPECT_DOUBLE_EQ(measured.tokens_per_step, 3.6);
+  EXPECT_EQ(measured.tree_nodes, 25);
+  EXPECT_DOUBLE_EQ(measured.step.verify_tokens, modelled.step.verify_tokens);
+  EXPECT_EQ(measured.step.draft_forwards, modelled.step.draft_forwards);
+  EXPECT_DOUBLE_EQ(measured.tpot_s, measured.step.total_s() / 3.6);
+  s.measured_tokens_per_step = 6.5;
+  EXPECT_NE(error_of([&] { predict(s); }).find("measured AL 6.5 is outside [1, 6]"), std::string::npos);
+  s.measured_tokens_per_step = 0.9;
+  EXPECT_NE(error_of([&] { predict(s); }).find("outside [1, 6]"), std::string::npos);
+  s.plan.tree.reset();
+  s.plan.k = 4;
+  s.measured_tokens_per_step = 3.08;
+  EXPECT_DOUBLE_EQ(predict(s).tokens_per_step, 3.08);
+  s.measured_tokens_per_step = 5.5;
+  EXPECT_NE(error_of([&] { predict(s); }).find("chain (K = 4)"), std::string::npos);
 }
 
 TEST(Predictor, MemoryFit) {

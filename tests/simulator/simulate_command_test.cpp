@@ -89,6 +89,73 @@ TEST(SimulateCommand, UserErrors) {
             std::string::npos);
 }
 
+// The searches and measured acceptance on the command line: --best-k over a list, a range or what
+// a table covers; --best-tree over an EAGLE-2 grid; a tree's measured AL or per-depth table.
+TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {
+  auto json = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto ks = [](const nlohmann::json& j) {
+    std::vector<int> v;
+    for (const auto& row : j["by_k"]) v.push_back(row["k"]);
+    return v;
+  };
+  EXPECT_EQ(ks(json({"--alpha", "0.8", "--best-k", "2,4,6"})), (std::vector<int>{2, 4, 6}));
+  EXPECT_EQ(ks(json({"--alpha", "0.8", "--best-k", "3-5"})), (std::vector<int>{3, 4, 5}));
+  const auto table = json({"--acceptance-table", "2:2.4,4:3.1", "--best-k", "8"});
+  EXPECT_EQ(ks(table), (std::vector<int>{2, 4}));
+  EXPECT_EQ(table["skipped"].size(), 6u);
+  EXPECT_EQ(table["skipped"][0]["setting"], "K = 1");
+
+  const std::string probs = "[[0.7,0.2,0.1],[0.7,0.2,0.1],[0.6,0.2],[0.6,0.2],[0.5,0.2]]";
+  const auto trees = json({"--tree-acceptance", probs, "--best-tree", "32,64/4-6/4,8"});
+  EXPECT_EQ(trees["by_tree"].size(), 8u) << "depth 6 is beyond the 5 depths given";
+  EXPECT_EQ(trees["skipped"].size(), 4u);
+  EXPECT_EQ(trees["prediction"]["tree_nodes"], trees["best_tree"]["total_tokens"].get<int>() - 1);
+  for (const auto& row : trees["by_tree"])
+    EXPECT_GE(row["tpot_ms"].get<double>(), trees["prediction"]["tpot_ms"].get<double>() - 1e-12);
+  const auto text = simulate({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b",
+                              "--tree-acceptance", probs, "--best-tree", "32/5-6/4"});
+  EXPECT_NE(text.out.find("<- best"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not evaluated: total 32, depth 6, top-k 4"), std::string::npos) << text.out;
+
+  const auto al = json({"--tree", "mc_sim_7b_63", "--al", "3.6"});
+  EXPECT_DOUBLE_EQ(al["prediction"]["acceptance_length"].get<double>(), 3.6);
+  EXPECT_EQ(al["prediction"]["tree_nodes"], 25);
+  const auto by_depth = json({"--tree", "mc_sim_7b_63", "--acceptance-by-depth", "0.8,0.6,0.45,0.3,0.2"});
+  EXPECT_NEAR(by_depth["prediction"]["acceptance_length"].get<double>(), 3.35, 1e-12);
+  const auto chain = json({"--k", "3", "--acceptance-by-depth", "0.8,0.6,0.45,0.3,0.2"});
+  EXPECT_NEAR(chain["prediction"]["acceptance_length"].get<double>(), 2.85, 1e-12);
+}
+
+TEST(SimulateCommand, SearchAndMeasuredAcceptanceErrors) {
+  auto err = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return sim::test::error_of([&] { simulate(a); });
+  };
+  auto says = [](const std::string& error, const std::string& what) {
+    EXPECT_NE(error.find(what), std::string::npos) << "expected '" << what << "' in: " << error;
+  };
+  says(err({"--tree", "mc_sim_7b_63", "--acceptance-by-depth", "0.8,0.6,0.4"}), "gives 3 depths, the tree has 5");
+  says(err({"--al", "3.0", "--best-k", "4"}), "a measured AL belongs to the one configuration");
+  says(err({"--al", "3.0", "--dynamic-tree", "26,5,4"}), "chooses its tree from per-rank acceptance probabilities");
+  says(err({"--acceptance-by-depth", "0.8,0.6", "--dynamic-tree", "26,2,4"}), "chooses its tree from per-rank");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4"}), "expected TOTALS/DEPTHS/TOP_KS");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4/x"}), "--best-tree (top-k): 'x' is not a number");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4/4", "--best-k", "4"}), "not both");
+  says(err({"--alpha", "0.8", "--best-k", "4", "--tree", "mc_sim_7b_63"}), "cannot be combined with --tree");
+  says(err({"--alpha", "0.8", "--al", "3"}), "give one acceptance model");
+  says(err({"--k", "4", "--al", "5.5"}), "measured AL 5.5 is outside [1, 5]");
+  says(err({"--acceptance-table", "4:3.0", "--best-k", "2"}), "none of K = 1..2 can be evaluated");
+  says(err({"--acceptance-by-depth", "0.5,0.7"}), "exceeds P(accepted >= 1)");
+  says(err({"--sweep", "-", "--al", "3"}), "--al is not available in --sweep mode");
+}
+
 // The README's simulate examples run as written: a documented command that fails is the first bug
 // a user meets.
 TEST(SimulateCommand, TheReadmeExamplesRun) {

@@ -8,6 +8,7 @@
 
 #include "reference/core/error.hpp"
 
+#include "simulator/predictor.hpp"
 #include "simulator/spec_library.hpp"
 
 namespace specdec::sim::test {
@@ -43,6 +44,24 @@ std::string error_of(F f) {
     return e.what();
   }
   return "";
+}
+
+// A scenario from the bundled specs: `drafter` empty = sequential; i.i.d. acceptance `alpha`; a
+// short workload (prompt 128, output 2) so contexts stay small.
+inline Scenario scenario(const std::string& model, const std::string& hw, const std::string& drafter, int k, double alpha) {
+  SpecLibrary lib;
+  Scenario s;
+  s.target = lib.model(model);
+  s.hardware = lib.hardware(hw);
+  if (!drafter.empty()) {
+    s.drafter = lib.drafter(drafter, s.target);
+    s.plan.method = s.drafter->method;
+    s.plan.k = k;
+    s.acceptance = iid_acceptance(alpha);
+  }
+  s.workload.prompt_len = 128;
+  s.workload.output_len = 2;
+  return s;
 }
 
 }  // namespace specdec::sim::test

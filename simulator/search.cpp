@@ -1,0 +1,94 @@
+#include "simulator/search.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "reference/core/error.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+void check_searchable(const Scenario& s, const char* what) {
+  if (s.plan.method == Method::sequential) throw Error(std::string(what) + " is undefined for sequential decoding");
+  if (!s.acceptance)
+    throw Error(std::string(what) + " needs an acceptance model that answers several settings; a measured AL "
+                "belongs to the one configuration it was measured with");
+}
+
+std::string k_setting(int k) { return "K = " + std::to_string(k); }
+
+}  // namespace
+
+BestK best_k(Scenario s, std::vector<int> ks) {
+  check_searchable(s, "the best K");
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  if (ks.empty()) throw Error("the best K: no K to search");
+  if (ks.front() < 1) throw Error("the best K: K must be >= 1, got " + std::to_string(ks.front()));
+  s.plan.tree.reset();
+  s.measured_tokens_per_step.reset();
+  BestK out;
+  double best = std::numeric_limits<double>::infinity();
+  for (const int k : ks) {
+    if (!s.acceptance->answers(k)) {
+      out.skipped.push_back({k_setting(k), "acceptance model '" + s.acceptance->describe() + "' has no AL for it"});
+      continue;
+    }
+    const int trained = s.drafter ? s.drafter->trained_depth : 0;
+    if (s.plan.method == Method::peagle && trained > 0 && k > trained) {
+      out.skipped.push_back({k_setting(k), "P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " +
+                                               std::to_string(trained) + " parallel positions"});
+      continue;
+    }
+    s.plan.k = k;
+    out.all.push_back(predict(s));
+    if (out.all.back().tpot_s < best) {
+      best = out.all.back().tpot_s;
+      out.k = k;
+      out.best = out.all.back();
+    }
+  }
+  if (out.all.empty())
+    throw Error("the best K: none of K = " + std::to_string(ks.front()) + ".." + std::to_string(ks.back()) +
+                " can be evaluated: " + out.skipped.front().reason);
+  return out;
+}
+
+BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, const std::vector<int>& depths,
+                           const std::vector<int>& top_ks) {
+  check_searchable(s, "the best dynamic tree");
+  if (s.plan.method == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; it has no dynamic tree to search");
+  if (total_tokens.empty() || depths.empty() || top_ks.empty())
+    throw Error("the best dynamic tree: give at least one total-token budget, depth and top-k");
+  s.measured_tokens_per_step.reset();
+  BestTree out;
+  double best = std::numeric_limits<double>::infinity();
+  for (const int total : total_tokens)
+    for (const int depth : depths)
+      for (const int top_k : top_ks) {
+        const DynamicTreeSetting set{total, depth, top_k};
+        int unanswered = 0;  // the first depth the acceptance model has no answer for
+        for (int d = 1; d <= depth && !unanswered; ++d)
+          if (!s.acceptance->answers(d)) unanswered = d;
+        if (unanswered) {
+          out.skipped.push_back({"total " + std::to_string(total) + ", depth " + std::to_string(depth) + ", top-k " +
+                                     std::to_string(top_k),
+                                 "acceptance model '" + s.acceptance->describe() + "' has no answer at depth " +
+                                     std::to_string(unanswered)});
+          continue;
+        }
+        s.plan.tree = best_tree(*s.acceptance, total, depth, top_k);  // throws on a bad value
+        out.all.push_back({set, predict(s)});
+        if (out.all.back().prediction.tpot_s < best) {
+          best = out.all.back().prediction.tpot_s;
+          out.setting = set;
+          out.tree = *s.plan.tree;
+          out.best = out.all.back().prediction;
+        }
+      }
+  if (out.all.empty()) throw Error("the best dynamic tree: no combination can be evaluated: " + out.skipped.front().reason);
+  return out;
+}
+
+}  // namespace specdec::sim
