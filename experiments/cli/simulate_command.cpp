@@ -130,6 +130,9 @@ AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
 
 std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc) {
   if (vm.count("tree") && vm.count("dynamic-tree")) throw Error("give either --tree or --dynamic-tree, not both");
+  if ((vm.count("tree") || vm.count("dynamic-tree")) && vm.count("acceptance-table"))
+    throw Error("--acceptance-table holds a chain's AL by K; for a tree give its measured AL (--al) or acceptance "
+                "by depth (--acceptance-by-depth) with --tree, or per-rank probabilities (--tree-acceptance)");
   if (vm.count("tree")) {
     const std::string t = vm["tree"].as<std::string>();
     if (!t.empty() && (t[0] == '[' || std::filesystem::is_regular_file(t))) {

@@ -154,6 +154,7 @@ TEST(SimulateCommand, SearchAndMeasuredAcceptanceErrors) {
   says(err({"--acceptance-table", "4:3.0", "--best-k", "2"}), "none of K = 1..2 can be evaluated");
   says(err({"--acceptance-by-depth", "0.5,0.7"}), "exceeds P(accepted >= 1)");
   says(err({"--sweep", "-", "--al", "3"}), "--al is not available in --sweep mode");
+  says(err({"--tree", "mc_sim_7b_63", "--acceptance-table", "5:3.6"}), "for a tree give its measured AL (--al)");
 }
 
 // The README's simulate examples run as written: a documented command that fails is the first bug
