@@ -8,6 +8,7 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/io/json_int.hpp"
 
 namespace specdec::cli {
 
@@ -108,14 +109,16 @@ void decode_args_from_trace_config(const std::string& config_json, const std::st
     a.method = m.at("method").get<std::string>();
     if (m.contains("drafter")) a.drafter = m["drafter"].get<std::string>();
     if (m.contains("tree")) a.tree = m["tree"].get<std::string>();
-    if (m.contains("k")) a.k = m["k"].get<int>();
-    if (m.contains("depth")) a.depth = m["depth"].get<int>();
-    if (m.contains("tree_top_k")) a.tree_top_k = m["tree_top_k"].get<int>();
-    if (m.contains("total_tokens")) a.total_tokens = m["total_tokens"].get<int>();
+    // Numbers are range-checked: a trace may come from another engine.
+    auto integer = [&](const nlohmann::json& v, const std::string& key) { return json_int32(v, where + ": " + key); };
+    if (m.contains("k")) a.k = integer(m["k"], "method.k");
+    if (m.contains("depth")) a.depth = integer(m["depth"], "method.depth");
+    if (m.contains("tree_top_k")) a.tree_top_k = integer(m["tree_top_k"], "method.tree_top_k");
+    if (m.contains("total_tokens")) a.total_tokens = integer(m["total_tokens"], "method.total_tokens");
     if (m.contains("force_depth")) a.force_depth = m["force_depth"].get<bool>();
-    a.max_new_tokens = j.at("max_new_tokens").get<int>();
+    a.max_new_tokens = integer(j.at("max_new_tokens"), "max_new_tokens");
     a.ignore_eos = !j.at("stop_at_eos").get<bool>();
-    if (j.contains("sequence") && j["sequence"].get<int64_t>() != 0) {
+    if (j.contains("sequence") && (!j["sequence"].is_number_integer() || j["sequence"].get<int64_t>() != 0)) {
       throw Error(where + ": sequence " + j["sequence"].dump() + " is not supported; specdec decodes sequence 0");
     }
   } catch (const nlohmann::json::exception& e) {

@@ -6,6 +6,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "reference/io/json_int.hpp"
 
 namespace specdec {
 
@@ -50,7 +51,14 @@ Vocabulary Vocabulary::load(const std::filesystem::path& path) {
   if (field("version") != 1) throw Error(path.string() + ": unsupported vocabulary version (expected 1)");
   if (field("type") != "bytes") throw Error(path.string() + ": unknown vocabulary type (expected \"bytes\")");
   try {
-    return bytes(j.at("byte_offset").get<int>(), j.value("special_tokens", std::map<std::string, int>{}));
+    const int byte_offset = json_int32(field("byte_offset"), "byte_offset");
+    std::map<std::string, int> special;
+    const nlohmann::json tokens = field("special_tokens");
+    if (!tokens.is_null() && !tokens.is_object())
+      throw Error(std::string("special_tokens must be an object of name: id, got a ") + tokens.type_name());
+    if (tokens.is_object())
+      for (const auto& [name, id] : tokens.items()) special[name] = json_int32(id, "special token " + name);
+    return bytes(byte_offset, special);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path.string() + ": bad vocabulary field (" + e.what() + ")");
   } catch (const Error& e) {

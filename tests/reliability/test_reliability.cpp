@@ -26,6 +26,8 @@
 #include "reference/drafting/draft_limits.hpp"
 #include "reference/drafting/tree_choices.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "reference/io/vocabulary.hpp"
+#include "experiments/cli/method_runner.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/error_capture.hpp"
 #include "tests/reference/model_fixtures.hpp"
@@ -314,6 +316,61 @@ TEST(InitModel, AFailedWriteLeavesNoDirectory) {
 }
 
 // ---- 9. test helpers are clean under UBSan --------------------------------------------------------
+
+// ---- numbers in a vocab.json are range-checked before they become ints ----------------------------
+
+TEST(VocabularyReader, NumbersOutOfRangeAreErrorsNamingTheFieldAndFile) {
+  ScratchDir dir("reliability-vocab");
+  const std::string head = R"({"format": "specdec-vocab", "version": 1, "type": "bytes", )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("byte_offset": 4e62})", "byte_offset must be an integer, got 4e+62"},
+      {R"("byte_offset": 4294967296})", "byte_offset must fit in 32 bits, got 4294967296"},
+      {R"("byte_offset": 1.5})", "byte_offset must be an integer"},
+      {R"("byte_offset": "3"})", "byte_offset must be an integer, got a string"},
+      {R"("byte_offset": 3, "special_tokens": {"<eos>": 1e30}})", "special token <eos> must be an integer"},
+      {R"("byte_offset": 3, "special_tokens": {"<eos>": -9999999999}})", "special token <eos> must fit in 32 bits"},
+      {R"("byte_offset": 3, "special_tokens": [1, 2]})", "special_tokens must be an object"},
+  };
+  for (const auto& [body, expected] : cases) {
+    const fs::path p = dir / "vocab.json";
+    std::ofstream(p) << head << body;
+    const std::string msg = error_of([&] { Vocabulary::load(p); });
+    EXPECT_CONTAINS(msg, expected) << " for " << body;
+    EXPECT_CONTAINS(msg, p.string()) << " for " << body;
+  }
+  // The input fuzzing found, kept as a file.
+  const fs::path found = kInputs / "vocabulary/byte_offset_float_overflow.json";
+  EXPECT_CONTAINS(error_of([&] { Vocabulary::load(found); }), "byte_offset must be an integer");
+}
+
+// A trace's run configuration (from another engine, perhaps) is range-checked the same way.
+TEST(TraceConfig, NumbersOutOfRangeAreErrorsNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("k": 1e40)", "method.k must be an integer, got 1e+40"},
+      {R"("k": 4294967300)", "method.k must fit in 32 bits"},
+      {R"("k": 4, "total_tokens": 2.5)", "method.total_tokens must be an integer"},
+  };
+  for (const auto& [field, expected] : cases) {
+    const std::string config = R"({"method": {"method": "draft", "drafter": "d", "tree": "chain", )" + field +
+                               R"(}, "max_new_tokens": 8, "stop_at_eos": true})";
+    cli::DecodeArgs a;
+    const std::string msg = error_of([&] { cli::decode_args_from_trace_config(config, "t.h5", a); });
+    EXPECT_CONTAINS(msg, expected) << " for " << field;
+    EXPECT_CONTAINS(msg, "t.h5: /meta/config_json") << " for " << field;
+  }
+  cli::DecodeArgs a;
+  EXPECT_CONTAINS(error_of([&] {
+                    cli::decode_args_from_trace_config(
+                        R"({"method": {"method": "sequential"}, "max_new_tokens": 1e99, "stop_at_eos": true})", "t.h5", a);
+                  }),
+                  "max_new_tokens must be an integer");
+  EXPECT_CONTAINS(error_of([&] {
+                    cli::decode_args_from_trace_config(
+                        R"({"method": {"method": "sequential"}, "max_new_tokens": 4, "stop_at_eos": true, "sequence": 1e99})",
+                        "t.h5", a);
+                  }),
+                  "is not supported");
+}
 
 TEST(TestHelpers, BitwiseEqualOfEmptyMatrices) {
   // Eigen's empty matrices have a null data(); memcmp(null, null, 0) is undefined behaviour.
