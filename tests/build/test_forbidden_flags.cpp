@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 struct Result {
@@ -16,7 +18,10 @@ struct Result {
 };
 
 Result configure_with(const std::string& env, const std::string& args) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "specdec_forbidden_flags";
+  // One directory per process: ctest runs these cases side by side, and two configures in one
+  // build directory break each other.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("specdec_forbidden_flags_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const std::string cmd = env + " " + SPECDEC_CMAKE + " -S " + SPECDEC_SOURCE_DIR + " -B " + dir.string() + " " + args +
                           " 2>&1";
