@@ -338,9 +338,11 @@ TEST(VocabularyReader, NumbersOutOfRangeAreErrorsNamingTheFieldAndFile) {
     EXPECT_CONTAINS(msg, expected) << " for " << body;
     EXPECT_CONTAINS(msg, p.string()) << " for " << body;
   }
-  // The input fuzzing found, kept as a file.
-  const fs::path found = kInputs / "vocabulary/byte_offset_float_overflow.json";
-  EXPECT_CONTAINS(error_of([&] { Vocabulary::load(found); }), "byte_offset must be an integer");
+  // The inputs fuzzing found, kept as files.
+  EXPECT_CONTAINS(error_of([&] { Vocabulary::load(kInputs / "vocabulary/byte_offset_float_overflow.json"); }),
+                  "byte_offset must be an integer");
+  EXPECT_CONTAINS(error_of([&] { Vocabulary::load(kInputs / "vocabulary/special_token_id_float_overflow.json"); }),
+                  "special token     z<pad> must be an integer");
 }
 
 // A trace's run configuration (from another engine, perhaps) is range-checked the same way.
