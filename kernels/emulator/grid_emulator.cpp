@@ -357,7 +357,12 @@ std::vector<std::vector<unsigned char>> DeviceMemory::snapshot() const {
 
 void DeviceMemory::restore(const std::vector<std::vector<unsigned char>>& s) {
   if (s.size() != blocks_.size()) throw EmulationError("emulated device: snapshot of other allocations");
-  for (std::size_t i = 0; i < s.size(); ++i) std::memcpy(blocks_[i].data, s[i].data(), blocks_[i].bytes);
+  // A zero-byte block's snapshot is an empty vector whose data() may be null: nothing to copy
+  // (and memcpy from null is undefined even for zero bytes).
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i].size() != blocks_[i].bytes) throw EmulationError("emulated device: snapshot of other allocations");
+    if (blocks_[i].bytes > 0) std::memcpy(blocks_[i].data, s[i].data(), blocks_[i].bytes);
+  }
 }
 
 std::string DeviceMemory::first_difference(const std::vector<std::vector<unsigned char>>& a,
