@@ -61,22 +61,27 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
 
 struct Transform {
   bool logistic;  // efficiencies in (0, 1]; overheads positive
+  double offset;  // the overlap exponent: offset + a positive number
   double to_x(double v) const {
     if (logistic) {
       v = std::clamp(v, 1e-6, 1.0 - 1e-9);
       return std::log(v / (1.0 - v));
     }
-    return std::log(std::max(v, 1e-9));
+    if (offset > 0 && v == 0) v = 8.0;  // perfect overlap (0): start from an exponent close to it
+    return std::log(std::max(v - offset, 1e-9));
   }
-  double from_x(double x) const { return logistic ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x); }
+  double from_x(double x) const { return logistic ? 1.0 / (1.0 + std::exp(-x)) : offset + std::exp(x); }
 };
 
-Transform transform_for(const std::string& name) { return {name.find("efficiency") != std::string::npos}; }
+Transform transform_for(const std::string& name) {
+  return {name.find("efficiency") != std::string::npos, name == "overlap_exponent" ? 1.0 : 0.0};
+}
 
 }  // namespace
 
-std::vector<std::string> default_fit_parameters(const CalibrationSet& set) {
+std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine) {
   std::vector<std::string> p = {"memory_efficiency", "compute_efficiency", "kernel_floor_s", "step_overhead_s"};
+  if (!engine.cuda_graphs) p.push_back("kernel_launch_s");
   bool tp = false;
   std::set<std::string> methods;
   for (const auto& r : set.rows) {
@@ -94,9 +99,9 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set) {
   return p;
 }
 
-static std::map<std::string, double>* method_map(HardwareSpec& h, const std::string& name, std::string* method) {
-  for (auto [prefix, map] : {std::pair{"draft_step_overhead_s.", &h.draft_step_overhead_s},
-                             std::pair{"spec_step_overhead_s.", &h.spec_step_overhead_s}}) {
+static std::map<std::string, double>* method_map(EngineSpec& e, const std::string& name, std::string* method) {
+  for (auto [prefix, map] : {std::pair{"draft_step_overhead_s.", &e.draft_step_overhead_s},
+                             std::pair{"spec_step_overhead_s.", &e.spec_step_overhead_s}}) {
     const std::string pre = prefix;
     if (name.rfind(pre, 0) == 0) {
       // The overhead maps are keyed by method_name (older spellings such as eagle1 map onto it).
@@ -107,42 +112,61 @@ static std::map<std::string, double>* method_map(HardwareSpec& h, const std::str
   return nullptr;
 }
 
-double get_parameter(const HardwareSpec& h_in, const std::string& name) {
-  HardwareSpec& h = const_cast<HardwareSpec&>(h_in);
+double get_parameter(const Platform& p_in, const std::string& name) {
+  Platform& p = const_cast<Platform&>(p_in);
+  const HardwareSpec& h = p.hardware;
   if (name == "compute_efficiency") return h.compute_efficiency;
   if (name == "memory_efficiency") return h.memory_efficiency;
   if (name == "interconnect_efficiency") return h.interconnect_efficiency;
   if (name == "kernel_floor_s") return h.kernel_floor_s;
-  if (name == "step_overhead_s") return h.step_overhead_s;
   if (name == "comm_latency_s") return h.comm_latency_s;
+  if (name == "overlap_exponent") return h.overlap_exponent;
+  if (name == "step_overhead_s") return p.engine.step_overhead_s;
+  if (name == "kernel_launch_s") return p.engine.kernel_launch_s;
   std::string method;
-  if (method_map(h, name, &method)) {
-    return name.rfind("draft", 0) == 0 ? h_in.draft_step_overhead(method) : h_in.spec_step_overhead(method);
+  if (method_map(p.engine, name, &method)) {
+    return name.rfind("draft", 0) == 0 ? p_in.engine.draft_step_overhead(method) : p_in.engine.spec_step_overhead(method);
   }
   throw Error("unknown calibration parameter '" + name +
-              "'; expected compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
-              "step_overhead_s, comm_latency_s, draft_step_overhead_s.<method> or spec_step_overhead_s.<method>");
+              "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
+              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, "
+              "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
 
-void set_parameter(HardwareSpec& h, const std::string& name, double value) {
-  get_parameter(h, name);  // validates the name
+void set_parameter(Platform& p, const std::string& name, double value) {
+  get_parameter(p, name);  // validates the name
+  HardwareSpec& h = p.hardware;
   if (name == "compute_efficiency") h.compute_efficiency = value;
   else if (name == "memory_efficiency") h.memory_efficiency = value;
   else if (name == "interconnect_efficiency") h.interconnect_efficiency = value;
   else if (name == "kernel_floor_s") h.kernel_floor_s = value;
-  else if (name == "step_overhead_s") h.step_overhead_s = value;
   else if (name == "comm_latency_s") h.comm_latency_s = value;
+  else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
+  else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
+  else if (name == "kernel_launch_s") p.engine.kernel_launch_s = value;
   else {
     std::string method;
-    (*method_map(h, name, &method))[method] = value;
+    (*method_map(p.engine, name, &method))[method] = value;
   }
 }
 
+Platform platform_for(const CalibrationSet& set, const SpecLibrary& specs, const std::string& hardware,
+                      const std::string& engine) {
+  const std::string hw = hardware.empty() ? set.hardware : hardware;
+  if (hw.empty())
+    throw Error("calibration set '" + set.source + "' names no hardware: give one (--hardware)");
+  Platform p;
+  p.hardware = specs.hardware(hw);
+  p.engine = specs.engine_for(engine.empty() ? set.engine : engine, p.hardware);
+  return p;
+}
+
 CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs) {
-  check_known_fields(j, {"hardware", "fit", "defaults", "rows"}, source);
+  check_known_fields(j, {"hardware", "engine", "fit", "defaults", "rows"}, source);
   CalibrationSet set;
   set.source = get_string_or(j, "source", source, source);
   set.hardware = get_string_or(j, "hardware", "", source);
+  set.engine = get_string_or(j, "engine", "", source);
   if (has_field(j, "fit")) {
     if (!j.at("fit").is_array()) throw Error(source + ": 'fit' must be a list of parameter names");
     for (const auto& p : j.at("fit")) {
@@ -238,21 +262,24 @@ CalibrationSet load_calibration_set(const std::filesystem::path& path, const Spe
   return parse_calibration_json(read_json_file(path), name, specs);
 }
 
-double predicted_step_s(const MeasuredConfig& row, const HardwareSpec& hw) {
+double predicted_step_s(const MeasuredConfig& row, const Platform& p) {
   Scenario s = row.scenario;
-  s.hardware = hw;
+  s.hardware = p.hardware;
+  s.engine = p.engine;
   return decode_step_cost(s, row.context, row.tokens_per_step).total_s();
 }
 
-CalibrationResult evaluate_calibration(const CalibrationSet& set, const HardwareSpec& hw) {
+CalibrationResult evaluate_calibration(const CalibrationSet& set, const Platform& p) {
   CalibrationResult r;
-  r.hardware = hw;
+  r.hardware = p.hardware;
+  r.engine = p.engine;
   double sq = 0;
   for (const auto& row : set.rows) {
     Scenario s = row.scenario;
-    s.hardware = hw;
+    s.hardware = p.hardware;
+    s.engine = p.engine;
     validate_scenario(s);
-    const double pred = predicted_step_s(row, hw);
+    const double pred = predicted_step_s(row, p);
     const double scale = row.given_as_tpot ? 1.0 / row.tokens_per_step : 1.0;
     CalibrationRowResult out{row.label, row.measured_step_s * scale, pred * scale, 0};
     out.relative_error = (out.predicted_s - out.measured_s) / out.measured_s;
@@ -264,15 +291,15 @@ CalibrationResult evaluate_calibration(const CalibrationSet& set, const Hardware
   return r;
 }
 
-CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start, std::vector<std::string> params) {
+CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params) {
   if (set.rows.empty()) throw Error("calibration: no measured configurations");
-  if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set) : set.fit;
-  HardwareSpec hw = start;
+  if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set, start.engine) : set.fit;
+  const Platform p0 = start;
   // Overheads that start at zero get a small positive start so the log transform can move them.
   std::vector<double> x0;
   for (const auto& p : params) {
-    double v = get_parameter(hw, p);
-    if (!transform_for(p).logistic && v <= 0) v = 1e-6;
+    double v = get_parameter(p0, p);
+    if (!transform_for(p).logistic && transform_for(p).offset == 0 && v <= 0) v = 1e-6;
     // An efficiency at (or near) 1, as a freshly measured spec has, sits where the logistic is
     // flat: the search could not move it. Start such terms at 0.9 instead.
     if (transform_for(p).logistic && v > 0.9) v = 0.9;
@@ -280,27 +307,28 @@ CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start
   }
   for (const auto& row : set.rows) {
     Scenario s = row.scenario;
-    s.hardware = hw;
+    s.hardware = p0.hardware;
+    s.engine = p0.engine;
     validate_scenario(s);
   }
   // Weak prior towards the starting values: identifiable terms move freely, others stay put.
   // Overheads are pulled far more weakly: their log starts wherever the spec's guess was.
   std::vector<double> pull;
   for (const auto& p : params) pull.push_back(transform_for(p).logistic ? 1e-4 : 1e-7);
-  auto apply = [&](const std::vector<double>& x, HardwareSpec& h) {
-    for (size_t i = 0; i < params.size(); ++i) set_parameter(h, params[i], transform_for(params[i]).from_x(x[i]));
+  auto apply = [&](const std::vector<double>& x, Platform& p) {
+    for (size_t i = 0; i < params.size(); ++i) set_parameter(p, params[i], transform_for(params[i]).from_x(x[i]));
   };
   auto objective = [&](const std::vector<double>& x) {
-    HardwareSpec h = hw;
-    apply(x, h);
+    Platform p = p0;
+    apply(x, p);
     double sum = 0;
-    for (const auto& row : set.rows) sum += std::pow(std::log(predicted_step_s(row, h) / row.measured_step_s), 2);
+    for (const auto& row : set.rows) sum += std::pow(std::log(predicted_step_s(row, p) / row.measured_step_s), 2);
     double prior = 0;
     for (size_t i = 0; i < x.size(); ++i) prior += pull[i] * (x[i] - x0[i]) * (x[i] - x0[i]);
     return sum / double(set.rows.size()) + prior;
   };
   const MinimizeResult m = nelder_mead(objective, x0, 0.7, 40000, 6);
-  HardwareSpec fitted = hw;
+  Platform fitted = p0;
   apply(m.x, fitted);
   CalibrationResult r = evaluate_calibration(set, fitted);
   r.parameters = params;

@@ -1,10 +1,10 @@
 #pragma once
-// Calibration: fit a hardware spec's efficiency and overhead terms to measured step timings and
-// report predicted vs measured per configuration. Only those terms move; shapes, peaks and
-// acceptance lengths are taken as given.
+// Calibration: fit a hardware spec's efficiency terms and an engine's overhead terms to measured
+// step timings and report predicted vs measured per configuration. Only those terms move;
+// shapes, peaks and acceptance lengths are taken as given.
 //
 // Measured timings come as JSON or CSV (format in docs/simulator.md):
-//   JSON {"hardware": name, "source": ..., "fit": [params]?, "defaults": {row fields},
+//   JSON {"hardware": name, "engine": name?, "source": ..., "fit": [params]?, "defaults": {row fields},
 //         "rows": [{"label"?, "model", "drafter"?, "method", "k"?, "batch"?, "prompt_len"?,
 //                   "output_len"?, "context"?, "tp"?, "dtype"?, "acceptance_length"?,
 //                   "step_ms" | "tpot_ms"}]}
@@ -28,25 +28,32 @@ struct MeasuredConfig {
   bool given_as_tpot = false; // the file gave TPOT; reports use TPOT then
 };
 
+// What a calibration moves: the device's terms and the engine's.
+struct Platform {
+  HardwareSpec hardware;
+  EngineSpec engine;
+};
+
 struct CalibrationSet {
   std::string source;
   std::string hardware;            // name or path from the file (may be empty for CSV)
+  std::string engine;              // name or path; empty = the hardware kind's default engine
   std::vector<std::string> fit;    // parameter names; empty = defaults for the data
   std::vector<MeasuredConfig> rows;
 };
 
-// Parameter names: "compute_efficiency", "memory_efficiency", "interconnect_efficiency",
-// "kernel_floor_s", "step_overhead_s", "comm_latency_s", "draft_step_overhead_s.<method>",
-// "spec_step_overhead_s.<method>".
-std::vector<std::string> default_fit_parameters(const CalibrationSet& set);
-double get_parameter(const HardwareSpec& h, const std::string& name);
-void set_parameter(HardwareSpec& h, const std::string& name, double value);
+// Parameter names. Hardware: "compute_efficiency", "memory_efficiency", "interconnect_efficiency",
+// "kernel_floor_s", "comm_latency_s", "overlap_exponent". Engine: "step_overhead_s",
+// "kernel_launch_s", "draft_step_overhead_s.<method>", "spec_step_overhead_s.<method>".
+std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine = {});
+double get_parameter(const Platform& p, const std::string& name);
+void set_parameter(Platform& p, const std::string& name, double value);
 
 CalibrationSet load_calibration_set(const std::filesystem::path& path, const SpecLibrary& specs);
 CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs);
 CalibrationSet parse_calibration_csv(const std::string& text, const std::string& source, const SpecLibrary& specs);
 
-double predicted_step_s(const MeasuredConfig& row, const HardwareSpec& hw);
+double predicted_step_s(const MeasuredConfig& row, const Platform& p);
 
 struct CalibrationRowResult {
   std::string label;
@@ -57,6 +64,7 @@ struct CalibrationRowResult {
 
 struct CalibrationResult {
   HardwareSpec hardware;  // with fitted terms
+  EngineSpec engine;      // with fitted terms
   std::vector<std::string> parameters;
   std::vector<double> before, after;  // parameter values
   std::vector<CalibrationRowResult> rows;
@@ -67,9 +75,11 @@ struct CalibrationResult {
 // Fits `params` (default_fit_parameters when empty) by minimising the mean squared log error of
 // the step times, with a weak pull towards the starting values so that terms the data cannot
 // separate stay where the spec put them.
-CalibrationResult calibrate(const CalibrationSet& set, const HardwareSpec& start,
-                            std::vector<std::string> params = {});
+CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params = {});
 // Predicted vs measured without fitting.
-CalibrationResult evaluate_calibration(const CalibrationSet& set, const HardwareSpec& hw);
+CalibrationResult evaluate_calibration(const CalibrationSet& set, const Platform& p);
+// The set's hardware and engine from the library (`hardware`/`engine` override the file's).
+Platform platform_for(const CalibrationSet& set, const SpecLibrary& specs, const std::string& hardware = "",
+                      const std::string& engine = "");
 
 }  // namespace specdec::sim

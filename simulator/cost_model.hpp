@@ -15,17 +15,28 @@ struct OpCost {
   Operator op;
   double time_s = 0;   // one run
   double total_s = 0;  // time_s × count
-  const char* bound = "";  // "compute", "memory", "floor", "comm", "host"
+  const char* bound = "";  // "compute", "memory", "floor", "launch", "comm", "host"
 };
 
 // The compute dtype used for a storage dtype on this hardware (e.g. fp32 weights on fp32 units;
 // int8/mxfp4 weights compute in bf16 unless the hardware lists them).
 std::string compute_dtype_for(const HardwareSpec& hw, const std::string& storage_dtype);
 
-OpCost cost_operator(const Operator& op, const HardwareSpec& hw, const std::string& compute_dtype);
+// `launch_floor_s`: the least time an operator takes because the host launches its kernels one by
+// one (an engine without CUDA graphs; EngineSpec::launch_floor_s), 0 otherwise.
+OpCost cost_operator(const Operator& op, const HardwareSpec& hw, const std::string& compute_dtype,
+                     double launch_floor_s = 0);
+// The same with the compute dtype's peak FLOP/s already looked up (hw.peak_flops(dtype)): the
+// cost model's inner loop, called for every operator of every scenario of a sweep.
+OpCost cost_operator_at_peak(const Operator& op, const HardwareSpec& hw, double peak_flops_per_s,
+                             double launch_floor_s = 0);
+// The time of one run of `op` alone (no OpCost built), and what bounds it when `bound` is given.
+double operator_time(const Operator& op, const HardwareSpec& hw, double peak_flops_per_s, double launch_floor_s,
+                     const char** bound = nullptr);
 // Costs every operator; sums into `total_s` when given.
 std::vector<OpCost> cost_operators(const std::vector<Operator>& ops, const HardwareSpec& hw,
-                                   const std::string& compute_dtype, double* total_s = nullptr);
+                                   const std::string& compute_dtype, double* total_s = nullptr,
+                                   double launch_floor_s = 0);
 
 // A host-side overhead entry (no FLOPs or bytes) for breakdowns.
 OpCost host_overhead(const char* name, const char* phase, double count, double seconds);

@@ -2,7 +2,6 @@
 
 #include "reference/core/error.hpp"
 #include "simulator/join.hpp"
-#include "simulator/method.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -19,52 +18,16 @@ double HardwareSpec::peak_flops(const std::string& compute_dtype) const {
   return it->second;
 }
 
-static double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
-  auto it = m.find(method);
-  if (it != m.end()) return it->second;
-  it = m.find("default");
-  return it == m.end() ? 0.0 : it->second;
-}
-
-double HardwareSpec::draft_step_overhead(const std::string& method) const {
-  return lookup_method(draft_step_overhead_s, method);
-}
-double HardwareSpec::spec_step_overhead(const std::string& method) const {
-  return lookup_method(spec_step_overhead_s, method);
-}
-
 double HardwareSpec::ridge_point(const std::string& compute_dtype) const {
   return peak_flops(compute_dtype) * compute_efficiency /
          (memory_bandwidth_bytes_per_s * memory_efficiency);
-}
-
-static std::map<std::string, double> parse_method_map(const nlohmann::json& j, const std::string& key,
-                                                      const std::string& source) {
-  std::map<std::string, double> out;
-  if (!has_field(j, key)) return out;
-  const auto& m = j.at(key);
-  const std::string where = source + ": field '" + key + "'";
-  if (m.is_number()) {
-    out["default"] = m.get<double>();
-  } else if (m.is_object()) {
-    for (const auto& [method, v] : m.items()) {
-      if (!v.is_number())
-        throw Error(source + ": field '" + key + "." + method + "' must be a number of seconds, got " + v.dump());
-      // Keys are method names (older spellings such as eagle1 are mapped onto the current ones).
-      out[method == "default" ? method : method_name(parse_method(method, where))] = v.get<double>();
-    }
-  } else {
-    throw Error(where + " must be a number of seconds or an object {method: seconds}");
-  }
-  for (const auto& [method, v] : out) require_positive(v, key + "." + method, source, true);
-  return out;
 }
 
 HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& source) {
   check_known_fields(j,
                      {"name", "kind", "memory_bytes", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
                       "interconnect_bandwidth_bytes_per_s", "devices_per_instance",
-                      "price_per_instance_hour", "efficiency", "overhead", "measured"},
+                      "price_per_instance_hour", "efficiency", "roofline", "overhead", "measured"},
                      source);
   HardwareSpec h;
   h.name = get_string(j, "name", source);
@@ -104,18 +67,31 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
         throw Error(source + ": efficiency." + name + " must be in (0, 1], got " + std::to_string(v));
     }
   }
+  if (has_field(j, "roofline")) {
+    const auto& r = j.at("roofline");
+    const std::string s = source + " (roofline)";
+    check_known_fields(r, {"gemm_tile_rows", "overlap_exponent"}, s);
+    h.gemm_tile_rows = get_int_or(r, "gemm_tile_rows", 1, s);
+    if (h.gemm_tile_rows < 1 || h.gemm_tile_rows > 4096)
+      throw Error(s + ": field 'gemm_tile_rows' must be in [1, 4096], got " + std::to_string(h.gemm_tile_rows));
+    h.overlap_exponent = get_number_or(r, "overlap_exponent", 0.0, s);
+    if (!(h.overlap_exponent == 0.0 || (h.overlap_exponent >= 1.0 && h.overlap_exponent <= 64.0)))
+      throw Error(s + ": field 'overlap_exponent' must be 0 (perfect overlap) or in [1, 64], got " +
+                  std::to_string(h.overlap_exponent));
+  }
   if (has_field(j, "overhead")) {
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
-    check_known_fields(o, {"kernel_floor_s", "step_s", "comm_latency_s", "draft_step_s", "spec_step_s"}, s);
+    for (const char* moved : {"step_s", "draft_step_s", "spec_step_s"})
+      if (has_field(o, moved))
+        throw Error(s + ": field '" + moved +
+                    "' is host time of the engine, not of the hardware: it belongs in an engine spec "
+                    "(simulator/specs/engines/*.json, chosen with --engine)");
+    check_known_fields(o, {"kernel_floor_s", "comm_latency_s"}, s);
     h.kernel_floor_s = get_number_or(o, "kernel_floor_s", 0.0, s);
-    h.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     h.comm_latency_s = get_number_or(o, "comm_latency_s", 0.0, s);
     require_positive(h.kernel_floor_s, "kernel_floor_s", s, true);
-    require_positive(h.step_overhead_s, "step_s", s, true);
     require_positive(h.comm_latency_s, "comm_latency_s", s, true);
-    h.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
-    h.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
   }
   return h;
 }
@@ -138,11 +114,8 @@ nlohmann::json hardware_spec_to_json(const HardwareSpec& h, const nlohmann::json
   j["efficiency"] = {{"compute", h.compute_efficiency},
                      {"memory", h.memory_efficiency},
                      {"interconnect", h.interconnect_efficiency}};
-  j["overhead"] = {{"kernel_floor_s", h.kernel_floor_s},
-                   {"step_s", h.step_overhead_s},
-                   {"comm_latency_s", h.comm_latency_s},
-                   {"draft_step_s", h.draft_step_overhead_s},
-                   {"spec_step_s", h.spec_step_overhead_s}};
+  j["roofline"] = {{"gemm_tile_rows", h.gemm_tile_rows}, {"overlap_exponent", h.overlap_exponent}};
+  j["overhead"] = {{"kernel_floor_s", h.kernel_floor_s}, {"comm_latency_s", h.comm_latency_s}};
   if (!sources.is_null()) j["sources"] = sources;
   return j;
 }

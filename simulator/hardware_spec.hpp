@@ -1,7 +1,8 @@
 #pragma once
 // A hardware device (one GPU, one NeuronCore, one CPU socket) as the cost model sees it: peak
 // rates, the fraction of them real kernels achieve, per-kernel and per-step overheads, and the
-// interconnect used for tensor parallelism. Loaded from simulator/specs/hardware/*.json.
+// interconnect used for tensor parallelism. What the software adds (host time per forward, kernel
+// launches) is the engine's: simulator/engine_spec.hpp. Loaded from simulator/specs/hardware/*.json.
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,17 +25,18 @@ struct HardwareSpec {
   double compute_efficiency = 0.7;
   double memory_efficiency = 0.8;
   double interconnect_efficiency = 0.7;
+  // Where the roofline bends. A matrix product's compute is priced for its rows rounded up to a
+  // multiple of gemm_tile_rows (the smallest tensor-core tile: a product of 5 rows costs what one
+  // of 64 does); and a kernel's compute and memory phases overlap only in part:
+  // t = (compute^n + memory^n)^(1/n) with n = overlap_exponent (0: perfect overlap, t = max).
+  int gemm_tile_rows = 1;
+  double overlap_exponent = 0;
   // Overheads, seconds (fitted by calibration).
-  double kernel_floor_s = 0;      // smallest time any kernel takes (launch + sync)
-  double step_overhead_s = 0;     // per target forward: scheduling, sampling, host work
+  // (Host and engine overheads belong to the engine: simulator/engine_spec.hpp.)
+  double kernel_floor_s = 0;      // smallest time any kernel takes on the device
   double comm_latency_s = 0;      // per collective (all-reduce / all-gather)
-  // Per-method engine overheads, keyed by method name ("eagle3", ...; "default" applies otherwise).
-  std::map<std::string, double> draft_step_overhead_s;  // per drafter forward
-  std::map<std::string, double> spec_step_overhead_s;   // per speculative iteration
 
   double peak_flops(const std::string& compute_dtype) const;  // throws if the dtype is absent
-  double draft_step_overhead(const std::string& method) const;
-  double spec_step_overhead(const std::string& method) const;
   double price_per_device_hour() const { return price_per_instance_hour / devices_per_instance; }
   // Arithmetic intensity (FLOP per byte) above which a kernel is compute bound.
   double ridge_point(const std::string& compute_dtype) const;

@@ -43,6 +43,7 @@ void append_linear(std::vector<Operator>& ops, const char* name, double in, doub
   op.phase = phase;
   op.count = count;
   op.flops = 2.0 * rows * in * out;
+  op.gemm_rows = rows;
   op.weight_bytes = in * out * p.weight_bytes;
   op.bytes = op.weight_bytes + rows * (in + out) * p.act_bytes;
   ops.push_back(op);
@@ -116,6 +117,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     ex.phase = phase;
     ex.count = layers;
     ex.flops = 2.0 * rows * k * 3.0 * H * Ie;
+    ex.gemm_rows = rows * k / touched;  // tokens per touched expert, on average
     ex.weight_bytes = touched * 3.0 * H * Ie * eb;
     ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
     ops.push_back(ex);
@@ -150,6 +152,7 @@ void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const For
 
 std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase) {
   std::vector<Operator> ops;
+  ops.reserve(24);  // a forward has ~20 operators: one allocation instead of several
   append_embedding(ops, m.hidden_size, p, phase);
   append_decoder_layers(ops, m, m.num_layers, m.hidden_size, p, phase);
   append_lm_head(ops, m.hidden_size, m.vocab_size, p, phase);

@@ -19,6 +19,8 @@ struct Operator {
   double weight_bytes = 0;  // part of bytes
   double kv_bytes = 0;      // part of bytes
   double comm_bytes = 0;    // collectives: bytes each device sends (ring factor included)
+  double gemm_rows = 0;     // matrix products: rows of the activation operand per weight matrix
+                            // (tensor-core tiles round it up); 0 = not a matrix product
   bool collective = false;
 };
 

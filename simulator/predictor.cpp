@@ -22,20 +22,39 @@ ForwardParams base_params(const Scenario& s) {
   return p;
 }
 
+// Sums operator costs into a step; keeps the per-operator list only for breakdowns (a sweep's
+// millions of scenarios need the sums alone).
 struct Accumulator {
   const Scenario& s;
-  std::string compute_dtype;
+  bool keep_ops;
+  double peak_flops;  // of the compute dtype
+  double launch;      // the engine's per-operator launch floor
   StepCost step;
+  Accumulator(const Scenario& sc, bool keep)
+      : s(sc), keep_ops(keep), peak_flops(sc.hardware.peak_flops(compute_dtype_for(sc.hardware, storage_dtype(sc)))),
+        launch(sc.engine.launch_floor_s()) {
+    if (keep_ops) step.ops.reserve(64);
+  }
   void add(const std::vector<Operator>& ops, double* bucket) {
+    const bool target = bucket == &step.verify_s;
     for (const auto& op : ops) {
-      step.ops.push_back(cost_operator(op, s.hardware, compute_dtype));
-      *bucket += step.ops.back().total_s;
+      if (target) {
+        step.verify_flops += op.flops * op.count;
+        step.verify_bytes += op.bytes * op.count;
+      }
+      if (keep_ops) {
+        step.ops.push_back(cost_operator_at_peak(op, s.hardware, peak_flops, launch));
+        *bucket += step.ops.back().total_s;
+      } else {
+        *bucket += operator_time(op, s.hardware, peak_flops, launch) * op.count;
+      }
     }
   }
   void overhead(const char* name, const char* phase, double count, double seconds) {
     if (count <= 0 || seconds <= 0) return;
-    step.ops.push_back(host_overhead(name, phase, count, seconds));
-    step.overhead_s += step.ops.back().total_s;
+    OpCost c = host_overhead(name, phase, count, seconds);
+    step.overhead_s += c.total_s;
+    if (keep_ops) step.ops.push_back(std::move(c));
   }
 };
 
@@ -44,6 +63,7 @@ struct Accumulator {
 std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, double tokens, double fc_rows,
                                    double logit_rows, const char* phase) {
   std::vector<Operator> ops;
+  ops.reserve(24);
   ForwardParams p = base;
   p.tokens = tokens;
   p.logit_rows = logit_rows;
@@ -69,6 +89,14 @@ void validate_scenario(const Scenario& s) {
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
+  if (!s.engine.runs(m)) {
+    std::string runs;
+    for (Method r : s.engine.methods) runs += (runs.empty() ? "" : ", ") + method_name(r);
+    throw Error("engine '" + s.engine.name + "' does not run method " + method_name(m) + " (it runs: " + runs + ")");
+  }
+  if (s.plan.tree && !s.engine.trees)
+    throw Error("engine '" + s.engine.name + "' verifies draft chains only, not trees: choose an engine with tree "
+                "verification (e.g. --engine sglang or tensorrt-llm) or a chain (--k)");
   if (!s.drafter) throw Error("method " + method_name(m) + " needs a drafter (--drafter)");
   if (s.drafter->method != m)
     throw Error("drafter '" + s.drafter->name + "' is a " + method_name(s.drafter->method) + " drafter, not " +
@@ -101,16 +129,18 @@ void validate_scenario(const Scenario& s) {
     throw Error("draft model and target vocabularies differ");
 }
 
-StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step) {
-  Accumulator acc{s, compute_dtype_for(s.hardware, storage_dtype(s)), {}};
+// One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
+// the scenario).
+static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double context, double tokens_per_step,
+                          bool keep_ops = true) {
+  Accumulator acc(s, keep_ops);
   ForwardParams base = base_params(s);
   base.context = context;
-  const Method m = s.plan.method;
-  const HardwareSpec& hw = s.hardware;
+  const Method m = plan.method;
 
   // Target forward: one token (sequential) or the whole draft (verification).
   double verify_tokens = 1;
-  if (m != Method::sequential) verify_tokens = s.plan.tree ? s.plan.tree->num_nodes() + 1.0 : s.plan.k + 1.0;
+  if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->num_nodes() + 1.0 : plan.k + 1.0;
   {
     ForwardParams p = base;
     p.tokens = verify_tokens;
@@ -118,7 +148,7 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
     acc.add(model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify"), &acc.step.verify_s);
   }
   acc.step.verify_tokens = verify_tokens;
-  acc.overhead("step_overhead", "overhead", 1, hw.step_overhead_s);
+  acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   if (m == Method::sequential) return acc.step;
 
   const Drafter& d = *s.drafter;
@@ -128,14 +158,14 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
   std::vector<double> level_tokens;
   const double catch_up = m == Method::draft_model ? 1.0 : tokens_per_step;
   if (m == Method::peagle) {
-    level_tokens = {catch_up + s.plan.k - 1.0};
-  } else if (s.plan.tree) {
-    const TreeShape& t = *s.plan.tree;
+    level_tokens = {catch_up + plan.k - 1.0};
+  } else if (plan.tree) {
+    const TreeShape& t = *plan.tree;
     level_tokens.push_back(catch_up);
     for (int depth = 1; depth < t.max_depth(); ++depth) level_tokens.push_back(t.nodes_at_depth(depth));
   } else {
     level_tokens.push_back(catch_up);
-    for (int i = 1; i < s.plan.k; ++i) level_tokens.push_back(1.0);
+    for (int i = 1; i < plan.k; ++i) level_tokens.push_back(1.0);
   }
   for (size_t step = 0; step < level_tokens.size(); ++step) {
     const double tokens = level_tokens[step];
@@ -145,7 +175,7 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
       p.logit_rows = tokens;
       acc.add(model_forward_ops(d.shape, p, "draft"), &acc.step.draft_s);
     } else if (m == Method::peagle) {
-      acc.add(head_forward(d, base, tokens, catch_up, s.plan.k, "draft"), &acc.step.draft_s);
+      acc.add(head_forward(d, base, tokens, catch_up, plan.k, "draft"), &acc.step.draft_s);
     } else {
       // EAGLE-1 applies fc at every step; EAGLE-3 only to the fused target features of step 1.
       const double fc_rows = (m == Method::eagle1 || step == 0) ? tokens : 0.0;
@@ -153,19 +183,23 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
     }
   }
   acc.step.draft_forwards = int(level_tokens.size());
-  acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, hw.draft_step_overhead(mname));
-  acc.overhead("spec_step_overhead", "overhead", 1, hw.spec_step_overhead(mname));
+  acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, s.engine.draft_step_overhead(mname));
+  acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
   return acc.step;
 }
 
-StepCost prefill_cost(const Scenario& s) {
-  Accumulator acc{s, compute_dtype_for(s.hardware, storage_dtype(s)), {}};
+StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step) {
+  return step_cost(s, s.plan, context, tokens_per_step);
+}
+
+static StepCost prefill_step(const Scenario& s, bool keep_ops) {
+  Accumulator acc(s, keep_ops);
   ForwardParams p = base_params(s);
   p.batch = 1;
   p.tokens = s.workload.prompt_len;
   p.logit_rows = 1;
   acc.add(model_forward_ops(s.target, p, "prefill"), &acc.step.verify_s);
-  acc.overhead("step_overhead", "overhead", 1, s.hardware.step_overhead_s);
+  acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   if (s.plan.method != Method::sequential && s.drafter) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model)
@@ -177,7 +211,9 @@ StepCost prefill_cost(const Scenario& s) {
   return acc.step;
 }
 
-Prediction predict(const Scenario& s) {
+StepCost prefill_cost(const Scenario& s) { return prefill_step(s, true); }
+
+Prediction predict(const Scenario& s, bool breakdown) {
   validate_scenario(s);
   Prediction r;
   r.method = s.plan.method;
@@ -194,15 +230,14 @@ Prediction predict(const Scenario& s) {
   } else {
     r.tokens_per_step = s.acceptance->expected_tokens(s.plan.k);
   }
-  r.step = decode_step_cost(s, context, r.tokens_per_step);
+  r.step = step_cost(s, s.plan, context, r.tokens_per_step, breakdown);
   r.tpot_s = r.step.total_s() / r.tokens_per_step;
 
-  Scenario seq = s;
-  seq.plan = DraftPlan{};
-  r.sequential_tpot_s = s.plan.method == Method::sequential ? r.tpot_s : decode_step_cost(seq, context, 1.0).total_s();
+  r.sequential_tpot_s =
+      s.plan.method == Method::sequential ? r.tpot_s : step_cost(s, DraftPlan{}, context, 1.0, false).total_s();
   r.speedup = r.sequential_tpot_s / r.tpot_s;
   r.throughput_tokens_per_s = s.workload.batch / r.tpot_s;
-  r.ttft_s = prefill_cost(s).total_s();
+  r.ttft_s = prefill_step(s, false).total_s();
 
   // Memory per device: weights split by tp (KV heads replicated when tp > nkv).
   const double wb = dtype_bytes(storage_dtype(s));
@@ -233,13 +268,7 @@ Prediction predict(const Scenario& s) {
                           s.target.num_layers * kv_heads_per_device * s.target.head_dim * kvb;
   r.fits_memory = r.weight_bytes_per_device + r.kv_bytes_per_device <= s.hardware.memory_bytes;
 
-  double flops = 0, bytes = 0;
-  for (const auto& c : r.step.ops)
-    if (std::string(c.op.phase) == "verify" || std::string(c.op.phase) == "decode") {
-      flops += c.op.flops * c.op.count;
-      bytes += c.op.bytes * c.op.count;
-    }
-  r.verify_intensity = bytes > 0 ? flops / bytes : 0;
+  r.verify_intensity = r.step.verify_bytes > 0 ? r.step.verify_flops / r.step.verify_bytes : 0;
   r.ridge_point = s.hardware.ridge_point(compute_dtype_for(s.hardware, storage_dtype(s)));
   return r;
 }

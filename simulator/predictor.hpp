@@ -1,5 +1,5 @@
 #pragma once
-// The simulator's pure function: (target shape, drafter, hardware, workload, method
+// The simulator's pure function: (target shape, drafter, hardware, engine, workload, method
 // configuration, acceptance model) -> TTFT, TPOT, throughput, speedup, AL and a per-operator
 // breakdown of one decoding step.
 #include <optional>
@@ -9,6 +9,7 @@
 #include "simulator/acceptance.hpp"
 #include "simulator/cost_model.hpp"
 #include "simulator/drafter_spec.hpp"
+#include "simulator/engine_spec.hpp"
 #include "simulator/hardware_spec.hpp"
 #include "simulator/method.hpp"
 #include "simulator/model_shape.hpp"
@@ -34,6 +35,7 @@ struct Scenario {
   ModelShape target;
   std::optional<Drafter> drafter;  // required unless sequential
   HardwareSpec hardware;
+  EngineSpec engine;               // default: "ideal" (no host overheads)
   Workload workload;
   DraftPlan plan;
   AcceptancePtr acceptance;        // required unless sequential or measured_tokens_per_step is set
@@ -50,6 +52,7 @@ struct StepCost {
   double overhead_s = 0;  // host/engine overheads
   int draft_forwards = 0;
   double verify_tokens = 1;  // tokens per sequence in the target forward
+  double verify_flops = 0, verify_bytes = 0;  // of the target forward, per device
   double total_s() const { return draft_s + verify_s + overhead_s; }
 };
 
@@ -72,7 +75,8 @@ struct Prediction {
 };
 
 // Checks the scenario (K ≥ 1 for speculative methods, tp within the instance, drafter present,
-// P-EAGLE depth within its trained depth, ...); throws specdec::Error on the first problem.
+// P-EAGLE depth within its trained depth, the engine runs the method (and trees), ...); throws
+// specdec::Error on the first problem.
 void validate_scenario(const Scenario& s);
 
 // Cost of one decoding step at `context` cached tokens, with `tokens_per_step` the expected AL
@@ -81,6 +85,7 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
 // Prefill of one prompt (target and, for speculative methods, the drafter).
 StepCost prefill_cost(const Scenario& s);
 
-Prediction predict(const Scenario& s);
+// `breakdown`: keep the per-operator list in Prediction::step.ops (a sweep needs the sums only).
+Prediction predict(const Scenario& s, bool breakdown = true);
 
 }  // namespace specdec::sim

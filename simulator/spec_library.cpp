@@ -49,6 +49,14 @@ HardwareSpec SpecLibrary::hardware(const std::string& name_or_path) const {
   return load_hardware_spec(find("hardware", name_or_path));
 }
 
+EngineSpec SpecLibrary::engine(const std::string& name_or_path) const {
+  return load_engine_spec(find("engines", name_or_path));
+}
+
+EngineSpec SpecLibrary::engine_for(const std::string& name, const HardwareSpec& hw) const {
+  return engine(name.empty() ? default_engine_for(hw.kind) : name);
+}
+
 ModelShape SpecLibrary::model(const std::string& name_or_path) const {
   const auto path = find("models", name_or_path);
   ModelShape m = load_model_shape(path);

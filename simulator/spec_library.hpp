@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "simulator/drafter_spec.hpp"
+#include "simulator/engine_spec.hpp"
 #include "simulator/hardware_spec.hpp"
 #include "simulator/model_shape.hpp"
 
@@ -19,12 +20,15 @@ class SpecLibrary {
   static std::filesystem::path bundled_dir();
 
   HardwareSpec hardware(const std::string& name_or_path) const;
+  EngineSpec engine(const std::string& name_or_path) const;
+  // The named engine, or the hardware kind's default (default_engine_for) when `name` is empty.
+  EngineSpec engine_for(const std::string& name, const HardwareSpec& hw) const;
   ModelShape model(const std::string& name_or_path) const;
   DrafterSpec drafter_spec(const std::string& name_or_path) const;
   // Resolves a drafter for a target (reads a draft LM's model spec when needed).
   Drafter drafter(const std::string& name_or_path, const ModelShape& target) const;
 
-  // Names available for a kind ("hardware", "models", "drafters"), sorted.
+  // Names available for a kind ("hardware", "engines", "models", "drafters"), sorted.
   std::vector<std::string> names(const std::string& kind) const;
   // Path of a spec; throws listing what exists when there is none.
   std::filesystem::path find(const std::string& kind, const std::string& name_or_path) const;

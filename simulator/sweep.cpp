@@ -50,12 +50,17 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
     }
   }
   std::vector<HardwareSpec> hws;
-  for (const auto& h : spec.hardware) hws.push_back(specs.hardware(h));
+  std::vector<EngineSpec> engines;  // one per hardware: the named engine or the kind's default
+  for (const auto& h : spec.hardware) {
+    hws.push_back(specs.hardware(h));
+    engines.push_back(specs.engine_for(spec.engine, hws.back()));
+  }
   std::vector<ModelShape> models;
   for (const auto& m : spec.models) models.push_back(specs.model(m));
 
   SweepSummary sum;
-  for (const auto& hw : hws) {
+  for (size_t hi = 0; hi < hws.size(); ++hi) {
+    const HardwareSpec& hw = hws[hi];
     for (const auto& model : models) {
       // Resolve each drafter against this model once.
       std::vector<std::optional<Drafter>> drafters;
@@ -80,6 +85,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
               Scenario s;
               s.target = model;
               s.hardware = hw;
+              s.engine = engines[hi];
               s.workload = {batch, prompt, output, tp, spec.dtype};
               if (tp > hw.devices_per_instance) {
                 skip(sum, "tp " + std::to_string(tp) + " exceeds the " + std::to_string(hw.devices_per_instance) +
@@ -92,6 +98,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
                   for (size_t ai = 0; ai < (seq ? 1 : accs.size()); ++ai) {
                     SweepRow row;
                     row.hardware = hw.name;
+                    row.engine = s.engine.name;
                     row.model = model.name;
                     row.drafter = drafter_names[di];
                     row.batch = batch;
@@ -106,12 +113,11 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
                     row.k = s.plan.k;
                     row.alpha = seq ? 0 : alphas[ai];
                     try {
-                      row.prediction = predict(s);
+                      row.prediction = predict(s, /*breakdown=*/false);
                     } catch (const Error& e) {
                       skip(sum, e.what());
                       continue;
                     }
-                    row.prediction.step.ops.clear();  // rows keep the summary only
                     ++sum.scenarios;
                     emit(row);
                   }
@@ -123,7 +129,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
 }
 
 std::vector<std::string> sweep_columns() {
-  return {"hardware", "model", "drafter", "method", "k", "batch", "tp", "prompt_len", "output_len", "alpha",
+  return {"hardware", "engine", "model", "drafter", "method", "k", "batch", "tp", "prompt_len", "output_len", "alpha",
           "tokens_per_step", "tpot_ms", "ttft_ms", "throughput_tokens_per_s", "speedup", "sequential_tpot_ms",
           "draft_ms", "verify_ms", "overhead_ms", "fits_memory"};
 }
@@ -146,7 +152,7 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
   out << "\n";
   out.precision(9);
   for (const auto& r : rows) {
-    out << r.hardware << "," << r.model << "," << r.drafter << "," << r.method;
+    out << r.hardware << "," << r.engine << "," << r.model << "," << r.drafter << "," << r.method;
     for (double v : numeric_values(r)) out << "," << v;
     out << "\n";
   }
@@ -181,18 +187,20 @@ void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<Sweep
     H5Sclose(space);
     H5Tclose(type);
   };
-  std::vector<std::vector<std::string>> strs(4, std::vector<std::string>(n));
-  std::vector<std::vector<double>> nums(cols.size() - 4, std::vector<double>(n));
+  constexpr size_t kStrings = 5;  // hardware, engine, model, drafter, method
+  std::vector<std::vector<std::string>> strs(kStrings, std::vector<std::string>(n));
+  std::vector<std::vector<double>> nums(cols.size() - kStrings, std::vector<double>(n));
   for (size_t i = 0; i < n; ++i) {
     strs[0][i] = rows[i].hardware;
-    strs[1][i] = rows[i].model;
-    strs[2][i] = rows[i].drafter;
-    strs[3][i] = rows[i].method;
+    strs[1][i] = rows[i].engine;
+    strs[2][i] = rows[i].model;
+    strs[3][i] = rows[i].drafter;
+    strs[4][i] = rows[i].method;
     const auto v = numeric_values(rows[i]);
     for (size_t c = 0; c < v.size(); ++c) nums[c][i] = v[c];
   }
-  for (size_t c = 0; c < 4; ++c) write_strings(cols[c], strs[c]);
-  for (size_t c = 4; c < cols.size(); ++c) write_doubles(cols[c], nums[c - 4]);
+  for (size_t c = 0; c < kStrings; ++c) write_strings(cols[c], strs[c]);
+  for (size_t c = kStrings; c < cols.size(); ++c) write_doubles(cols[c], nums[c - kStrings]);
   ok = H5Fclose(file) >= 0 && ok;
   if (!ok) throw Error("writing HDF5 sweep results to '" + path.string() + "' failed");
   });

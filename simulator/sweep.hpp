@@ -1,5 +1,5 @@
 #pragma once
-// Sweeps: the Cartesian product of hardware × model × drafter × K × batch × TP × acceptance ×
+// Sweeps: the Cartesian product of hardware (with its engine) × model × drafter × K × batch × TP × acceptance ×
 // prompt/output lengths, predicted and written as CSV or HDF5 (one 1-D dataset per column).
 #include <filesystem>
 #include <functional>
@@ -23,10 +23,11 @@ struct SweepSpec {
   std::vector<double> alphas = {0.8};  // i.i.d. acceptance; ignored when `acceptance` is set
   AcceptancePtr acceptance;            // one fixed acceptance model instead of alphas
   std::string dtype;                   // empty = each model's
+  std::string engine;                  // engine name/path for every hardware; empty = each kind's default
 };
 
 struct SweepRow {
-  std::string hardware, model, drafter, method;
+  std::string hardware, engine, model, drafter, method;
   int k = 0, batch = 1, tp = 1, prompt_len = 0, output_len = 0;
   double alpha = 0;  // NaN-free: 0 when a fixed acceptance model was used
   Prediction prediction;

@@ -122,6 +122,7 @@ CalibrationSet calibration_set_from_traces(const std::vector<std::filesystem::pa
   if (paths.empty()) throw Error("calibration from traces: no trace files given");
   CalibrationSet set;
   set.source = paths.size() == 1 ? paths[0].filename().string() : std::to_string(paths.size()) + " recorded traces";
+  set.engine = "specdec-cpu";  // traces are recorded by this project's backends
   for (const auto& p : paths) {
     const std::string label = p.stem().string();
     std::optional<MeasuredConfig> row;

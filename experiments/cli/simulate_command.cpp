@@ -227,7 +227,7 @@ void print_breakdown(std::ostream& out, const Prediction& p) {
 }
 
 void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p) {
-  out << "target " << s.target.name << " on " << s.hardware.name << " (tp " << s.workload.tp << ", batch "
+  out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp << ", batch "
       << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
   out << "method " << method_name(p.method);
   if (s.drafter) out << " with " << s.drafter->name;
@@ -255,10 +255,11 @@ int usage(std::ostream& out, const po::options_description& desc) {
   out << "usage: specdec simulate --model M --hardware H [--drafter D --k K --alpha A] [options]\n"
          "       specdec simulate --sweep OUT.{csv,h5} --model M1,M2 --hardware H1,H2 --drafter none,D1 --k 1-8 ...\n"
          "       specdec simulate --measure-cpu OUT.json\n"
-         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--output FITTED.json]\n"
+         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--engine E] [--output FITTED.json]\n"
+         "                        [--engine-output FITTED_ENGINE.json]\n"
          "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n\n"
          "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
-         "P-EAGLE decoding from model, drafter and hardware specs (simulator/specs; any HF config.json\n"
+         "P-EAGLE decoding from model, drafter, hardware and engine specs (simulator/specs; any HF config.json\n"
          "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
       << desc << "\n";
   return 0;
@@ -309,14 +310,16 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
   if (hw_name.empty())
     throw Error(traces ? "--calibrate-traces needs --hardware (a spec name or a hardware JSON, e.g. from --measure-cpu)"
                        : path + ": no hardware named in the file; give --hardware");
-  const HardwareSpec hw = specs.hardware(hw_name);
+  const Platform start = platform_for(set, specs, hw_name, vm.count("engine") ? vm["engine"].as<std::string>() : "");
+  const HardwareSpec& hw = start.hardware;
   std::vector<std::string> params;
   if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
-  const CalibrationResult before = evaluate_calibration(set, hw);
-  const CalibrationResult r = calibrate(set, hw, params);
+  const CalibrationResult before = evaluate_calibration(set, start);
+  const CalibrationResult r = calibrate(set, start, params);
   if (vm.count("json")) {
     nlohmann::json j;
     j["hardware"] = hardware_spec_to_json(r.hardware);
+    j["engine"] = engine_spec_to_json(r.engine);
     for (size_t i = 0; i < r.parameters.size(); ++i)
       j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
     for (size_t i = 0; i < r.rows.size(); ++i) {
@@ -333,7 +336,8 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     j["max_abs_relative_error"] = r.max_abs_error;
     io.out << j.dump(2) << "\n";
   } else {
-    io.out << "calibration of " << hw.name << " on " << set.rows.size() << " measured configurations (" << set.source << ")\n\n";
+    io.out << "calibration of " << hw.name << " with engine " << start.engine.name << " on " << set.rows.size()
+           << " measured configurations (" << set.source << ")\n\n";
     io.out << std::left << std::setw(36) << "parameter" << std::right << std::setw(14) << "before" << std::setw(14) << "after\n";
     for (size_t i = 0; i < r.parameters.size(); ++i)
       io.out << std::left << std::setw(36) << r.parameters[i] << std::right << std::setw(14) << std::setprecision(4)
@@ -347,11 +351,16 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     io.out << "\nlargest error " << fmt(100 * r.max_abs_error, 1) << "% (before fitting " << fmt(100 * before.max_abs_error, 1)
            << "%); times are TPOT where the file gave TPOT, else step times\n";
   }
+  const std::string fitted = "fitted by specdec simulate --calibrate to " + set.source;
   if (vm.count("output")) {
-    nlohmann::json sources = {{"efficiency", "fitted by specdec simulate --calibrate to " + set.source},
-                              {"overhead", "fitted by specdec simulate --calibrate to " + set.source}};
+    nlohmann::json sources = {{"efficiency", fitted}, {"roofline", fitted}, {"overhead", fitted}};
     specdec::write_file_atomically(vm["output"].as<std::string>(), hardware_spec_to_json(r.hardware, sources).dump(2) + "\n");
     if (!vm.count("json")) io.out << "wrote " << vm["output"].as<std::string>() << "\n";
+  }
+  if (vm.count("engine-output")) {
+    const nlohmann::json sources = {{"overhead", fitted}, {"kernels", fitted}};
+    specdec::write_file_atomically(vm["engine-output"].as<std::string>(), engine_spec_to_json(r.engine, sources).dump(2) + "\n");
+    if (!vm.count("json")) io.out << "wrote " << vm["engine-output"].as<std::string>() << "\n";
   }
   return 0;
 }
@@ -374,6 +383,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace"})
     if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
   if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
+  if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
   std::vector<SweepRow> rows;
   const auto t0 = std::chrono::steady_clock::now();
   const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
@@ -383,7 +393,9 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
     write_sweep_csv(io.out, rows);
   } else {
     write_sweep(out_path, rows);
-    io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s; wrote " << out_path << "\n";
+    // The rate is of the predictions alone (one thread), without writing the file.
+    io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s ("
+           << fmt(sum.scenarios / std::max(secs, 1e-9), 0) << " per second, one thread); wrote " << out_path << "\n";
   }
   if (sum.skipped) {
     io.err << "skipped " << sum.skipped << " invalid combinations, e.g.:\n";
@@ -401,6 +413,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("help,h", "print this help")
     ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
+    ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
     ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter)")
     ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
@@ -436,7 +449,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("calibrate-traces", po::value<std::string>(), "like --calibrate, from recorded traces T1.h5,T2.h5,... (timed steps; needs --hardware)")
     ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
     ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
-    ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, models/, drafters/ (repeatable)")
+    ("engine-output", po::value<std::string>(), "--calibrate: write the calibrated engine spec here")
+    ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, engines/, models/, drafters/ (repeatable)")
     ("list", "list the available specs");
   // clang-format on
   po::variables_map vm;
@@ -457,7 +471,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   const SpecLibrary specs(dirs);
 
   if (vm.count("list")) {
-    for (const char* kind : {"hardware", "models", "drafters"}) {
+    for (const char* kind : {"hardware", "engines", "models", "drafters"}) {
       io.out << kind << ":";
       for (const auto& n : specs.names(kind)) io.out << " " << n;
       io.out << "\n";
@@ -473,6 +487,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   Scenario s;
   s.target = specs.model(vm["model"].as<std::string>());
   s.hardware = specs.hardware(vm["hardware"].as<std::string>());
+  s.engine = specs.engine_for(vm.count("engine") ? vm["engine"].as<std::string>() : "", s.hardware);
   s.workload.batch = parse_int(vm["batch"].as<std::string>(), "batch");
   s.workload.tp = parse_int(vm["tp"].as<std::string>(), "tp");
   s.workload.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
@@ -584,6 +599,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   if (vm.count("json")) {
     out["scenario"] = {{"model", s.target.name},
                        {"hardware", s.hardware.name},
+                       {"engine", s.engine.name},
                        {"drafter", s.drafter ? s.drafter->name : "none"},
                        {"batch", s.workload.batch},
                        {"tp", s.workload.tp},

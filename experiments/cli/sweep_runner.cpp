@@ -78,6 +78,7 @@ json predict_run(const sweep::SweepSpec& spec, const sim::SpecLibrary& lib, cons
   sim::Scenario s;
   s.target = lib.model(spec.predict.model);
   s.hardware = lib.hardware(spec.predict.hardware);
+  s.engine = lib.engine_for(spec.predict.engine, s.hardware);
   s.workload.batch = spec.predict.batch;
   s.workload.prompt_len = prompt_tokens;
   s.workload.output_len = std::max(1, generated);
@@ -96,7 +97,7 @@ json predict_run(const sweep::SweepSpec& spec, const sim::SpecLibrary& lib, cons
     }
   }
   const sim::Prediction p = sim::predict(s);
-  return {{"hardware", s.hardware.name}, {"model", s.target.name}, {"speedup", p.speedup},
+  return {{"hardware", s.hardware.name}, {"engine", s.engine.name}, {"model", s.target.name}, {"speedup", p.speedup},
           {"tokens_per_step", p.tokens_per_step}, {"tpot_ms", p.tpot_s * 1e3}};
 }
 

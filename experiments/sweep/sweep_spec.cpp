@@ -278,13 +278,14 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
       throw Error(where + ": expected {\"hardware\": SPEC, \"model\": SPEC, \"drafters\": {method: SPEC}}");
     }
     for (const auto& [key, _] : p.items()) {
-      if (key != "hardware" && key != "model" && key != "drafters" && key != "batch") {
-        throw Error(where + ": unknown field '" + key + "'; known: hardware, model, drafters, batch");
+      if (key != "hardware" && key != "model" && key != "engine" && key != "drafters" && key != "batch") {
+        throw Error(where + ": unknown field '" + key + "'; known: hardware, model, engine, drafters, batch");
       }
     }
     s.predict_enabled = true;
     s.predict.hardware = as_string(p["hardware"], where + ".hardware");
     s.predict.model = as_string(p["model"], where + ".model");
+    if (p.contains("engine")) s.predict.engine = as_string(p["engine"], where + ".engine");
     if (p.contains("batch")) s.predict.batch = as_int(p["batch"], where + ".batch");
     if (s.predict.batch < 1) throw Error(where + ".batch must be >= 1");
     const json drafter_specs = p.value("drafters", json::object());

@@ -33,10 +33,11 @@ struct Cell {
   std::string label() const;
 };
 
-// The simulator setting a sweep re-costs its runs with: a hardware and a target model spec, and
-// per method the drafter spec (names or paths, as `specdec simulate` takes them).
+// The simulator setting a sweep re-costs its runs with: a hardware and a target model spec, an
+// engine spec (empty: the hardware kind's default), and per method the drafter spec (names or
+// paths, as `specdec simulate` takes them).
 struct PredictSpec {
-  std::string hardware, model;
+  std::string hardware, model, engine;
   nlohmann::json drafters = nlohmann::json::object();  // method -> drafter spec
   int batch = 1;
 };

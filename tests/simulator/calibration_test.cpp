@@ -2,6 +2,7 @@
 // method, synthetic data recovers the terms that made it, and bad files fail clearly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -23,7 +24,8 @@ TEST(Calibration, VllmIssue20780H100) {
   SpecLibrary lib;
   const CalibrationSet set = load_calibration_set(calibration_file("vllm_issue_20780_h100.json"), lib);
   ASSERT_EQ(set.rows.size(), 13u);
-  const HardwareSpec start = lib.hardware(set.hardware);
+  const Platform start = platform_for(set, lib);
+  EXPECT_EQ(start.engine.name, "vllm");
   const CalibrationResult r = calibrate(set, start);
   for (const auto& row : r.rows) EXPECT_LT(std::fabs(row.relative_error), 0.10) << row.label << " " << row.predicted_s;
   std::map<std::string, std::pair<double, int>> best_measured, best_predicted;
@@ -44,7 +46,7 @@ TEST(Calibration, VllmIssue20780H100) {
   // Fitted terms stay physical.
   EXPECT_GT(r.hardware.memory_efficiency, 0.3);
   EXPECT_LE(r.hardware.memory_efficiency, 1.0);
-  EXPECT_GE(r.hardware.step_overhead_s, 0.0);
+  EXPECT_GE(r.engine.step_overhead_s, 0.0);
 }
 
 // AWS Trainium (trn1.32xlarge, TP 32) median per-token latencies of four Llama models.
@@ -52,17 +54,20 @@ TEST(Calibration, AwsTrainiumPerTokenLatency) {
   SpecLibrary lib;
   const CalibrationSet set = load_calibration_set(calibration_file("aws_trainium_trn1.json"), lib);
   ASSERT_EQ(set.rows.size(), 4u);
-  const CalibrationResult r = calibrate(set, lib.hardware(set.hardware));
+  const Platform start = platform_for(set, lib);
+  EXPECT_EQ(start.engine.name, "transformers-neuronx");
+  const CalibrationResult r = calibrate(set, start);
   for (const auto& row : r.rows) EXPECT_LT(std::fabs(row.relative_error), 0.10) << row.label << " " << row.predicted_s;
 }
 
 // Step times generated from known terms are fitted back (model and drafter shapes fixed).
 TEST(Calibration, RecoversKnownTermsFromSyntheticData) {
   SpecLibrary lib;
-  HardwareSpec truth = lib.hardware("a100-80gb-sxm");
-  truth.memory_efficiency = 0.62;
-  truth.step_overhead_s = 2.5e-3;
-  truth.draft_step_overhead_s["eagle3"] = 0.4e-3;
+  const Platform start{lib.hardware("a100-80gb-sxm"), lib.engine("vllm")};
+  Platform truth = start;
+  truth.hardware.memory_efficiency = 0.62;
+  truth.engine.step_overhead_s = 2.5e-3;
+  truth.engine.draft_step_overhead_s["eagle3"] = 0.4e-3;
   nlohmann::json j = {{"hardware", "a100-80gb-sxm"},
                       {"defaults", {{"model", "llama-3.1-8b"}, {"prompt_len", 256}, {"output_len", 128}}},
                       {"rows", nlohmann::json::array()}};
@@ -74,13 +79,33 @@ TEST(Calibration, RecoversKnownTermsFromSyntheticData) {
                          {"step_ms", 1.0}});
   CalibrationSet set = parse_calibration_json(j, "synthetic", lib);
   for (auto& row : set.rows) row.measured_step_s = predicted_step_s(row, truth);
-  const CalibrationResult r =
-      calibrate(set, lib.hardware("a100-80gb-sxm"),
-                {"memory_efficiency", "step_overhead_s", "draft_step_overhead_s.eagle3"});
+  const CalibrationResult r = calibrate(set, start, {"memory_efficiency", "step_overhead_s", "draft_step_overhead_s.eagle3"});
   EXPECT_LT(r.max_abs_error, 0.005);
   EXPECT_NEAR(r.hardware.memory_efficiency, 0.62, 0.03);
-  EXPECT_NEAR(r.hardware.step_overhead_s, 2.5e-3, 0.3e-3);
-  EXPECT_NEAR(r.hardware.draft_step_overhead("eagle3"), 0.4e-3, 0.1e-3);
+  EXPECT_NEAR(r.engine.step_overhead_s, 2.5e-3, 0.3e-3);
+  EXPECT_NEAR(r.engine.draft_step_overhead("eagle3"), 0.4e-3, 0.1e-3);
+}
+
+// An eager engine's launch time is a fitted term too: small models, many operators, launch bound.
+TEST(Calibration, RecoversTheLaunchTimeOfAnEagerEngine) {
+  SpecLibrary lib;
+  const Platform start{lib.hardware("a100-80gb-sxm"), lib.engine("hf-eager")};
+  ASSERT_FALSE(start.engine.cuda_graphs);
+  Platform truth = start;
+  truth.engine.kernel_launch_s = 22e-6;
+  truth.engine.step_overhead_s = 3e-3;
+  nlohmann::json j = {{"hardware", "a100-80gb-sxm"}, {"engine", "hf-eager"}, {"rows", nlohmann::json::array()}};
+  for (const char* m : {"vicuna-68m", "llama-3.2-1b", "llama-3.1-8b", "llama-2-13b", "llama-2-70b"})
+    j["rows"].push_back({{"method", "sequential"}, {"model", m}, {"step_ms", 1.0}});
+  CalibrationSet set = parse_calibration_json(j, "synthetic eager", lib);
+  EXPECT_EQ(set.engine, "hf-eager");
+  for (auto& row : set.rows) row.measured_step_s = predicted_step_s(row, truth);
+  const auto params = default_fit_parameters(set, start.engine);
+  EXPECT_NE(std::find(params.begin(), params.end(), "kernel_launch_s"), params.end());
+  const CalibrationResult r = calibrate(set, start, {"kernel_launch_s", "step_overhead_s", "memory_efficiency"});
+  EXPECT_LT(r.max_abs_error, 0.01);
+  EXPECT_NEAR(r.engine.kernel_launch_s, 22e-6, 2e-6);
+  EXPECT_NEAR(r.engine.step_overhead_s, 3e-3, 0.5e-3);
 }
 
 TEST(Calibration, CsvFormatMatchesJson) {
@@ -122,10 +147,17 @@ TEST(Calibration, FileErrors) {
             std::string::npos);
   j = nlohmann::json::parse(R"({"rows":[]})");
   EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("non-empty list"), std::string::npos);
-  HardwareSpec h = lib.hardware("h100-sxm");
+  const Platform h{lib.hardware("h100-sxm"), lib.engine("vllm")};
   EXPECT_NE(error_of([&] { get_parameter(h, "warp_speed"); }).find("unknown calibration parameter 'warp_speed'"),
             std::string::npos);
   EXPECT_NE(error_of([&] { get_parameter(h, "draft_step_overhead_s.medusa"); }).find("unknown method 'medusa'"),
+            std::string::npos);
+  j = nlohmann::json::parse(R"({"engine":"vllm","rows":[{"model":"llama-2-7b","step_ms":3}]})");
+  const CalibrationSet no_hw = parse_calibration_json(j, "c.json", lib);
+  EXPECT_NE(error_of([&] { platform_for(no_hw, lib); }).find("names no hardware"), std::string::npos);
+  EXPECT_EQ(platform_for(no_hw, lib, "h100-sxm").engine.name, "vllm");
+  EXPECT_EQ(platform_for(no_hw, lib, "cpu-local", "").engine.name, "vllm") << "the file's engine wins over the kind's";
+  EXPECT_NE(error_of([&] { platform_for(no_hw, lib, "h100-sxm", "warp-engine"); }).find("unknown engines spec 'warp-engine'"),
             std::string::npos);
 }
 

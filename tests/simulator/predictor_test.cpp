@@ -14,10 +14,53 @@ using test::error_of;
 using test::scenario;
 
 HardwareSpec no_overheads(HardwareSpec h) {
-  h.kernel_floor_s = h.step_overhead_s = h.comm_latency_s = 0;
-  h.draft_step_overhead_s.clear();
-  h.spec_step_overhead_s.clear();
+  h.kernel_floor_s = h.comm_latency_s = 0;
   return h;
+}
+
+// An engine without CUDA graphs launches every kernel from the host: a small draft model's
+// forward costs its launches, not its bytes (a 68M model is milliseconds in eager PyTorch, tens of
+// microseconds replayed from a CUDA graph).
+TEST(Predictor, EagerEnginesPayForEveryKernelLaunch) {
+  SpecLibrary lib;
+  Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "draft-vicuna-68m", 4, 0.7);
+  s.engine = lib.engine("vllm");
+  const StepCost graphs = decode_step_cost(s, 128, 2.0);
+  s.engine = lib.engine("hf-eager");
+  const StepCost eager = decode_step_cost(s, 128, 2.0);
+  ASSERT_EQ(eager.draft_forwards, 4);
+  const double floor = s.engine.launch_floor_s();
+  ASSERT_GT(floor, 0);
+  int launch_bound = 0, ops = 0;
+  for (const auto& c : eager.ops) {
+    if (c.op.collective || std::string(c.bound) == "host") continue;
+    EXPECT_GE(c.time_s, floor) << c.op.phase << " " << c.op.name;
+    if (std::string(c.op.phase) == "draft") {
+      ++ops;
+      launch_bound += std::string(c.bound) == "launch";
+    }
+  }
+  EXPECT_EQ(launch_bound, ops) << "every operator of the 68M draft model is launch bound";
+  EXPECT_GT(eager.draft_s / 4, 1e-3) << "per draft forward";
+  EXPECT_LT(graphs.draft_s / 4, 0.2e-3) << "per draft forward with CUDA graphs";
+  EXPECT_GT(eager.verify_s, graphs.verify_s);
+}
+
+// Engines refuse what they cannot run rather than pricing it.
+TEST(Predictor, EnginesRefuseMethodsAndTreesTheyLack) {
+  SpecLibrary lib;
+  Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 4, 0.7);
+  s.plan.tree = builtin_tree("mc_sim_7b_63");
+  s.engine = lib.engine("vllm");
+  EXPECT_NE(error_of([&] { predict(s); }).find("engine 'vllm' verifies draft chains only, not trees"), std::string::npos);
+  s.engine = lib.engine("sglang");
+  EXPECT_NO_THROW(predict(s));
+  s.engine = lib.engine("transformers-neuronx");
+  EXPECT_NE(error_of([&] { predict(s); }).find("engine 'transformers-neuronx' does not run method eagle (it runs: draft)"),
+            std::string::npos);
+  Scenario seq = scenario("vicuna-7b", "a100-80gb-sxm", "", 0, 0);
+  seq.engine = lib.engine("transformers-neuronx");
+  EXPECT_NO_THROW(predict(seq)) << "every engine decodes sequentially";
 }
 
 // With no overheads and a flat verification (batch 1, memory bound), the simulator reduces to
@@ -27,6 +70,7 @@ TEST(Predictor, LeviathanIsASpecialCase) {
     for (int k : {1, 3, 5, 8}) {
       Scenario s = scenario("llama-2-70b", "h100-sxm", "draft-llama-2-7b", k, alpha);
       s.hardware = no_overheads(s.hardware);
+      s.engine = EngineSpec{};  // "ideal": no host overheads
       const Prediction p = predict(s);
       Scenario draft_only;
       draft_only.target = s.drafter->shape;
@@ -77,6 +121,7 @@ TEST(Predictor, DraftCostStructurePerMethod) {
   s = scenario("llama-3.1-8b", "h100-sxm", "peagle-llama3.1-8b", 6, 0.8);
   EXPECT_EQ(predict(s).step.draft_forwards, 1);
   s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 0, 0.8);
+  s.engine = SpecLibrary().engine("sglang");  // one that verifies trees
   s.plan.tree = builtin_tree("mc_sim_7b_63");
   s.acceptance = tree_acceptance({{0.7, 0.2, 0.1, 0.1}, {0.7, 0.2, 0.1}, {0.7, 0.2, 0.1}, {0.7, 0.2}, {0.7, 0.2}});
   const Prediction tree = predict(s);
@@ -111,6 +156,7 @@ TEST(Predictor, ScenarioErrors) {
 // else: the tree is drafted and verified as before; it must lie in [1, depth + 1].
 TEST(Predictor, MeasuredAlForATreeOrChain) {
   Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 0, 0.8);
+  s.engine = SpecLibrary().engine("sglang");  // one that verifies trees
   s.plan.tree = builtin_tree("mc_sim_7b_63");
   const Prediction modelled = predict(s);
   s.acceptance = nullptr;

@@ -89,6 +89,7 @@ TEST(Search, RefusesWhatItCannotSearch) {
 // argmin, and depths the acceptance table does not reach are skipped.
 TEST(Search, BestDynamicTreeIsTheArgminOverTheGrid) {
   Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 0, 0.8);
+  s.engine = SpecLibrary().engine("sglang");  // one that verifies trees
   s.acceptance = tree_acceptance({{0.7, 0.2, 0.1}, {0.7, 0.2, 0.1}, {0.6, 0.2}, {0.6, 0.2}, {0.5, 0.2}, {0.5, 0.2}});
   const BestTree b = best_dynamic_tree(s, {16, 32, 64}, {3, 5, 6, 8}, {2, 4});
   EXPECT_EQ(b.all.size(), 18u);

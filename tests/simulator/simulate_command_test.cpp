@@ -54,7 +54,7 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
 
 TEST(SimulateCommand, TreesAndAcceptanceOptions) {
   auto tpot = [](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b", "--json"};
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
     a.insert(a.end(), extra.begin(), extra.end());
     return nlohmann::json::parse(simulate(a).out)["prediction"];
   };
@@ -89,11 +89,54 @@ TEST(SimulateCommand, UserErrors) {
             std::string::npos);
 }
 
+// Engines: each hardware kind's default, a named one, what an engine cannot run, eager launches.
+TEST(SimulateCommand, Engines) {
+  auto run = [](std::vector<std::string> a) {
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r;
+  };
+  auto json = [&](std::vector<std::string> a) {
+    a.push_back("--json");
+    return nlohmann::json::parse(run(a).out);
+  };
+  const std::vector<std::string> eagle = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter",
+                                          "eagle1-vicuna-7b", "--alpha", "0.8", "--k", "4"};
+  EXPECT_NE(run(eagle).out.find("on a100-80gb-sxm with vllm"), std::string::npos) << "the GPU default";
+  EXPECT_EQ(json({"--model", "llama-2-7b", "--hardware", "trn1-32xlarge"})["scenario"]["engine"], "transformers-neuronx");
+  auto with = [&](const std::string& engine) {
+    std::vector<std::string> a = eagle;
+    a.insert(a.end(), {"--engine", engine});
+    return json(a)["prediction"];
+  };
+  const auto ideal = with("ideal"), vllm = with("vllm"), eager = with("hf-eager");
+  EXPECT_DOUBLE_EQ(ideal["overhead_ms"].get<double>(), 0.0);
+  EXPECT_GT(vllm["tpot_ms"].get<double>(), ideal["tpot_ms"].get<double>()) << "1 ms per target forward";
+  // Eager PyTorch: every operator waits for its launches, so a 7B forward is launch bound at batch 1.
+  EXPECT_GT(eager["sequential_tpot_ms"].get<double>(), 1.5 * vllm["sequential_tpot_ms"].get<double>());
+  const std::string list = run({"--list"}).out;
+  EXPECT_NE(list.find("engines: hf-eager ideal sglang specdec-cpu tensorrt-llm transformers-neuronx vllm"), std::string::npos)
+      << list;
+
+  auto err = [](std::vector<std::string> a) { return sim::test::error_of([&] { simulate(a); }); };
+  std::vector<std::string> tree = eagle;
+  tree.insert(tree.end(), {"--tree", "mc_sim_7b_63"});
+  EXPECT_NE(err(tree).find("engine 'vllm' verifies draft chains only, not trees"), std::string::npos);
+  tree.insert(tree.end(), {"--engine", "tensorrt-llm"});
+  EXPECT_EQ(err(tree), "");
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "peagle-llama3.1-8b", "--alpha", "0.8",
+                 "--engine", "sglang"})
+                .find("engine 'sglang' does not run method peagle (it runs: draft, eagle, eagle3)"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "warp"}).find("unknown engines spec 'warp'"),
+            std::string::npos);
+}
+
 // The searches and measured acceptance on the command line: --best-k over a list, a range or what
 // a table covers; --best-tree over an EAGLE-2 grid; a tree's measured AL or per-depth table.
 TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {
   auto json = [](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b", "--json"};
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
     a.insert(a.end(), extra.begin(), extra.end());
     const CommandRun r = simulate(a);
     EXPECT_EQ(r.code, 0) << r.err;
@@ -118,7 +161,7 @@ TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {
   EXPECT_EQ(trees["prediction"]["tree_nodes"], trees["best_tree"]["total_tokens"].get<int>() - 1);
   for (const auto& row : trees["by_tree"])
     EXPECT_GE(row["tpot_ms"].get<double>(), trees["prediction"]["tpot_ms"].get<double>() - 1e-12);
-  const auto text = simulate({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b",
+  const auto text = simulate({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b",
                               "--tree-acceptance", probs, "--best-tree", "32/5-6/4"});
   EXPECT_NE(text.out.find("<- best"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("not evaluated: total 32, depth 6, top-k 4"), std::string::npos) << text.out;
@@ -134,7 +177,7 @@ TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {
 
 TEST(SimulateCommand, SearchAndMeasuredAcceptanceErrors) {
   auto err = [](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b"};
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b"};
     a.insert(a.end(), extra.begin(), extra.end());
     return sim::test::error_of([&] { simulate(a); });
   };

@@ -2,6 +2,7 @@
 // specs fail with messages that name the file, the field and what was expected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "simulator/spec_json.hpp"
@@ -63,6 +64,46 @@ TEST(Specs, ParameterCountsMatchPublishedSizes) {
   EXPECT_DOUBLE_EQ(oss.sliding_layer_fraction, 0.5);
 }
 
+// The heads and GPUs of the published speedup tables resolve with their own shapes: EAGLE-3's
+// draft vocabularies, GPT-OSS heads' dense layer (the target is MoE), the cards' dense rates.
+TEST(Specs, PublishedHeadsAndGpus) {
+  SpecLibrary lib;
+  for (const std::string size : {"20b", "120b"}) {
+    SCOPED_TRACE("gpt-oss-" + size);
+    const Drafter d = lib.drafter("eagle3-gpt-oss-" + size, lib.model("gpt-oss-" + size));
+    EXPECT_EQ(d.method, Method::eagle3);
+    EXPECT_EQ(d.lm_head_vocab, 32000) << "draft vocabulary, not the target's 201088";
+    EXPECT_EQ(d.fc_in, 3 * 2880);
+    EXPECT_EQ(d.qkv_in, 2 * 2880);
+    EXPECT_FALSE(d.shape.is_moe()) << "a dense head for a MoE target";
+    EXPECT_EQ(d.shape.intermediate_size, 17280);
+    EXPECT_EQ(d.shape.num_heads, 64);
+    EXPECT_EQ(d.shape.num_kv_heads, 8);
+    EXPECT_EQ(d.shape.head_dim, 64);
+  }
+  const Drafter v = lib.drafter("eagle3-vicuna-13b", lib.model("vicuna-13b"));
+  EXPECT_EQ(v.lm_head_vocab, 32000);
+  EXPECT_EQ(v.shape.hidden_size, 5120);
+  const Drafter l = lib.drafter("eagle1-llama2-chat-13b", lib.model("llama-2-13b"));
+  EXPECT_EQ(l.method, Method::eagle1);
+  EXPECT_EQ(l.fc_in, 2 * 5120);
+  EXPECT_EQ(l.lm_head_vocab, 32000);
+  EXPECT_NE(error_of([&] { lib.drafter("eagle1-llama2-chat-13b", lib.model("llama-2-7b")); }).find("hidden_size must equal"),
+            std::string::npos);
+  struct Gpu {
+    const char* name;
+    double bandwidth, bf16, memory;
+  };
+  for (const Gpu& g : {Gpu{"rtx-3090", 936e9, 71e12, 24e9}, Gpu{"rtx-a6000", 768e9, 154.8e12, 48e9},
+                       Gpu{"l40s", 864e9, 362.05e12, 48e9}}) {
+    const HardwareSpec h = lib.hardware(g.name);
+    EXPECT_EQ(h.memory_bandwidth_bytes_per_s, g.bandwidth) << g.name;
+    EXPECT_EQ(h.peak_flops("bf16"), g.bf16) << g.name;
+    EXPECT_EQ(h.memory_bytes, g.memory) << g.name;
+    EXPECT_EQ(h.gemm_tile_rows, 64) << g.name;
+  }
+}
+
 TEST(Specs, AnyHfConfigJsonFileIsAModel) {
   test::TempDir dir;
   std::filesystem::create_directories(dir.path() / "my-model");
@@ -119,14 +160,95 @@ TEST(Specs, HardwareErrorsNameFieldAndFile) {
   j["peak_flops_per_s"] = 5;
   EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'peak_flops_per_s' must be an object"), std::string::npos);
   j = base;
-  j["overhead"] = {{"draft_step_s", {{"eagle3", "slow"}}}};
-  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("field 'draft_step_s.eagle3' must be a number"), std::string::npos);
+  j["overhead"] = {{"kernel_floor_s", "slow"}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("kernel_floor_s"), std::string::npos);
+  j = base;
+  j["roofline"] = {{"gemm_tile_rows", 0}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("hw.json (roofline): field 'gemm_tile_rows' must be in [1, 4096], got 0"),
+            std::string::npos);
+  j["roofline"] = {{"overlap_exponent", 0.5}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'overlap_exponent' must be 0 (perfect overlap) or in [1, 64]"),
+            std::string::npos);
+  j["roofline"] = {{"tile_rows", 64}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("unknown field 'tile_rows'"), std::string::npos);
   const HardwareSpec h = parse_hardware_spec(base, "hw.json");
+  EXPECT_EQ(h.gemm_tile_rows, 1) << "no roofline block: no tile rounding";
+  EXPECT_EQ(h.overlap_exponent, 0.0) << "no roofline block: perfect overlap";
   EXPECT_NE(error_of([&] { h.peak_flops("fp8"); }).find("no peak_flops_per_s entry for dtype 'fp8'"), std::string::npos);
   // Round trip through JSON.
   const HardwareSpec back = parse_hardware_spec(hardware_spec_to_json(h), "round trip");
   EXPECT_EQ(back.memory_bandwidth_bytes_per_s, h.memory_bandwidth_bytes_per_s);
   EXPECT_EQ(back.peak_flops_per_s, h.peak_flops_per_s);
+  j = base;
+  j["roofline"] = {{"gemm_tile_rows", 64}, {"overlap_exponent", 2.5}};
+  const HardwareSpec r = parse_hardware_spec(hardware_spec_to_json(parse_hardware_spec(j, "hw.json")), "round trip");
+  EXPECT_EQ(r.gemm_tile_rows, 64);
+  EXPECT_EQ(r.overlap_exponent, 2.5);
+}
+
+TEST(Specs, EveryBundledEngineParsesAndHasSources) {
+  SpecLibrary lib;
+  const auto names = lib.names("engines");
+  for (const char* want : {"ideal", "vllm", "sglang", "tensorrt-llm", "hf-eager", "transformers-neuronx", "specdec-cpu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) {
+    SCOPED_TRACE("engine " + n);
+    const EngineSpec e = lib.engine(n);
+    EXPECT_EQ(e.name, n);
+    EXPECT_TRUE(read_json_file(lib.find("engines", n)).contains("sources"));
+    // Round trip through JSON.
+    const EngineSpec back = parse_engine_spec(engine_spec_to_json(e), "round trip");
+    EXPECT_EQ(back.step_overhead_s, e.step_overhead_s);
+    EXPECT_EQ(back.cuda_graphs, e.cuda_graphs);
+    EXPECT_EQ(back.launch_floor_s(), e.launch_floor_s());
+    EXPECT_EQ(back.methods, e.methods);
+    EXPECT_EQ(back.trees, e.trees);
+  }
+  for (const char* kind : {"gpu", "neuron", "cpu"}) EXPECT_NO_THROW(lib.engine(default_engine_for(kind))) << kind;
+  const EngineSpec eager = lib.engine("hf-eager");
+  EXPECT_FALSE(eager.cuda_graphs);
+  EXPECT_NEAR(eager.launch_floor_s(), 4.3 * 10e-6, 1e-12);
+  EXPECT_FALSE(lib.engine("vllm").trees);
+  EXPECT_TRUE(lib.engine("vllm").runs(Method::peagle));
+  EXPECT_FALSE(lib.engine("sglang").runs(Method::peagle));
+  EXPECT_TRUE(lib.engine("ideal").runs(Method::peagle)) << "no methods list: every method";
+}
+
+TEST(Specs, EngineErrorsNameFieldAndFile) {
+  const auto base = nlohmann::json::parse(R"({"name":"e","overhead":{"step_s":1e-3}})");
+  EXPECT_NO_THROW(parse_engine_spec(base, "e.json"));
+  auto says = [](const nlohmann::json& j, const std::string& what) {
+    const std::string e = error_of([&] { parse_engine_spec(j, "e.json"); });
+    EXPECT_NE(e.find(what), std::string::npos) << "expected '" << what << "' in: " << e;
+  };
+  auto j = base;
+  j["overhead"]["stepp_s"] = 1;
+  says(j, "e.json (overhead): unknown field 'stepp_s'");
+  j = base;
+  j["overhead"]["step_s"] = -1;
+  says(j, "'step_s' must be >= 0");
+  j = base;
+  j["kernels"] = {{"cuda_graphs", false}};
+  says(j, "an engine without CUDA graphs needs 'launch_s'");
+  j["kernels"] = {{"cuda_graphs", "no"}};
+  says(j, "field 'cuda_graphs' must be true or false");
+  j["kernels"] = {{"cuda_graphs", false}, {"launch_s", 1e-5}, {"per_operator", 0.5}};
+  says(j, "field 'per_operator' must be in [1, 1000]");
+  j = base;
+  j["methods"] = {"eagle3", "medusa"};
+  says(j, "unknown method 'medusa'");
+  j["methods"] = nlohmann::json::array();
+  says(j, "field 'methods' must be a non-empty list");
+  j = base;
+  j["trees"] = 1;
+  says(j, "field 'trees' must be true or false");
+  says(nlohmann::json::array(), "an engine spec must be a JSON object");
+  // Host time in a hardware spec is refused with where it now belongs.
+  const auto hw = nlohmann::json::parse(R"({"name":"x","memory_bytes":1e9,"memory_bandwidth_bytes_per_s":1e11,
+      "peak_flops_per_s":{"bf16":1e13},"overhead":{"step_s":0.001}})");
+  EXPECT_NE(error_of([&] { parse_hardware_spec(hw, "hw.json"); })
+                .find("hw.json (overhead): field 'step_s' is host time of the engine, not of the hardware"),
+            std::string::npos);
 }
 
 TEST(Specs, LibraryAndDrafterErrors) {

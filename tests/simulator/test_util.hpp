@@ -47,12 +47,13 @@ std::string error_of(F f) {
 }
 
 // A scenario from the bundled specs: `drafter` empty = sequential; i.i.d. acceptance `alpha`; a
-// short workload (prompt 128, output 2) so contexts stay small.
+// short workload (prompt 128, output 2) so contexts stay small; the hardware kind's default engine.
 inline Scenario scenario(const std::string& model, const std::string& hw, const std::string& drafter, int k, double alpha) {
   SpecLibrary lib;
   Scenario s;
   s.target = lib.model(model);
   s.hardware = lib.hardware(hw);
+  s.engine = lib.engine_for("", s.hardware);
   if (!drafter.empty()) {
     s.drafter = lib.drafter(drafter, s.target);
     s.plan.method = s.drafter->method;

@@ -152,16 +152,16 @@ TEST(TraceCalibration, RowsCarryEveryMethodsShapes) {
 // Step times made by a known hardware spec; the fit, started elsewhere, must find them again.
 TEST(TraceCalibration, FitRecoversKnownTerms) {
   const SpecLibrary specs;
-  HardwareSpec truth = specs.hardware("cpu-local");
-  truth.memory_efficiency = 0.6;
-  truth.compute_efficiency = 0.05;  // the reference's dot products run far below GEMM peak
+  Platform truth{specs.hardware("cpu-local"), specs.engine("specdec-cpu")};
+  truth.hardware.memory_efficiency = 0.6;
+  truth.hardware.compute_efficiency = 0.05;  // the reference's dot products run far below GEMM peak
   // Overheads of the size the reference shows (milliseconds), different per method.
-  truth.step_overhead_s = 1.5e-3;
+  truth.engine.step_overhead_s = 1.5e-3;
   const std::vector<std::string> methods = {"draft", "eagle", "eagle3", "peagle"};
   const std::vector<std::string> sim_methods = methods;  // one vocabulary with the decoding commands
   for (size_t i = 0; i < sim_methods.size(); ++i) {
-    truth.draft_step_overhead_s[sim_methods[i]] = 0.5e-3 * double(i + 1);
-    truth.spec_step_overhead_s[sim_methods[i]] = 4e-3 - 0.8e-3 * double(i);
+    truth.engine.draft_step_overhead_s[sim_methods[i]] = 0.5e-3 * double(i + 1);
+    truth.engine.spec_step_overhead_s[sim_methods[i]] = 4e-3 - 0.8e-3 * double(i);
   }
   test::TempDir dir;
   std::vector<std::filesystem::path> files;
@@ -187,11 +187,12 @@ TEST(TraceCalibration, FitRecoversKnownTerms) {
   EXPECT_EQ(set.rows[0].label, "sequential");
   EXPECT_EQ(set.rows[6].label, "eagle-k2");
 
-  HardwareSpec start = truth;
-  start.memory_efficiency = 0.9;
-  start.compute_efficiency = 0.5;
-  start.step_overhead_s = 2e-3;
-  for (auto* map : {&start.draft_step_overhead_s, &start.spec_step_overhead_s})
+  EXPECT_EQ(set.engine, "specdec-cpu");
+  Platform start = truth;
+  start.hardware.memory_efficiency = 0.9;
+  start.hardware.compute_efficiency = 0.5;
+  start.engine.step_overhead_s = 2e-3;
+  for (auto* map : {&start.engine.draft_step_overhead_s, &start.engine.spec_step_overhead_s})
     for (auto& [m, v] : *map) v *= 4;
   const CalibrationResult before = evaluate_calibration(set, start);
   EXPECT_GT(before.max_abs_error, 0.3) << "the start must be wrong for the test to mean anything";

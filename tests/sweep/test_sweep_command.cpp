@@ -294,12 +294,14 @@ TEST_F(SweepCommand, TyposFailBeforeAnyRun) {
   }
 }
 
-// Sequential, an EAGLE-1 chain and a static tree, re-costed on an H100 for Llama-3.1-8B: six runs
-// into `out`. Returns the command's error text ("" on success).
+// Sequential, an EAGLE-1 chain and a static tree, re-costed on an H100 with SGLang (an engine that
+// verifies trees) for Llama-3.1-8B: six runs into `out`. Returns the command's error text ("" on
+// success).
 std::string run_predict_sweep(const fs::path& spec_file, const fs::path& out, const std::string& questions) {
   json spec = small_spec(questions);
   spec["grid"] = json::parse(R"([{"method": "sequential"}, {"method": "eagle", "k": 3}, {"method": "eagle", "tree": "mc_sim_7b_63"}])");
-  spec["predict"] = {{"hardware", "h100-sxm"}, {"model", "llama-3.1-8b"}, {"drafters", {{"eagle", "eagle1-llama3-8b"}}}};
+  spec["predict"] = {{"hardware", "h100-sxm"}, {"engine", "sglang"}, {"model", "llama-3.1-8b"},
+                     {"drafters", {{"eagle", "eagle1-llama3-8b"}}}};
   write(spec_file, spec.dump());
   const CliRun r = run({"sweep", spec_file.string(), "--out", out.string()});
   return r.code == 0 ? "" : r.err + " (exit " + std::to_string(r.code) + ")";
@@ -314,6 +316,7 @@ TEST_F(SweepCommand, PredictedSpeedupFromTheRunsOwnSteps) {
     const json& p = rows[i]["predicted"];
     EXPECT_GT(p["speedup"].get<double>(), 0.0) << rows[i]["label"];
     EXPECT_EQ(p["hardware"], "h100-sxm");
+    EXPECT_EQ(p["engine"], "sglang");
   }
   // The chain's predicted tokens per step replay its measured acceptance length.
   EXPECT_NEAR(rows[2]["predicted"]["tokens_per_step"].get<double>(), rows[2]["acceptance_length"].get<double>(), 1e-9);

@@ -1,0 +1,120 @@
+#include "simulator/engine_spec.hpp"
+
+#include <vector>
+
+#include "reference/core/error.hpp"
+#include "simulator/spec_json.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
+  auto it = m.find(method);
+  if (it != m.end()) return it->second;
+  it = m.find("default");
+  return it == m.end() ? 0.0 : it->second;
+}
+
+std::map<std::string, double> parse_method_map(const nlohmann::json& j, const std::string& key,
+                                               const std::string& source) {
+  std::map<std::string, double> out;
+  if (!has_field(j, key)) return out;
+  const auto& m = j.at(key);
+  const std::string where = source + ": field '" + key + "'";
+  if (m.is_number()) {
+    out["default"] = m.get<double>();
+  } else if (m.is_object()) {
+    for (const auto& [method, v] : m.items()) {
+      if (!v.is_number())
+        throw Error(source + ": field '" + key + "." + method + "' must be a number of seconds, got " + v.dump());
+      // Keys are method names (older spellings such as eagle1 are mapped onto the current ones).
+      out[method == "default" ? method : method_name(parse_method(method, where))] = v.get<double>();
+    }
+  } else {
+    throw Error(where + " must be a number of seconds or an object {method: seconds}");
+  }
+  for (const auto& [method, v] : out) require_positive(v, key + "." + method, source, true);
+  return out;
+}
+
+}  // namespace
+
+double EngineSpec::draft_step_overhead(const std::string& method) const {
+  return lookup_method(draft_step_overhead_s, method);
+}
+double EngineSpec::spec_step_overhead(const std::string& method) const {
+  return lookup_method(spec_step_overhead_s, method);
+}
+
+EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw Error(source + ": an engine spec must be a JSON object");
+  check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees"}, source);
+  EngineSpec e;
+  e.name = get_string(j, "name", source);
+  e.description = get_string_or(j, "description", e.name, source);
+  if (has_field(j, "overhead")) {
+    const auto& o = j.at("overhead");
+    const std::string s = source + " (overhead)";
+    if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s}");
+    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s"}, s);
+    e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
+    require_positive(e.step_overhead_s, "step_s", s, true);
+    e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
+    e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
+  }
+  if (has_field(j, "kernels")) {
+    const auto& k = j.at("kernels");
+    const std::string s = source + " (kernels)";
+    if (!k.is_object()) throw Error(s + ": must be an object {cuda_graphs, launch_s, per_operator}");
+    check_known_fields(k, {"cuda_graphs", "launch_s", "per_operator"}, s);
+    e.cuda_graphs = get_bool_or(k, "cuda_graphs", true, s);
+    e.kernel_launch_s = get_number_or(k, "launch_s", 0.0, s);
+    require_positive(e.kernel_launch_s, "launch_s", s, true);
+    e.kernels_per_operator = get_number_or(k, "per_operator", 1.0, s);
+    if (!(e.kernels_per_operator >= 1.0 && e.kernels_per_operator <= 1000.0))
+      throw Error(s + ": field 'per_operator' must be in [1, 1000] kernels, got " + std::to_string(e.kernels_per_operator));
+    if (!e.cuda_graphs && e.kernel_launch_s == 0)
+      throw Error(s + ": an engine without CUDA graphs needs 'launch_s' (host seconds per kernel launch)");
+  }
+  if (has_field(j, "methods")) {
+    const auto& m = j.at("methods");
+    if (!m.is_array() || m.empty())
+      throw Error(source + ": field 'methods' must be a non-empty list of method names, e.g. [\"draft\", \"eagle3\"]");
+    for (const auto& v : m) {
+      if (!v.is_string()) throw Error(source + ": field 'methods' must hold method names, got " + v.dump());
+      e.methods.insert(parse_method(v.get<std::string>(), source + ": field 'methods'"));
+    }
+  }
+  e.trees = get_bool_or(j, "trees", true, source);
+  return e;
+}
+
+EngineSpec load_engine_spec(const std::filesystem::path& path) {
+  return parse_engine_spec(read_json_file(path), path.filename().string());
+}
+
+nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& sources) {
+  nlohmann::json j;
+  j["name"] = e.name;
+  j["description"] = e.description;
+  j["overhead"] = {{"step_s", e.step_overhead_s},
+                   {"draft_step_s", e.draft_step_overhead_s},
+                   {"spec_step_s", e.spec_step_overhead_s}};
+  j["kernels"] = {{"cuda_graphs", e.cuda_graphs}, {"launch_s", e.kernel_launch_s}, {"per_operator", e.kernels_per_operator}};
+  if (!e.methods.empty()) {
+    j["methods"] = nlohmann::json::array();
+    for (Method m : e.methods) j["methods"].push_back(method_name(m));
+  }
+  j["trees"] = e.trees;
+  if (!sources.is_null()) j["sources"] = sources;
+  return j;
+}
+
+std::string default_engine_for(const std::string& hardware_kind) {
+  if (hardware_kind == "neuron") return "transformers-neuronx";
+  if (hardware_kind == "cpu") return "specdec-cpu";
+  return "vllm";
+}
+
+}  // namespace specdec::sim

@@ -1,0 +1,51 @@
+#pragma once
+// An inference engine (the software stack that drives the device: vLLM, SGLang, TensorRT-LLM,
+// Hugging Face eager PyTorch, transformers-neuronx, this project's cpu backend) as the cost model
+// sees it: host time per target forward, per drafter forward and per speculative iteration;
+// whether kernels are replayed from CUDA graphs or launched one by one from the host; which
+// methods it runs and whether it verifies draft trees. Hardware stays in HardwareSpec.
+// Loaded from simulator/specs/engines/*.json.
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "simulator/method.hpp"
+
+namespace specdec::sim {
+
+struct EngineSpec {
+  std::string name = "ideal";  // no overheads, every method, trees
+  std::string description = "no host overheads: the device's time alone";
+  // Host/engine time, seconds (fitted by calibration).
+  double step_overhead_s = 0;  // per target forward: scheduling, input preparation, output handling
+  std::map<std::string, double> draft_step_overhead_s;  // per drafter forward, by method ("default")
+  std::map<std::string, double> spec_step_overhead_s;   // per speculative iteration (acceptance, KV fix-up)
+  // Kernel launches. With CUDA graphs (or a compiled graph) a forward is replayed without host
+  // work per kernel; without, the host launches each kernel and a kernel cannot start before its
+  // launch: each operator takes at least kernels_per_operator × kernel_launch_s.
+  bool cuda_graphs = true;
+  double kernel_launch_s = 0;
+  double kernels_per_operator = 1;  // kernels an eager framework launches per modelled operator
+  // What it runs: the methods (empty = all) and whether draft trees are verified (tree attention).
+  std::set<Method> methods;
+  bool trees = true;
+
+  double draft_step_overhead(const std::string& method) const;
+  double spec_step_overhead(const std::string& method) const;
+  // Smallest time of one operator from launching it (0 with CUDA graphs).
+  double launch_floor_s() const { return cuda_graphs ? 0.0 : kernels_per_operator * kernel_launch_s; }
+  bool runs(Method m) const { return m == Method::sequential || methods.empty() || methods.count(m) > 0; }
+};
+
+EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source);
+EngineSpec load_engine_spec(const std::filesystem::path& path);
+// The JSON form parse_engine_spec reads (sources are not kept; pass them in `sources`).
+nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& sources = nullptr);
+
+// The engine a hardware kind is simulated with when none is named: gpu → vllm,
+// neuron → transformers-neuronx, cpu → specdec-cpu.
+std::string default_engine_for(const std::string& hardware_kind);
+
+}  // namespace specdec::sim
