@@ -95,6 +95,14 @@ double tree_expected_tokens(const TreeShape& tree, const AcceptanceModel& acc) {
   return al;
 }
 
+std::vector<double> tree_depth_reach(const TreeShape& tree, const AcceptanceModel& acc) {
+  tree_expected_tokens(tree, acc);  // checks the depth against the model
+  std::vector<double> reach(tree.max_depth(), 0.0);
+  const std::vector<double> prob = node_probabilities(tree, acc);
+  for (int i = 0; i < tree.num_nodes(); ++i) reach[tree.depth[i] - 1] += prob[i];
+  return reach;
+}
+
 TreeShape best_tree(const AcceptanceModel& acc, int total_tokens, int depth, int top_k) {
   if (total_tokens < 2) throw Error("tree node budget total_tokens must be >= 2 (root plus one draft)");
   if (depth < 1 || top_k < 1) throw Error("tree depth and top_k must be >= 1");

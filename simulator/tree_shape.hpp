@@ -32,5 +32,8 @@ TreeShape best_tree(const AcceptanceModel& acc, int total_tokens, int depth, int
 
 // Expected tokens per step: 1 + Σ over nodes of P(node lies on the accepted path).
 double tree_expected_tokens(const TreeShape& tree, const AcceptanceModel& acc);
+// P(a step accepts at least d drafts) for d = 1..max_depth: the nodes of one depth are exclusive
+// on the accepted path, so each is the sum of their probabilities.
+std::vector<double> tree_depth_reach(const TreeShape& tree, const AcceptanceModel& acc);
 
 }  // namespace specdec::sim

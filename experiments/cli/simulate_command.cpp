@@ -12,6 +12,7 @@
 #include "experiments/cli/cli.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "simulator/batching.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
@@ -429,7 +430,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("al", po::value<double>(), "measured AL (tokens per step, incl. the bonus token) of exactly this chain or --tree")
     ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
-    ("batch", po::value<std::string>()->default_value("1"), "batch size; sweep: list")
+    ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep: list")
+    ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
     ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
@@ -524,6 +526,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     s.measured_tokens_per_step = al;
   }
   if (vm.count("best-k") && vm.count("best-tree")) throw Error("give --best-k (chains) or --best-tree (EAGLE-2 trees), not both");
+  if (vm.count("batching") && (vm.count("best-k") || vm.count("best-tree")))
+    throw Error("--batching evaluates one configuration: give --k, --tree or --dynamic-tree rather than a search");
+  const bool batched = vm.count("batching") > 0;
+  const Batching batching = batched ? parse_batching(vm["batching"].as<std::string>(), "--batching") : Batching::continuous;
   for (const char* search : {"best-k", "best-tree"})
     if (vm.count(search) && (vm.count("tree") || vm.count("dynamic-tree") || vm.count("al")))
       throw Error(std::string("--") + search + " searches draft shapes under an acceptance model; it cannot be combined with " +
@@ -610,6 +616,41 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   } else {
     print_prediction(io.out, s, p);
     if (vm.count("breakdown")) print_breakdown(io.out, p);
+  }
+
+  if (batched) {
+    const BatchingPrediction b = predict_batching(s, batching);
+    if (vm.count("json")) {
+      out["batching"] = {{"mode", batching_name(b.mode)},
+                         {"sequences", b.sequences},
+                         {"tokens_per_step", b.tokens_per_step},
+                         {"tokens_per_step_sd", b.tokens_per_step_sd},
+                         {"step_ms", b.step_s * 1e3},
+                         {"prefill_per_step_ms", b.prefill_per_step_s * 1e3},
+                         {"steps", b.steps},
+                         {"ragged_factor", b.ragged_factor},
+                         {"tpot_ms", b.tpot_s * 1e3},
+                         {"throughput_tokens_per_s", b.throughput_tokens_per_s},
+                         {"sequential_tpot_ms", b.sequential_tpot_s * 1e3},
+                         {"sequential_throughput_tokens_per_s", b.sequential_throughput_tokens_per_s},
+                         {"speedup", b.speedup}};
+    } else {
+      auto line = [&](const std::string& k, const std::string& v) {
+        io.out << "  " << std::left << std::setw(34) << k << v << "\n";
+      };
+      io.out << "\n" << batching_name(b.mode) << " batching, "
+             << (b.mode == Batching::continuous ? "concurrency " : "batch ") << b.sequences
+             << " (tokens per step " << fmt(b.tokens_per_step, 3) << " ± " << fmt(b.tokens_per_step_sd, 3) << "):\n";
+      if (b.mode == Batching::static_batch) {
+        line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
+      } else {
+        line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
+      }
+      line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
+      line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +
+                                           fmt(b.sequential_throughput_tokens_per_s, 1) + ")");
+      line("speedup", fmt(b.speedup, 3) + "x");
+    }
   }
 
   if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {

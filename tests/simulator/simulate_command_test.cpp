@@ -132,6 +132,36 @@ TEST(SimulateCommand, Engines) {
             std::string::npos);
 }
 
+// --batching: static and continuous batches with ragged acceptance, in the table and in JSON.
+TEST(SimulateCommand, Batching) {
+  const std::vector<std::string> base = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                         "eagle3-llama3.1-8b", "--k", "4", "--alpha", "0.8", "--batch", "32"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  const auto st = nlohmann::json::parse(run({"--batching", "static", "--json"}));
+  EXPECT_EQ(st["batching"]["mode"], "static");
+  EXPECT_EQ(st["batching"]["sequences"], 32);
+  EXPECT_GT(st["batching"]["ragged_factor"].get<double>(), 1.0);
+  EXPECT_LT(st["batching"]["speedup"].get<double>(), st["prediction"]["speedup"].get<double>());
+  const auto co = nlohmann::json::parse(run({"--batching", "continuous", "--json"}));
+  EXPECT_GT(co["batching"]["prefill_per_step_ms"].get<double>(), 0.0);
+  EXPECT_NE(run({"--batching", "static"}).find("steps until the batch is done"), std::string::npos);
+  EXPECT_NE(run({"--batching", "continuous"}).find("step + interleaved prefill"), std::string::npos);
+  auto err = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return sim::test::error_of([&] { simulate(a); });
+  };
+  EXPECT_NE(err({"--batching", "paged"}).find("unknown batching 'paged'"), std::string::npos);
+  EXPECT_NE(err({"--batching", "static", "--best-k", "6"}).find("--batching evaluates one configuration"),
+            std::string::npos);
+}
+
 // The searches and measured acceptance on the command line: --best-k over a list, a range or what
 // a table covers; --best-tree over an EAGLE-2 grid; a tree's measured AL or per-depth table.
 TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {

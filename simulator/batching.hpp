@@ -1,0 +1,58 @@
+#pragma once
+// Batching with ragged acceptance: sequences in one batch accept different numbers of drafts at
+// every step, so they finish after different numbers of steps.
+//
+//   static      B sequences start together and the batch runs until its slowest sequence has
+//               emitted output_len tokens (finished sequences keep their slot). Steps to emit N
+//               tokens are a sum of per-step token counts (mean μ, variance σ²): about
+//               (N + o)/μ with variance N·σ²/μ³ (renewal theory; o = (E[X²] − μ)/(2μ) is the mean
+//               overshoot of the last step), so the batch runs E[max of B] ≈
+//               (N + o)/μ + e_B·√(N·σ²/μ³) steps, e_B the expected maximum of B standard normals.
+//               Sequential decoding has σ = 0: no raggedness.
+//   continuous  C sequences are always in flight (concurrency C; a finished request is replaced at
+//               once). A step emits C·μ tokens on average and carries the prefills of the
+//               C·μ/N requests that replace finished ones (chunked into the step's forward).
+//
+// Both report throughput and per-request TPOT at the batch or concurrency given as the
+// workload's batch; speedups are against sequential decoding batched the same way.
+#include <string>
+#include <vector>
+
+#include "simulator/predictor.hpp"
+
+namespace specdec::sim {
+
+enum class Batching { static_batch, continuous };
+
+Batching parse_batching(const std::string& name, const std::string& source);
+std::string batching_name(Batching b);
+
+// P(a step emits exactly j tokens), j = 1..K+1 (index j − 1), of the scenario's chain or tree
+// under its acceptance model; sequential decoding gives {1}. Throws when the acceptance data does
+// not give it (a measured AL alone, a table without every K up to the plan's).
+std::vector<double> tokens_per_step_distribution(const Scenario& s);
+
+// Expected maximum of n independent standard normals: ∫ x · n·φ(x)·Φ(x)^(n−1) dx, integrated
+// numerically (0 at n = 1, 1/√π at n = 2).
+double expected_max_of_normals(int n);
+
+struct BatchingPrediction {
+  Batching mode = Batching::continuous;
+  int sequences = 1;               // B (static) or C (continuous)
+  double tokens_per_step = 1;      // μ, counting the bonus token
+  double tokens_per_step_sd = 0;   // σ
+  double step_s = 0;               // one decoding step of the whole batch
+  double prefill_per_step_s = 0;   // continuous: interleaved prefill per step
+  double steps = 0;                // static: expected steps until the batch ends;
+                                   // continuous: output_len / μ per request
+  double ragged_factor = 1;        // static: expected steps / (output_len / μ); 1 = no raggedness
+  double tpot_s = 0;               // per request: time to its last token / output_len
+  double throughput_tokens_per_s = 0;  // useful output tokens per second per replica
+  double sequential_tpot_s = 0;
+  double sequential_throughput_tokens_per_s = 0;
+  double speedup = 1;              // throughput over sequential decoding batched the same way
+};
+
+BatchingPrediction predict_batching(const Scenario& s, Batching mode);
+
+}  // namespace specdec::sim
