@@ -1,5 +1,6 @@
 #include "simulator/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -14,7 +15,7 @@ namespace specdec::sim {
 
 namespace {
 
-const std::vector<std::string> kRowFields = {"label", "model",   "drafter", "method", "k",
+const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms"};
 
@@ -48,6 +49,7 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   row.given_as_tpot = tpot;
   row.measured_step_s = (tpot ? ms * row.tokens_per_step : ms) * 1e-3;
   row.label = get_string_or(r, "label", "", where);
+  row.source = get_string_or(r, "source", "", where);
   if (row.label.empty()) {
     std::ostringstream l;
     l << s.target.name << " " << method_name(s.plan.method);
@@ -231,7 +233,7 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
     for (size_t c = 0; c < cells.size(); ++c) {
       if (cells[c].empty()) continue;
       const std::string& key = header[c];
-      if (key == "label" || key == "model" || key == "drafter" || key == "method" || key == "dtype") {
+      if (key == "label" || key == "source" || key == "model" || key == "drafter" || key == "method" || key == "dtype") {
         r[key] = cells[c];
       } else {
         try {
@@ -337,6 +339,45 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
     r.after.push_back(get_parameter(fitted, params[i]));
   }
   return r;
+}
+
+CrossValidation cross_validate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params) {
+  if (set.rows.size() < 2) throw Error("cross-validation needs at least 2 measured configurations, got " +
+                                       std::to_string(set.rows.size()));
+  std::vector<std::string> group(set.rows.size());
+  std::vector<std::string> sources;
+  for (size_t i = 0; i < set.rows.size(); ++i) {
+    group[i] = set.rows[i].source.empty() ? set.source : set.rows[i].source;
+    if (std::find(sources.begin(), sources.end(), group[i]) == sources.end()) sources.push_back(group[i]);
+  }
+  CrossValidation cv;
+  cv.grouping = sources.size() > 1 ? "source" : "row";
+  if (cv.grouping == "row")
+    for (size_t i = 0; i < set.rows.size(); ++i) group[i] = set.rows[i].label + " #" + std::to_string(i);
+  std::vector<std::string> folds;
+  for (const auto& g : group)
+    if (std::find(folds.begin(), folds.end(), g) == folds.end()) folds.push_back(g);
+  double sq = 0;
+  size_t n = 0;
+  for (const auto& held : folds) {
+    CalibrationSet train = set, test = set;
+    train.rows.clear();
+    test.rows.clear();
+    for (size_t i = 0; i < set.rows.size(); ++i) (group[i] == held ? test : train).rows.push_back(set.rows[i]);
+    const CalibrationResult fit = calibrate(train, start, params);
+    const CalibrationResult out = evaluate_calibration(test, Platform{fit.hardware, fit.engine});
+    CrossValidationFold f;
+    f.held_out = cv.grouping == "source" ? held : test.rows[0].label;
+    f.rows = out.rows;
+    for (const auto& r : out.rows) {
+      cv.max_abs_error = std::max(cv.max_abs_error, std::fabs(r.relative_error));
+      sq += std::pow(std::log(r.predicted_s / r.measured_s), 2);
+      ++n;
+    }
+    cv.folds.push_back(std::move(f));
+  }
+  cv.rms_log_error = std::sqrt(sq / double(n));
+  return cv;
 }
 
 }  // namespace specdec::sim

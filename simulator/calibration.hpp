@@ -5,7 +5,7 @@
 //
 // Measured timings come as JSON or CSV (format in docs/simulator.md):
 //   JSON {"hardware": name, "engine": name?, "source": ..., "fit": [params]?, "defaults": {row fields},
-//         "rows": [{"label"?, "model", "drafter"?, "method", "k"?, "batch"?, "prompt_len"?,
+//         "rows": [{"label"?, "source"?, "model", "drafter"?, "method", "k"?, "batch"?, "prompt_len"?,
 //                   "output_len"?, "context"?, "tp"?, "dtype"?, "acceptance_length"?,
 //                   "step_ms" | "tpot_ms"}]}
 //   CSV  header naming any of those row fields; one configuration per line.
@@ -21,6 +21,7 @@ namespace specdec::sim {
 
 struct MeasuredConfig {
   std::string label;
+  std::string source;         // where this row's measurement comes from (empty: the set's source)
   Scenario scenario;          // hardware filled in at fit time
   double context = 0;         // cached tokens during the measured steps
   double tokens_per_step = 1; // AL (1 for sequential)
@@ -78,6 +79,21 @@ struct CalibrationResult {
 CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params = {});
 // Predicted vs measured without fitting.
 CalibrationResult evaluate_calibration(const CalibrationSet& set, const Platform& p);
+
+// Held-out error: fit on all rows but one group, predict the group, for every group. Groups are
+// the rows' sources when they name more than one (leave one source out), else single rows
+// (leave one out). The fitted parameters are `params` (default: each fold's defaults).
+struct CrossValidationFold {
+  std::string held_out;                      // the source, or the row's label
+  std::vector<CalibrationRowResult> rows;    // the held-out rows, predicted by the other rows' fit
+};
+struct CrossValidation {
+  std::string grouping;  // "source" or "row"
+  std::vector<CrossValidationFold> folds;
+  double max_abs_error = 0;  // over every held-out row
+  double rms_log_error = 0;
+};
+CrossValidation cross_validate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params = {});
 // The set's hardware and engine from the library (`hardware`/`engine` override the file's).
 Platform platform_for(const CalibrationSet& set, const SpecLibrary& specs, const std::string& hardware = "",
                       const std::string& engine = "");

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "experiments/cli/cli.hpp"
@@ -317,8 +318,21 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
   if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
   const CalibrationResult before = evaluate_calibration(set, start);
   const CalibrationResult r = calibrate(set, start, params);
+  std::unique_ptr<CrossValidation> cv;
+  if (vm.count("cross-validate")) cv = std::make_unique<CrossValidation>(cross_validate(set, start, params));
   if (vm.count("json")) {
     nlohmann::json j;
+    if (cv) {
+      j["cross_validation"] = {{"grouping", cv->grouping},
+                               {"max_abs_relative_error", cv->max_abs_error},
+                               {"rms_log_error", cv->rms_log_error}};
+      for (const auto& f : cv->folds)
+        for (const auto& row : f.rows)
+          j["cross_validation"]["held_out"].push_back({{"fold", f.held_out}, {"label", row.label},
+                                                       {"measured_ms", row.measured_s * 1e3},
+                                                       {"predicted_ms", row.predicted_s * 1e3},
+                                                       {"relative_error", row.relative_error}});
+    }
     j["hardware"] = hardware_spec_to_json(r.hardware);
     j["engine"] = engine_spec_to_json(r.engine);
     for (size_t i = 0; i < r.parameters.size(); ++i)
@@ -351,6 +365,17 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
              << fmt(r.rows[i].predicted_s * 1e3) << " ms" << std::setw(8) << fmt(100 * r.rows[i].relative_error, 1) << "%\n";
     io.out << "\nlargest error " << fmt(100 * r.max_abs_error, 1) << "% (before fitting " << fmt(100 * before.max_abs_error, 1)
            << "%); times are TPOT where the file gave TPOT, else step times\n";
+  }
+  if (cv && !vm.count("json")) {
+    io.out << "\nheld-out error (leave one " << cv->grouping << " out: each " << cv->grouping
+           << " predicted by a fit to the others)\n";
+    for (const auto& f : cv->folds)
+      for (const auto& row : f.rows)
+        io.out << "  " << std::left << std::setw(38) << (cv->grouping == "source" ? f.held_out + ": " + row.label : row.label)
+               << std::right << std::setw(9) << fmt(row.measured_s * 1e3) << " ms" << std::setw(9)
+               << fmt(row.predicted_s * 1e3) << " ms" << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
+    io.out << "largest held-out error " << fmt(100 * cv->max_abs_error, 1) << "%, RMS log error "
+           << fmt(cv->rms_log_error, 3) << "\n";
   }
   const std::string fitted = "fitted by specdec simulate --calibrate to " + set.source;
   if (vm.count("output")) {
@@ -452,6 +477,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
     ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
     ("engine-output", po::value<std::string>(), "--calibrate: write the calibrated engine spec here")
+    ("cross-validate", "--calibrate: also report held-out errors (leave one source out when rows name several, else leave one row out)")
     ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, engines/, models/, drafters/ (repeatable)")
     ("list", "list the available specs");
   // clang-format on

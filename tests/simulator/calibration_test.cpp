@@ -108,16 +108,55 @@ TEST(Calibration, RecoversTheLaunchTimeOfAnEagerEngine) {
   EXPECT_NEAR(r.engine.step_overhead_s, 3e-3, 0.5e-3);
 }
 
+// Held-out errors: leave one row out on a published set, leave one source out when rows name
+// their sources; a model that generated the data predicts every held-out source.
+TEST(Calibration, CrossValidationHoldsOutRowsOrSources) {
+  SpecLibrary lib;
+  const CalibrationSet aws = load_calibration_set(calibration_file("aws_trainium_trn1.json"), lib);
+  const Platform start = platform_for(aws, lib);
+  const CrossValidation loo = cross_validate(aws, start);
+  EXPECT_EQ(loo.grouping, "row");
+  ASSERT_EQ(loo.folds.size(), 4u);
+  for (const auto& f : loo.folds) ASSERT_EQ(f.rows.size(), 1u) << f.held_out;
+  EXPECT_EQ(loo.folds[0].held_out, "Llama-3-70B");
+  const CalibrationResult all = calibrate(aws, start);
+  EXPECT_GE(loo.max_abs_error, all.max_abs_error) << "held out is never better than in sample";
+  EXPECT_LT(loo.max_abs_error, 0.5);
+
+  // Two sources measured on one platform (the truth): each predicted by a fit to the other.
+  const Platform truth{lib.hardware("a100-80gb-sxm"), lib.engine("vllm")};
+  Platform guess = truth;
+  guess.hardware.memory_efficiency = 0.5;
+  guess.engine.step_overhead_s = 3e-3;
+  nlohmann::json j = {{"hardware", "a100-80gb-sxm"}, {"source", "synthetic"}, {"rows", nlohmann::json::array()}};
+  for (const char* src : {"lab A", "lab B"})
+    for (const char* m : {"llama-3.2-1b", "llama-3.1-8b", "llama-2-13b"})
+      j["rows"].push_back({{"source", src}, {"model", m}, {"step_ms", 1.0}, {"label", std::string(src) + " " + m}});
+  CalibrationSet set = parse_calibration_json(j, "two sources", lib);
+  EXPECT_EQ(set.rows[0].source, "lab A");
+  for (auto& row : set.rows) row.measured_step_s = predicted_step_s(row, truth);
+  const CrossValidation loso = cross_validate(set, guess, {"memory_efficiency", "step_overhead_s"});
+  EXPECT_EQ(loso.grouping, "source");
+  ASSERT_EQ(loso.folds.size(), 2u);
+  EXPECT_EQ(loso.folds[1].held_out, "lab B");
+  EXPECT_EQ(loso.folds[1].rows.size(), 3u);
+  EXPECT_LT(loso.max_abs_error, 0.01);
+  set.rows.resize(1);
+  EXPECT_NE(error_of([&] { cross_validate(set, guess); }).find("at least 2 measured configurations"), std::string::npos);
+}
+
 TEST(Calibration, CsvFormatMatchesJson) {
   SpecLibrary lib;
   const std::string csv =
       "# measured on the reference backend\n"
-      "label,model,drafter,method,k,batch,prompt_len,output_len,acceptance_length,step_ms\n"
-      "seq,llama-2-7b,,sequential,,1,64,64,,30.5\n"
-      "draft K=3,llama-2-70b,draft-llama-2-7b,draft_model,3,1,64,64,2.4,250\n";
+      "label,source,model,drafter,method,k,batch,prompt_len,output_len,acceptance_length,step_ms\n"
+      "seq,lab A,llama-2-7b,,sequential,,1,64,64,,30.5\n"
+      "draft K=3,,llama-2-70b,draft-llama-2-7b,draft_model,3,1,64,64,2.4,250\n";
   const CalibrationSet set = parse_calibration_csv(csv, "t.csv", lib);
   ASSERT_EQ(set.rows.size(), 2u);
   EXPECT_EQ(set.rows[0].label, "seq");
+  EXPECT_EQ(set.rows[0].source, "lab A");
+  EXPECT_EQ(set.rows[1].source, "");
   EXPECT_DOUBLE_EQ(set.rows[0].measured_step_s, 30.5e-3);
   EXPECT_EQ(set.rows[1].scenario.plan.k, 3);
   EXPECT_DOUBLE_EQ(set.rows[1].tokens_per_step, 2.4);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "experiments/cli/cli.hpp"
+#include "simulator/engine_spec.hpp"
 #include "simulator/hardware_spec.hpp"
 #include "simulator/spec_json.hpp"
 #include "test_util.hpp"
@@ -270,6 +271,15 @@ TEST(SimulateCommand, SweepCalibrateAndMeasure) {
   EXPECT_NE(r.out.find("largest error"), std::string::npos) << r.out;
   const sim::HardwareSpec h = sim::load_hardware_spec(fitted);
   EXPECT_EQ(h.name, "trn1-32xlarge");
+  const std::string aws = (sim::test::source_dir() / "simulator/calibration/aws_trainium_trn1.json").string();
+  r = simulate({"--calibrate", aws, "--cross-validate"});
+  EXPECT_NE(r.out.find("held-out error (leave one row out"), std::string::npos) << r.out;
+  const auto cv = nlohmann::json::parse(simulate({"--calibrate", aws, "--cross-validate", "--json"}).out);
+  EXPECT_EQ(cv["cross_validation"]["held_out"].size(), 4u);
+  EXPECT_EQ(cv["cross_validation"]["grouping"], "row");
+  const auto engine_out = (dir.path() / "engine.json").string();
+  simulate({"--calibrate", aws, "--engine-output", engine_out});
+  EXPECT_EQ(sim::load_engine_spec(engine_out).name, "transformers-neuronx");
 
   const auto cpu = (dir.path() / "cpu.json").string();
   r = simulate({"--measure-cpu", cpu, "--quick", "--threads", "1"});
