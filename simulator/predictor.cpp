@@ -159,6 +159,9 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   const double catch_up = m == Method::draft_model ? 1.0 : tokens_per_step;
   if (m == Method::peagle) {
     level_tokens = {catch_up + plan.k - 1.0};
+  } else if (plan.tree && plan.dynamic_depth > 0) {
+    level_tokens.push_back(catch_up);
+    for (int depth = 1; depth < plan.dynamic_depth; ++depth) level_tokens.push_back(plan.dynamic_top_k);
   } else if (plan.tree) {
     const TreeShape& t = *plan.tree;
     level_tokens.push_back(catch_up);

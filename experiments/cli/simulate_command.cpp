@@ -541,6 +541,11 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                 "--acceptance-by-depth, --tree-acceptance, --trace or --al");
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   s.plan.tree = tree_from_options(vm, s.acceptance);
+  if (vm.count("dynamic-tree")) {  // drafted beam-style: DEPTH steps over the TOP_K best frontier nodes
+    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
+    s.plan.dynamic_depth = v[1];
+    s.plan.dynamic_top_k = v[2];
+  }
   if (s.plan.tree && vm.count("acceptance-by-depth")) {
     // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
     const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
@@ -603,6 +608,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                                          parse_int_list(parts[2], "best-tree (top-k)"));
     p = b.best;
     s.plan.tree = b.tree;
+    s.plan.dynamic_depth = b.setting.depth;
+    s.plan.dynamic_top_k = b.setting.top_k;
     auto is_best = [&](const DynamicTreeSetting& t) {
       return t.total_tokens == b.setting.total_tokens && t.depth == b.setting.depth && t.top_k == b.setting.top_k;
     };

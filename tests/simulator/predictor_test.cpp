@@ -46,6 +46,31 @@ TEST(Predictor, EagerEnginesPayForEveryKernelLaunch) {
   EXPECT_GT(eager.verify_s, graphs.verify_s);
 }
 
+// A dynamic (EAGLE-2) tree is drafted beam-style: DEPTH drafter steps, each after the first over
+// the TOP_K best frontier nodes, whatever the reranked tree keeps; with TOP_K = 1 that is a chain.
+TEST(Predictor, DynamicTreesDraftBeamStyle) {
+  SpecLibrary lib;
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 0, 0.8);
+  s.engine = lib.engine("sglang");
+  s.plan.tree = best_tree(*s.acceptance, 12, 6, 4);
+  const StepCost kept = decode_step_cost(s, 128, 3.0);  // one step per depth of the kept tree
+  s.plan.dynamic_depth = 6;
+  s.plan.dynamic_top_k = 4;
+  const StepCost beam = decode_step_cost(s, 128, 3.0);
+  EXPECT_EQ(beam.draft_forwards, 6);
+  EXPECT_LE(kept.draft_forwards, 6);
+  EXPECT_GT(beam.draft_s, kept.draft_s) << "the beam expands 4 nodes a step; the kept tree has fewer per depth";
+  EXPECT_DOUBLE_EQ(beam.verify_s, kept.verify_s) << "verification is of the kept tree either way";
+  // Top-k 1: the tree is a chain of 6, and so is its drafting.
+  s.plan.tree = best_tree(*s.acceptance, 7, 6, 1);
+  s.plan.dynamic_top_k = 1;
+  Scenario chain = s;
+  chain.plan = DraftPlan{};
+  chain.plan.method = Method::eagle3;
+  chain.plan.k = 6;
+  EXPECT_NEAR(decode_step_cost(s, 128, 3.0).draft_s, decode_step_cost(chain, 128, 3.0).draft_s, 1e-15);
+}
+
 // Engines refuse what they cannot run rather than pricing it.
 TEST(Predictor, EnginesRefuseMethodsAndTreesTheyLack) {
   SpecLibrary lib;

@@ -100,6 +100,8 @@ TEST(Search, BestDynamicTreeIsTheArgminOverTheGrid) {
     EXPECT_GE(c.prediction.tpot_s, b.best.tpot_s);
     Scenario one = s;
     one.plan.tree = best_tree(*s.acceptance, c.setting.total_tokens, c.setting.depth, c.setting.top_k);
+    one.plan.dynamic_depth = c.setting.depth;  // drafted beam-style, as --dynamic-tree prices it
+    one.plan.dynamic_top_k = c.setting.top_k;
     EXPECT_DOUBLE_EQ(predict(one).tpot_s, c.prediction.tpot_s)
         << "total " << c.setting.total_tokens << " depth " << c.setting.depth << " top-k " << c.setting.top_k;
   }
