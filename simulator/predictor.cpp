@@ -216,6 +216,12 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
 
 StepCost prefill_cost(const Scenario& s) { return prefill_step(s, true); }
 
+void set_dynamic_tree(DraftPlan& plan, const AcceptanceModel& acc, int total_tokens, int depth, int top_k) {
+  plan.tree = best_tree(acc, total_tokens, depth, top_k);  // throws on a bad value
+  plan.dynamic_depth = depth;
+  plan.dynamic_top_k = top_k;
+}
+
 Prediction predict(const Scenario& s, bool breakdown) {
   validate_scenario(s);
   Prediction r;

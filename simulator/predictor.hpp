@@ -36,6 +36,10 @@ struct DraftPlan {
   int dynamic_top_k = 0;
 };
 
+// A dynamic (EAGLE-2) tree plan: the `total_tokens − 1` best candidates under `acc`
+// (best_tree), drafted beam-style with `depth` steps over `top_k` frontier nodes.
+void set_dynamic_tree(DraftPlan& plan, const AcceptanceModel& acc, int total_tokens, int depth, int top_k);
+
 struct Scenario {
   ModelShape target;
   std::optional<Drafter> drafter;  // required unless sequential

@@ -78,9 +78,7 @@ BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, con
                                      std::to_string(unanswered)});
           continue;
         }
-        s.plan.tree = best_tree(*s.acceptance, total, depth, top_k);  // throws on a bad value
-        s.plan.dynamic_depth = depth;
-        s.plan.dynamic_top_k = top_k;
+        set_dynamic_tree(s.plan, *s.acceptance, total, depth, top_k);
         out.all.push_back({set, predict(s)});
         if (out.all.back().prediction.tpot_s < best) {
           best = out.all.back().prediction.tpot_s;

@@ -130,7 +130,9 @@ AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
   return nullptr;
 }
 
-std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc) {
+// Sets the plan's tree from --tree (static) or --dynamic-tree (EAGLE-2, drafted beam-style); leaves
+// a chain plan as it is.
+void tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc, DraftPlan& plan) {
   if (vm.count("tree") && vm.count("dynamic-tree")) throw Error("give either --tree or --dynamic-tree, not both");
   if ((vm.count("tree") || vm.count("dynamic-tree")) && vm.count("acceptance-table"))
     throw Error("--acceptance-table holds a chain's AL by K; for a tree give its measured AL (--al) or acceptance "
@@ -145,9 +147,11 @@ std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const Ac
       } catch (const nlohmann::json::exception&) {
         throw Error("--tree: expected a list of rank paths, e.g. [[0],[1],[0,0]]");
       }
-      return tree_from_choices(choices, "--tree");
+      plan.tree = tree_from_choices(choices, "--tree");
+    } else {
+      plan.tree = builtin_tree(t);
     }
-    return builtin_tree(t);
+    return;
   }
   if (vm.count("dynamic-tree")) {
     const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
@@ -156,9 +160,8 @@ std::optional<TreeShape> tree_from_options(const po::variables_map& vm, const Ac
       throw Error("--dynamic-tree chooses its tree from per-rank acceptance probabilities (--alpha, --tree-acceptance, "
                   "...); for a tree whose AL was measured, give that tree (--tree with its choices) and --al or "
                   "--acceptance-by-depth");
-    return best_tree(*acc, v[0], v[1], v[2]);
+    set_dynamic_tree(plan, *acc, v[0], v[1], v[2]);
   }
-  return std::nullopt;
 }
 
 std::string fmt(double v, int precision = 3) {
@@ -540,12 +543,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
                 "--acceptance-by-depth, --tree-acceptance, --trace or --al");
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
-  s.plan.tree = tree_from_options(vm, s.acceptance);
-  if (vm.count("dynamic-tree")) {  // drafted beam-style: DEPTH steps over the TOP_K best frontier nodes
-    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
-    s.plan.dynamic_depth = v[1];
-    s.plan.dynamic_top_k = v[2];
-  }
+  tree_from_options(vm, s.acceptance, s.plan);
   if (s.plan.tree && vm.count("acceptance-by-depth")) {
     // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
     const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");

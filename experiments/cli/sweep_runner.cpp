@@ -90,9 +90,7 @@ json predict_run(const sweep::SweepSpec& spec, const sim::SpecLibrary& lib, cons
     s.acceptance = sim::replay_acceptance(obs.accepted, recorded);
     s.plan.k = c.tree == "chain" || c.method == "peagle" ? c.k : recorded;
     if (c.tree == "dynamic") {
-      s.plan.tree = sim::best_tree(*s.acceptance, c.total_tokens, c.depth, c.tree_top_k);
-      s.plan.dynamic_depth = c.depth;
-      s.plan.dynamic_top_k = c.tree_top_k;
+      sim::set_dynamic_tree(s.plan, *s.acceptance, c.total_tokens, c.depth, c.tree_top_k);
     } else if (c.tree != "chain") {
       const TreeChoices choices = tree_choices_from_spec(c.tree);
       s.plan.tree = sim::tree_from_choices(choices, c.tree);
