@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "reference/core/error.hpp"
 #include "simulator/nelder_mead.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
-                                             "dtype", "acceptance_length", "step_ms", "tpot_ms"};
+                                             "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote"};
 
 MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs) {
   check_known_fields(r, kRowFields, where);
@@ -164,7 +165,11 @@ Platform platform_for(const CalibrationSet& set, const SpecLibrary& specs, const
 }
 
 CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs) {
-  check_known_fields(j, {"hardware", "engine", "fit", "defaults", "rows"}, source);
+  // Published results kept for independent evaluation (simulator/evaluation) are never fitted.
+  if (j.is_object() && j.contains("reserved") && j.at("reserved") == true)
+    throw Error(source + ": this set is reserved for independent evaluation (\"reserved\": true); it cannot be "
+                "calibrated against. Evaluate it with specdec simulate --evaluate");
+  check_known_fields(j, {"reserved", "hardware", "engine", "fit", "defaults", "rows"}, source);
   CalibrationSet set;
   set.source = get_string_or(j, "source", source, source);
   set.hardware = get_string_or(j, "hardware", "", source);
@@ -233,7 +238,8 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
     for (size_t c = 0; c < cells.size(); ++c) {
       if (cells[c].empty()) continue;
       const std::string& key = header[c];
-      if (key == "label" || key == "source" || key == "model" || key == "drafter" || key == "method" || key == "dtype") {
+      if (key == "label" || key == "source" || key == "model" || key == "drafter" || key == "method" || key == "dtype" ||
+          key == "quote") {
         r[key] = cells[c];
       } else {
         try {
@@ -262,6 +268,29 @@ CalibrationSet load_calibration_set(const std::filesystem::path& path, const Spe
     return parse_calibration_csv(b.str(), name, specs);
   }
   return parse_calibration_json(read_json_file(path), name, specs);
+}
+
+CalibrationSet merge_calibration_sets(const std::vector<CalibrationSet>& sets) {
+  if (sets.empty()) throw Error("calibration: no sets to merge");
+  if (sets.size() == 1) return sets.front();
+  CalibrationSet out;
+  for (const auto& s : sets) {
+    for (auto [field, mine, theirs] : {std::tuple{"hardware", &out.hardware, &s.hardware},
+                                       std::tuple{"engine", &out.engine, &s.engine}}) {
+      if (mine->empty()) *mine = *theirs;
+      else if (!theirs->empty() && *theirs != *mine)
+        throw Error("calibration sets on different platforms cannot be fitted together: '" + s.source + "' names " +
+                    field + " '" + *theirs + "', an earlier set '" + *mine + "'");
+    }
+    out.source += (out.source.empty() ? "" : " + ") + s.source;
+    for (const auto& p : s.fit)
+      if (std::find(out.fit.begin(), out.fit.end(), p) == out.fit.end()) out.fit.push_back(p);
+    for (MeasuredConfig row : s.rows) {
+      if (row.source.empty()) row.source = s.source;
+      out.rows.push_back(std::move(row));
+    }
+  }
+  return out;
 }
 
 double predicted_step_s(const MeasuredConfig& row, const Platform& p) {

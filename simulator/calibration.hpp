@@ -54,6 +54,11 @@ CalibrationSet load_calibration_set(const std::filesystem::path& path, const Spe
 CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs);
 CalibrationSet parse_calibration_csv(const std::string& text, const std::string& source, const SpecLibrary& specs);
 
+// Several sets on one platform as one: each row keeps its source (its file's when it names none),
+// so cross-validation leaves one source out. The sets must name the same hardware and engine
+// (or none); `fit` lists are joined.
+CalibrationSet merge_calibration_sets(const std::vector<CalibrationSet>& sets);
+
 double predicted_step_s(const MeasuredConfig& row, const Platform& p);
 
 struct CalibrationRowResult {

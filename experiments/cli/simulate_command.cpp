@@ -17,6 +17,7 @@
 #include "simulator/calibration.hpp"
 #include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
+#include "simulator/evaluation.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/search.hpp"
 #include "simulator/spec_json.hpp"
@@ -262,7 +263,8 @@ int usage(std::ostream& out, const po::options_description& desc) {
          "       specdec simulate --measure-cpu OUT.json\n"
          "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--engine E] [--output FITTED.json]\n"
          "                        [--engine-output FITTED_ENGINE.json]\n"
-         "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n\n"
+         "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n"
+         "       specdec simulate --evaluate PUBLISHED.json|DIR [--specs-dir FITTED] [--hardware H] [--engine E]\n\n"
          "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
          "P-EAGLE decoding from model, drafter, hardware and engine specs (simulator/specs; any HF config.json\n"
          "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
@@ -309,7 +311,10 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     for (const auto& f : split_list(vm["calibrate-traces"].as<std::string>())) files.emplace_back(f);
     set = calibration_set_from_traces(files);
   } else {
-    set = load_calibration_set(path, specs);
+    std::vector<CalibrationSet> sets;
+    for (const auto& f : split_list(path)) sets.push_back(load_calibration_set(f, specs));
+    if (sets.empty()) throw Error("--calibrate: no file given");
+    set = merge_calibration_sets(sets);
   }
   std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
   if (hw_name.empty())
@@ -394,6 +399,62 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
   return 0;
 }
 
+// Published speedups predicted from the specs alone (the sources' ALs given): never fitted.
+int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  const std::string hw = vm.count("hardware") ? vm["hardware"].as<std::string>() : "";
+  const std::string engine = vm.count("engine") ? vm["engine"].as<std::string>() : "";
+  std::vector<EvaluationResult> results;
+  for (const auto& set : load_evaluation_sets(vm["evaluate"].as<std::string>(), specs, hw, engine))
+    results.push_back(evaluate_published(set));
+  const EvaluationResult all = pool_evaluations(results);
+  if (vm.count("json")) {
+    nlohmann::json j;
+    auto summary = [](const EvaluationResult& r) {
+      nlohmann::json s = {{"set", r.name},
+                          {"source", r.source},
+                          {"results", r.rows.size()},
+                          {"max_abs_relative_error", r.max_abs_error},
+                          {"mean_relative_error", r.mean_error},
+                          {"rms_log_error", r.rms_log_error}};
+      for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
+      return s;
+    };
+    for (const auto& r : results) {
+      nlohmann::json set = summary(r);
+      for (const auto& row : r.rows)
+        set["rows"].push_back({{"label", row.label}, {"hardware", row.hardware}, {"engine", row.engine},
+                               {"acceptance_length", row.acceptance_length},
+                               {"published_speedup", row.published_speedup},
+                               {"predicted_speedup", row.predicted_speedup}, {"relative_error", row.relative_error}});
+      j["sets"].push_back(set);
+    }
+    j["all"] = summary(all);
+    io.out << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& r : results) {
+    io.out << (r.name.empty() ? "" : r.name + ": ") << r.source << "\n";
+    int width = 8;
+    for (const auto& row : r.rows) width = std::max(width, int(row.label.size()) + 2);
+    io.out << "  " << std::left << std::setw(width) << "result" << std::setw(26) << "hardware / engine" << std::right
+           << std::setw(6) << "AL" << std::setw(11) << "published" << std::setw(11) << "predicted" << std::setw(9)
+           << "error\n";
+    for (const auto& row : r.rows)
+      io.out << "  " << std::left << std::setw(width) << row.label << std::setw(26) << (row.hardware + " / " + row.engine)
+             << std::right << std::setw(6) << fmt(row.acceptance_length, 2) << std::setw(10)
+             << fmt(row.published_speedup, 2) << "x" << std::setw(10) << fmt(row.predicted_speedup, 2) << "x"
+             << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
+    for (const auto& k : r.skipped) io.out << "  skipped " << k.label << ": " << k.reason << "\n";
+    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean " << fmt(100 * r.mean_error, 1)
+           << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
+  }
+  io.out << all.rows.size() << " published results in " << results.size() << " set(s)"
+         << (all.skipped.empty() ? "" : " (" + std::to_string(all.skipped.size()) + " skipped: no spec)")
+         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean " << fmt(100 * all.mean_error, 1)
+         << "% (> 0: speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
+  return 0;
+}
+
 int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
   SweepSpec spec;
   if (!vm.count("model") || !vm.count("hardware")) throw Error("--sweep needs --model and --hardware (comma-separated lists)");
@@ -475,12 +536,13 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("threads", po::value<int>()->default_value(0), "--measure-cpu: threads for the all-thread figures (0 = all)")
     ("quick", "--measure-cpu: short measurement (less accurate)")
     ("name", po::value<std::string>(), "--measure-cpu: hardware name to write (default cpu-local)")
-    ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings (JSON or CSV)")
+    ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings: a JSON or CSV set, or sets on one platform A.json,B.json (held out by source with --cross-validate)")
     ("calibrate-traces", po::value<std::string>(), "like --calibrate, from recorded traces T1.h5,T2.h5,... (timed steps; needs --hardware)")
     ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
     ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
     ("engine-output", po::value<std::string>(), "--calibrate: write the calibrated engine spec here")
     ("cross-validate", "--calibrate: also report held-out errors (leave one source out when rows name several, else leave one row out)")
+    ("evaluate", po::value<std::string>(), "predict the published speedups of an evaluation set (JSON) or of every set in a directory, e.g. simulator/evaluation; never fitted")
     ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, engines/, models/, drafters/ (repeatable)")
     ("list", "list the available specs");
   // clang-format on
@@ -508,6 +570,12 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       io.out << "\n";
     }
     return 0;
+  }
+  if (vm.count("evaluate")) {
+    for (const char* o : {"calibrate", "calibrate-traces", "sweep", "measure-cpu"})
+      if (vm.count(o))
+        throw Error(std::string("--evaluate predicts published results without fitting: it cannot be combined with --") + o);
+    return run_evaluate(vm, specs, io);
   }
   if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
   if (vm.count("calibrate") || vm.count("calibrate-traces")) return run_calibrate(vm, specs, io);

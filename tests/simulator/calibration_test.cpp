@@ -200,5 +200,32 @@ TEST(Calibration, FileErrors) {
             std::string::npos);
 }
 
+// Sets from several sources on one platform fit together, and cross-validation then leaves one
+// source out; sets on different platforms are refused.
+TEST(Calibration, SetsOnOnePlatformMergeAndAreHeldOutBySource) {
+  SpecLibrary lib;
+  auto set = [&](const std::string& source, const std::string& hw, double tpot_8b, double tpot_70b) {
+    nlohmann::json j = {{"source", source}, {"hardware", hw}, {"engine", "vllm"},
+                        {"rows", {{{"model", "llama-3.1-8b"}, {"tpot_ms", tpot_8b}},
+                                  {{"model", "llama-3.1-70b"}, {"tp", 4}, {"tpot_ms", tpot_70b}}}}};
+    return parse_calibration_json(j, source, lib);
+  };
+  const CalibrationSet merged = merge_calibration_sets({set("first", "h100-sxm", 7.0, 22.0), set("second", "h100-sxm", 7.5, 23.0)});
+  ASSERT_EQ(merged.rows.size(), 4u);
+  EXPECT_EQ(merged.rows[0].source, "first");
+  EXPECT_EQ(merged.rows[3].source, "second");
+  EXPECT_EQ(merged.hardware, "h100-sxm");
+  EXPECT_EQ(merged.source, "first + second");
+  const CrossValidation cv = cross_validate(merged, platform_for(merged, lib));
+  EXPECT_EQ(cv.grouping, "source");
+  ASSERT_EQ(cv.folds.size(), 2u);
+  EXPECT_EQ(cv.folds[0].held_out, "first");
+  EXPECT_EQ(cv.folds[0].rows.size(), 2u);
+  const std::string e = error_of([&] { merge_calibration_sets({set("first", "h100-sxm", 7, 22), set("other", "a100-80gb-sxm", 9, 30)}); });
+  EXPECT_NE(e.find("different platforms"), std::string::npos) << e;
+  EXPECT_NE(e.find("a100-80gb-sxm"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { merge_calibration_sets({}); }), "");
+}
+
 }  // namespace
 }  // namespace specdec::sim

@@ -293,5 +293,27 @@ TEST(SimulateCommand, SweepCalibrateAndMeasure) {
   EXPECT_NE(r.out.find("TPOT"), std::string::npos);
 }
 
+TEST(SimulateCommand, EvaluatePublishedResults) {
+  const std::string dir = (sim::test::source_dir() / "simulator/evaluation").string();
+  CommandRun r = simulate({"--evaluate", dir});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("published results in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("largest error"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(simulate({"--evaluate", dir, "--json"}).out);
+  ASSERT_TRUE(j.contains("sets"));
+  EXPECT_GE(j["all"]["results"].get<int>(), 20);
+  for (const auto& set : j["sets"])
+    for (const auto& row : set["rows"]) EXPECT_GT(row["predicted_speedup"].get<double>(), 0) << row.dump();
+  // --hardware/--engine replace every row's.
+  const auto h = nlohmann::json::parse(simulate({"--evaluate", dir, "--json", "--hardware", "h200", "--engine", "ideal"}).out);
+  for (const auto& set : h["sets"])
+    for (const auto& row : set["rows"]) {
+      EXPECT_EQ(row["hardware"], "h200");
+      EXPECT_EQ(row["engine"], "ideal");
+    }
+  EXPECT_THROW(simulate({"--evaluate", dir, "--calibrate", dir}), Error);
+  EXPECT_THROW(simulate({"--evaluate", "/nonexistent/set.json"}), Error);
+}
+
 }  // namespace
 }  // namespace specdec::cli

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Calibration without peeking, then independent evaluation.
+#
+#   scripts/evaluate_simulator.sh [OUT_DIR]        # SPECDEC_BUILD_DIR (default build)
+#
+# 1. Fits every calibration set in simulator/calibration (public measurements; only efficiency and
+#    overhead terms move) and reports its in-sample and held-out (leave one source out, else leave
+#    one row out) errors.
+# 2. Writes the fitted hardware and engine specs under OUT_DIR/fitted/{hardware,engines}/, named as
+#    the bundled specs they replace.
+# 3. Predicts every reserved published result in simulator/evaluation twice: with the bundled specs
+#    (priors) and with the fitted ones (--specs-dir). Nothing in simulator/evaluation is fitted; the
+#    calibration loader refuses those files.
+# Writes OUT_DIR/calibration.txt, OUT_DIR/evaluation_priors.{txt,json} and
+# OUT_DIR/evaluation_fitted.{txt,json}; prints the two evaluation summaries last.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${SPECDEC_BUILD_DIR:-build}"
+OUT="${1:-$BUILD/simulator-evaluation}"
+SPECDEC="$BUILD/specdec"
+[[ -x "$SPECDEC" ]] || { echo "error: $SPECDEC not found; build first (cmake --build $BUILD --target specdec)" >&2; exit 1; }
+rm -rf "$OUT.tmp"
+mkdir -p "$OUT.tmp/fitted/hardware" "$OUT.tmp/fitted/engines"
+
+: > "$OUT.tmp/calibration.txt"
+for set in simulator/calibration/*.json; do
+  read -r hw engine < <(/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["hardware"], j.get("engine","-"))' "$set")
+  if [[ "$engine" == "-" ]]; then echo "error: $set names no engine" >&2; exit 1; fi
+  if [[ -e "$OUT.tmp/fitted/engines/$engine.json" ]]; then
+    echo "note: engine $engine is fitted by more than one set; $set's fit is kept" >> "$OUT.tmp/calibration.txt"
+  fi
+  echo "== $set" >> "$OUT.tmp/calibration.txt"
+  "$SPECDEC" simulate --calibrate "$set" --cross-validate \
+    --output "$OUT.tmp/fitted/hardware/$hw.json" --engine-output "$OUT.tmp/fitted/engines/$engine.json" \
+    >> "$OUT.tmp/calibration.txt"
+  echo >> "$OUT.tmp/calibration.txt"
+done
+
+"$SPECDEC" simulate --evaluate simulator/evaluation > "$OUT.tmp/evaluation_priors.txt"
+"$SPECDEC" simulate --evaluate simulator/evaluation --json > "$OUT.tmp/evaluation_priors.json"
+"$SPECDEC" simulate --evaluate simulator/evaluation --specs-dir "$OUT.tmp/fitted" > "$OUT.tmp/evaluation_fitted.txt"
+"$SPECDEC" simulate --evaluate simulator/evaluation --specs-dir "$OUT.tmp/fitted" --json > "$OUT.tmp/evaluation_fitted.json"
+rm -rf "$OUT"
+mv "$OUT.tmp" "$OUT"
+
+grep -E '^(==|largest (held-out )?error)' "$OUT/calibration.txt"
+echo
+/usr/bin/python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+sets = {}
+for kind in ("priors", "fitted"):
+    j = json.load(open(f"{out}/evaluation_{kind}.json"))
+    for s in j["sets"] + [j["all"]]:
+        sets.setdefault(s["set"], {})[kind] = s
+print(f"{'evaluation set':24}{'n':>4}{'priors: max':>13}{'mean':>8}{'fitted: max':>13}{'mean':>8}")
+for name, k in sets.items():
+    p, f = k["priors"], k["fitted"]
+    print(f"{name:24}{p['results']:>4}{100*p['max_abs_relative_error']:>12.1f}%{100*p['mean_relative_error']:>7.1f}%"
+          f"{100*f['max_abs_relative_error']:>12.1f}%{100*f['mean_relative_error']:>7.1f}%")
+PY
+echo "wrote $OUT"

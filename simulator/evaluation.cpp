@@ -1,0 +1,241 @@
+#include "simulator/evaluation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "reference/core/error.hpp"
+#include "simulator/spec_json.hpp"
+#include "simulator/tree_shape.hpp"
+
+namespace specdec::sim {
+
+namespace {
+
+const std::vector<std::string> kRowFields = {
+    "label",    "model",      "drafter",    "method", "k",     "tree",     "dynamic_tree",
+    "batch",    "prompt_len", "output_len", "tp",     "dtype", "hardware", "engine",
+    "acceptance_length", "speedup", "throughput", "baseline_throughput", "versus", "quote", "missing_spec"};
+
+// The tree a dynamic (EAGLE-2) setting drafts. Its cost depends on the node count, the depth and
+// the beam-style drafting (depth × top-k), not on which ranks fill it, and the AL is the published
+// one; so any acceptance that ranks candidates by rank gives the same cost. This one halves the
+// acceptance with each rank.
+void set_dynamic_tree_for_measured_al(DraftPlan& plan, int total_tokens, int depth, int top_k) {
+  std::vector<std::vector<double>> p(std::max(depth, 1));
+  for (auto& row : p)
+    for (int r = 0; r < std::max(top_k, 1); ++r) row.push_back(0.6 * std::pow(0.5, r));
+  set_dynamic_tree(plan, *tree_acceptance(p), total_tokens, depth, top_k);
+}
+
+// The speculative configuration of `r` (method, drafter, draft shape, measured AL) into `s`, whose
+// target, hardware, engine and workload are already set.
+void parse_plan(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs, Scenario& s) {
+  if (!has_field(r, "method"))
+    throw Error(where + ": 'method' is missing (draft, eagle, eagle3 or peagle: a published speedup is of a speculative method)");
+  s.plan = DraftPlan{};
+  s.plan.method = parse_method(get_string(r, "method", where), where);
+  if (s.plan.method == Method::sequential) throw Error(where + ": method 'sequential' has no speedup to evaluate");
+  s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
+  const int shapes = int(has_field(r, "k")) + int(has_field(r, "tree")) + int(has_field(r, "dynamic_tree"));
+  if (shapes != 1)
+    throw Error(where + ": give exactly one draft shape: 'k' (a chain), 'tree' (a built-in name or rank paths) or "
+                "'dynamic_tree' ([total_tokens, depth, top_k])");
+  int longest = 0;  // drafts on the longest path
+  if (has_field(r, "k")) {
+    s.plan.k = get_int(r, "k", where);
+    if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1");
+    longest = s.plan.k;
+  } else if (has_field(r, "tree")) {
+    const nlohmann::json& t = r.at("tree");
+    if (t.is_string()) {
+      s.plan.tree = builtin_tree(t.get<std::string>());
+    } else {
+      std::vector<std::vector<int>> choices;
+      try {
+        choices = t.get<std::vector<std::vector<int>>>();
+      } catch (const nlohmann::json::exception&) {
+        throw Error(where + ": 'tree' must be a built-in tree name or a list of rank paths, e.g. [[0],[1],[0,0]]");
+      }
+      s.plan.tree = tree_from_choices(choices, where + " 'tree'");
+    }
+    longest = s.plan.tree->max_depth();
+  } else {
+    const nlohmann::json& t = r.at("dynamic_tree");
+    if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+        !t[2].is_number_integer())
+      throw Error(where + ": 'dynamic_tree' must be [total_tokens, depth, top_k], three integers");
+    set_dynamic_tree_for_measured_al(s.plan, t[0].get<int>(), t[1].get<int>(), t[2].get<int>());
+    longest = s.plan.tree->max_depth();
+  }
+  const double al = get_number(r, "acceptance_length", where);
+  if (!(al >= 1.0 && al <= longest + 1.0))
+    throw Error(where + ": 'acceptance_length' must be in [1, " + std::to_string(longest + 1) +
+                "] (it counts the bonus token; the longest draft path has " + std::to_string(longest) + "), got " +
+                std::to_string(al));
+  s.measured_tokens_per_step = al;
+  validate_scenario(s);
+}
+
+const std::vector<std::string> kVersusFields = {"method", "drafter", "k", "tree", "dynamic_tree", "acceptance_length"};
+
+PublishedResult parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs,
+                          const std::string& hardware, const std::string& engine) {
+  PublishedResult row;
+  Scenario& s = row.scenario;
+  const std::string hw = hardware.empty() ? get_string_or(r, "hardware", "", where) : hardware;
+  if (hw.empty()) throw Error(where + ": no hardware: name it in the row or the set ('hardware'), or give --hardware");
+  s.hardware = specs.hardware(hw);
+  s.engine = specs.engine_for(engine.empty() ? get_string_or(r, "engine", "", where) : engine, s.hardware);
+  s.target = specs.model(get_string(r, "model", where));
+  s.workload.batch = get_int_or(r, "batch", 1, where);
+  s.workload.prompt_len = get_int_or(r, "prompt_len", 128, where);
+  s.workload.output_len = get_int_or(r, "output_len", 256, where);
+  s.workload.tp = get_int_or(r, "tp", 1, where);
+  s.workload.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
+  if (has_field(r, "versus")) {
+    // A speedup over another speculative configuration of the same target, platform and workload.
+    const nlohmann::json& v = r.at("versus");
+    if (!v.is_object()) throw Error(where + ": 'versus' must be an object (method, drafter, k | tree | dynamic_tree, acceptance_length)");
+    check_known_fields(v, kVersusFields, where + " 'versus'");
+    Scenario base = s;
+    parse_plan(v, where + " 'versus'", specs, base);
+    row.versus = base;
+  }
+  parse_plan(r, where, specs, s);
+
+  const bool speedup = has_field(r, "speedup");
+  const bool throughput = has_field(r, "throughput") || has_field(r, "baseline_throughput");
+  if (speedup == throughput)
+    throw Error(where + ": give exactly one of 'speedup' and the pair 'throughput' + 'baseline_throughput'");
+  if (speedup) {
+    row.published_speedup = get_number(r, "speedup", where);
+    require_positive(row.published_speedup, "speedup", where);
+  } else {
+    const double t = get_number(r, "throughput", where), b = get_number(r, "baseline_throughput", where);
+    require_positive(t, "throughput", where);
+    require_positive(b, "baseline_throughput", where);
+    row.published_speedup = t / b;
+  }
+
+  row.label = get_string_or(r, "label", "", where);
+  if (row.label.empty()) {
+    std::ostringstream l;
+    l << s.target.name << " " << method_name(s.plan.method);
+    if (s.plan.tree) l << " tree(" << s.plan.tree->num_nodes() << ")";
+    else l << " K=" << s.plan.k;
+    l << " B=" << s.workload.batch;
+    if (row.versus) l << " vs " << method_name(row.versus->plan.method);
+    row.label = l.str();
+  }
+  return row;
+}
+
+}  // namespace
+
+EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs,
+                                    const std::string& hardware, const std::string& engine) {
+  if (!j.is_object()) throw Error(source + ": expected an object with 'rows'");
+  check_known_fields(j, {"reserved", "hardware", "engine", "defaults", "rows"}, source);
+  EvaluationSet set;
+  set.source = get_string_or(j, "source", source, source);
+  set.reserved = get_bool_or(j, "reserved", false, source);
+  nlohmann::json defaults = nlohmann::json::object();
+  if (has_field(j, "defaults")) {
+    defaults = j.at("defaults");
+    if (!defaults.is_object()) throw Error(source + ": 'defaults' must be an object of row fields");
+    check_known_fields(defaults, kRowFields, source + " (defaults)");
+  }
+  for (const char* k : {"hardware", "engine"})
+    if (has_field(j, k)) defaults[k] = get_string(j, k, source);
+  if (!has_field(j, "rows") || !j.at("rows").is_array() || j.at("rows").empty())
+    throw Error(source + ": 'rows' must be a non-empty list of published results");
+  int i = 0;
+  for (const auto& r : j.at("rows")) {
+    const std::string where = source + " row " + std::to_string(i++);
+    if (!r.is_object()) throw Error(where + ": expected an object");
+    nlohmann::json merged = defaults;
+    for (const auto& [k, v] : r.items()) merged[k] = v;
+    check_known_fields(merged, kRowFields, where);
+    if (has_field(merged, "missing_spec")) {
+      set.skipped.push_back({get_string_or(merged, "label", where, where), get_string(merged, "missing_spec", where)});
+      continue;
+    }
+    set.rows.push_back(parse_row(merged, where, specs, hardware, engine));
+  }
+  return set;
+}
+
+EvaluationSet load_evaluation_set(const std::filesystem::path& path, const SpecLibrary& specs,
+                                  const std::string& hardware, const std::string& engine) {
+  EvaluationSet set = parse_evaluation_json(read_json_file(path), path.filename().string(), specs, hardware, engine);
+  set.name = path.stem().string();
+  return set;
+}
+
+std::vector<EvaluationSet> load_evaluation_sets(const std::filesystem::path& path, const SpecLibrary& specs,
+                                                const std::string& hardware, const std::string& engine) {
+  std::vector<EvaluationSet> out;
+  if (!std::filesystem::is_directory(path)) {
+    out.push_back(load_evaluation_set(path, specs, hardware, engine));
+    return out;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(path))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error("evaluation directory '" + path.string() + "' holds no .json sets");
+  for (const auto& f : files) out.push_back(load_evaluation_set(f, specs, hardware, engine));
+  return out;
+}
+
+namespace {
+void summarise(EvaluationResult& r) {
+  double sq = 0, sum = 0;
+  r.max_abs_error = 0;
+  for (const auto& row : r.rows) {
+    r.max_abs_error = std::max(r.max_abs_error, std::fabs(row.relative_error));
+    sum += row.relative_error;
+    sq += std::pow(std::log(row.predicted_speedup / row.published_speedup), 2);
+  }
+  r.mean_error = r.rows.empty() ? 0 : sum / double(r.rows.size());
+  r.rms_log_error = r.rows.empty() ? 0 : std::sqrt(sq / double(r.rows.size()));
+}
+}  // namespace
+
+EvaluationResult evaluate_published(const EvaluationSet& set) {
+  EvaluationResult r;
+  r.name = set.name;
+  r.source = set.source;
+  r.skipped = set.skipped;
+  for (const auto& row : set.rows) {
+    const Prediction p = predict(row.scenario, false);
+    // Over plain decoding, or over the `versus` configuration (the ratio of their TPOTs).
+    const double predicted = row.versus ? predict(*row.versus, false).tpot_s / p.tpot_s : p.speedup;
+    EvaluationRowResult out;
+    out.label = row.label;
+    out.hardware = row.scenario.hardware.name;
+    out.engine = row.scenario.engine.name;
+    out.acceptance_length = p.tokens_per_step;
+    out.published_speedup = row.published_speedup;
+    out.predicted_speedup = predicted;
+    out.relative_error = (predicted - row.published_speedup) / row.published_speedup;
+    r.rows.push_back(out);
+  }
+  summarise(r);
+  return r;
+}
+
+EvaluationResult pool_evaluations(const std::vector<EvaluationResult>& results) {
+  EvaluationResult all;
+  all.name = "all";
+  all.source = "all sets";
+  for (const auto& r : results) {
+    all.rows.insert(all.rows.end(), r.rows.begin(), r.rows.end());
+    all.skipped.insert(all.skipped.end(), r.skipped.begin(), r.skipped.end());
+  }
+  summarise(all);
+  return all;
+}
+
+}  // namespace specdec::sim
