@@ -10,6 +10,7 @@
 
 #include "reference/core/error.hpp"
 #include "simulator/nelder_mead.hpp"
+#include "simulator/plan_json.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -18,7 +19,8 @@ namespace {
 
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
-                                             "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote"};
+                                             "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
+                                             "tree", "dynamic_tree"};
 
 MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs) {
   check_known_fields(r, kRowFields, where);
@@ -33,16 +35,7 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   s.workload.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
   row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
   if (row.context < 0) throw Error(where + ": 'context' must be >= 0");
-  if (s.plan.method != Method::sequential) {
-    s.plan.k = get_int(r, "k", where);
-    if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1 for method " + method_name(s.plan.method));
-    s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
-    row.tokens_per_step = get_number(r, "acceptance_length", where);
-    if (!(row.tokens_per_step >= 1.0 && row.tokens_per_step <= s.plan.k + 1.0))
-      throw Error(where + ": 'acceptance_length' must be in [1, k + 1] (it counts the bonus token), got " +
-                  std::to_string(row.tokens_per_step));
-    s.acceptance = table_acceptance({{s.plan.k, row.tokens_per_step}});
-  }
+  if (s.plan.method != Method::sequential) row.tokens_per_step = parse_measured_plan(r, where, specs, s);
   const bool step = has_field(r, "step_ms"), tpot = has_field(r, "tpot_ms");
   if (step == tpot) throw Error(where + ": give exactly one of 'step_ms' and 'tpot_ms'");
   const double ms = get_number(r, step ? "step_ms" : "tpot_ms", where);
@@ -54,7 +47,8 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   if (row.label.empty()) {
     std::ostringstream l;
     l << s.target.name << " " << method_name(s.plan.method);
-    if (s.plan.method != Method::sequential) l << " K=" << s.plan.k;
+    if (s.plan.tree) l << " tree(" << s.plan.tree->num_nodes() << ")";
+    else if (s.plan.method != Method::sequential) l << " K=" << s.plan.k;
     l << " B=" << s.workload.batch;
     if (s.workload.tp > 1) l << " TP=" << s.workload.tp;
     row.label = l.str();

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "simulator/plan_json.hpp"
 #include "simulator/spec_json.hpp"
-#include "simulator/tree_shape.hpp"
 
 namespace specdec::sim {
 
@@ -17,63 +17,14 @@ const std::vector<std::string> kRowFields = {
     "batch",    "prompt_len", "output_len", "tp",     "dtype", "hardware", "engine",
     "acceptance_length", "speedup", "throughput", "baseline_throughput", "versus", "quote", "missing_spec"};
 
-// The tree a dynamic (EAGLE-2) setting drafts. Its cost depends on the node count, the depth and
-// the beam-style drafting (depth × top-k), not on which ranks fill it, and the AL is the published
-// one; so any acceptance that ranks candidates by rank gives the same cost. This one halves the
-// acceptance with each rank.
-void set_dynamic_tree_for_measured_al(DraftPlan& plan, int total_tokens, int depth, int top_k) {
-  std::vector<std::vector<double>> p(std::max(depth, 1));
-  for (auto& row : p)
-    for (int r = 0; r < std::max(top_k, 1); ++r) row.push_back(0.6 * std::pow(0.5, r));
-  set_dynamic_tree(plan, *tree_acceptance(p), total_tokens, depth, top_k);
-}
-
-// The speculative configuration of `r` (method, drafter, draft shape, measured AL) into `s`, whose
-// target, hardware, engine and workload are already set.
+// The speculative configuration of `r` into `s`, whose target, hardware, engine and workload are
+// already set.
 void parse_plan(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs, Scenario& s) {
   if (!has_field(r, "method"))
     throw Error(where + ": 'method' is missing (draft, eagle, eagle3 or peagle: a published speedup is of a speculative method)");
-  s.plan = DraftPlan{};
-  s.plan.method = parse_method(get_string(r, "method", where), where);
-  if (s.plan.method == Method::sequential) throw Error(where + ": method 'sequential' has no speedup to evaluate");
-  s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
-  const int shapes = int(has_field(r, "k")) + int(has_field(r, "tree")) + int(has_field(r, "dynamic_tree"));
-  if (shapes != 1)
-    throw Error(where + ": give exactly one draft shape: 'k' (a chain), 'tree' (a built-in name or rank paths) or "
-                "'dynamic_tree' ([total_tokens, depth, top_k])");
-  int longest = 0;  // drafts on the longest path
-  if (has_field(r, "k")) {
-    s.plan.k = get_int(r, "k", where);
-    if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1");
-    longest = s.plan.k;
-  } else if (has_field(r, "tree")) {
-    const nlohmann::json& t = r.at("tree");
-    if (t.is_string()) {
-      s.plan.tree = builtin_tree(t.get<std::string>());
-    } else {
-      std::vector<std::vector<int>> choices;
-      try {
-        choices = t.get<std::vector<std::vector<int>>>();
-      } catch (const nlohmann::json::exception&) {
-        throw Error(where + ": 'tree' must be a built-in tree name or a list of rank paths, e.g. [[0],[1],[0,0]]");
-      }
-      s.plan.tree = tree_from_choices(choices, where + " 'tree'");
-    }
-    longest = s.plan.tree->max_depth();
-  } else {
-    const nlohmann::json& t = r.at("dynamic_tree");
-    if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
-        !t[2].is_number_integer())
-      throw Error(where + ": 'dynamic_tree' must be [total_tokens, depth, top_k], three integers");
-    set_dynamic_tree_for_measured_al(s.plan, t[0].get<int>(), t[1].get<int>(), t[2].get<int>());
-    longest = s.plan.tree->max_depth();
-  }
-  const double al = get_number(r, "acceptance_length", where);
-  if (!(al >= 1.0 && al <= longest + 1.0))
-    throw Error(where + ": 'acceptance_length' must be in [1, " + std::to_string(longest + 1) +
-                "] (it counts the bonus token; the longest draft path has " + std::to_string(longest) + "), got " +
-                std::to_string(al));
-  s.measured_tokens_per_step = al;
+  if (parse_method(get_string(r, "method", where), where) == Method::sequential)
+    throw Error(where + ": method 'sequential' has no speedup to evaluate");
+  parse_measured_plan(r, where, specs, s);
   validate_scenario(s);
 }
 

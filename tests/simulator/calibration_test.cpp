@@ -7,6 +7,7 @@
 #include <map>
 
 #include "simulator/calibration.hpp"
+#include "simulator/tree_shape.hpp"
 #include "test_util.hpp"
 
 namespace specdec::sim {
@@ -182,7 +183,7 @@ TEST(Calibration, FileErrors) {
   EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("vocabulary"), std::string::npos);
   j = nlohmann::json::parse(R"({"rows":[{"model":"llama-3.1-8b","method":"eagle3","drafter":"eagle3-llama3.1-8b","k":2,
       "acceptance_length":3.5,"tpot_ms":3}]})");
-  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("'acceptance_length' must be in [1, k + 1]"),
+  EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("'acceptance_length' must be in [1, 3]"),
             std::string::npos);
   j = nlohmann::json::parse(R"({"rows":[]})");
   EXPECT_NE(error_of([&] { parse_calibration_json(j, "c.json", lib); }).find("non-empty list"), std::string::npos);
@@ -225,6 +226,44 @@ TEST(Calibration, SetsOnOnePlatformMergeAndAreHeldOutBySource) {
   EXPECT_NE(e.find("different platforms"), std::string::npos) << e;
   EXPECT_NE(e.find("a100-80gb-sxm"), std::string::npos) << e;
   EXPECT_NE(error_of([&] { merge_calibration_sets({}); }), "");
+}
+
+// Measured tree configurations (SGLang's EAGLE trees, EAGLE-1's static tree) calibrate like chains.
+TEST(Calibration, RowsTakeStaticAndDynamicTrees) {
+  SpecLibrary lib;
+  const auto j = nlohmann::json::parse(R"({"hardware":"h100-sxm","engine":"sglang","rows":[
+      {"model":"llama-3.1-8b","tpot_ms":7.0},
+      {"model":"llama-3.1-8b","method":"eagle3","drafter":"eagle3-llama3.1-8b","dynamic_tree":[64,8,8],
+       "acceptance_length":5.4,"tpot_ms":2.6},
+      {"model":"vicuna-7b","method":"eagle","drafter":"eagle1-vicuna-7b","tree":"mc_sim_7b_63",
+       "acceptance_length":3.9,"step_ms":30}]})");
+  const CalibrationSet set = parse_calibration_json(j, "trees.json", lib);
+  ASSERT_EQ(set.rows.size(), 3u);
+  const DraftPlan& dyn = set.rows[1].scenario.plan;
+  ASSERT_TRUE(dyn.tree.has_value());
+  EXPECT_EQ(dyn.tree->num_nodes(), 63);
+  EXPECT_EQ(dyn.dynamic_depth, 8);
+  EXPECT_EQ(dyn.dynamic_top_k, 8);
+  EXPECT_DOUBLE_EQ(set.rows[1].tokens_per_step, 5.4);
+  EXPECT_DOUBLE_EQ(set.rows[1].measured_step_s, 2.6e-3 * 5.4);
+  EXPECT_NE(set.rows[1].label.find("tree(63)"), std::string::npos) << set.rows[1].label;
+  EXPECT_EQ(set.rows[2].scenario.plan.tree->num_nodes(), builtin_tree("mc_sim_7b_63").num_nodes());
+  // A tree's verification prices all its nodes: more than a chain of its depth.
+  const Platform p = platform_for(set, lib);
+  MeasuredConfig chain = set.rows[1];
+  chain.scenario.plan = DraftPlan{};
+  chain.scenario.plan.method = Method::eagle3;
+  chain.scenario.plan.k = 8;
+  EXPECT_GT(predicted_step_s(set.rows[1], p), predicted_step_s(chain, p));
+  const CalibrationResult r = calibrate(set, p);
+  EXPECT_LT(r.max_abs_error, 0.5);
+  // The AL of a tree is bounded by its depth + 1; two shapes at once are refused.
+  auto bad = j;
+  bad["rows"][1]["acceptance_length"] = 9.5;
+  EXPECT_NE(error_of([&] { parse_calibration_json(bad, "t.json", lib); }).find("must be in [1, 9]"), std::string::npos);
+  bad = j;
+  bad["rows"][1]["k"] = 4;
+  EXPECT_NE(error_of([&] { parse_calibration_json(bad, "t.json", lib); }).find("exactly one draft shape"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+#include "simulator/plan_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "reference/core/error.hpp"
+#include "simulator/spec_json.hpp"
+#include "simulator/tree_shape.hpp"
+
+namespace specdec::sim {
+
+void set_measured_dynamic_tree(DraftPlan& plan, int total_tokens, int depth, int top_k) {
+  std::vector<std::vector<double>> p(std::max(depth, 1));
+  for (auto& row : p)
+    for (int r = 0; r < std::max(top_k, 1); ++r) row.push_back(0.6 * std::pow(0.5, r));
+  set_dynamic_tree(plan, *tree_acceptance(p), total_tokens, depth, top_k);  // throws on bad values
+}
+
+double parse_measured_plan(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs, Scenario& s) {
+  s.plan = DraftPlan{};
+  s.plan.method = parse_method(get_string(r, "method", where), where);
+  if (s.plan.method == Method::sequential) throw Error(where + ": expected a speculative method, got 'sequential'");
+  s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
+  const int shapes = int(has_field(r, "k")) + int(has_field(r, "tree")) + int(has_field(r, "dynamic_tree"));
+  if (shapes != 1)
+    throw Error(where + ": give exactly one draft shape: 'k' (a chain), 'tree' (a built-in name or rank paths) or "
+                "'dynamic_tree' ([total_tokens, depth, top_k])");
+  int longest = 0;  // drafts on the longest path
+  if (has_field(r, "k")) {
+    s.plan.k = get_int(r, "k", where);
+    if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1 for method " + method_name(s.plan.method));
+    longest = s.plan.k;
+  } else if (has_field(r, "tree")) {
+    const nlohmann::json& t = r.at("tree");
+    if (t.is_string()) {
+      s.plan.tree = builtin_tree(t.get<std::string>());
+    } else {
+      std::vector<std::vector<int>> choices;
+      try {
+        choices = t.get<std::vector<std::vector<int>>>();
+      } catch (const nlohmann::json::exception&) {
+        throw Error(where + ": 'tree' must be a built-in tree name or a list of rank paths, e.g. [[0],[1],[0,0]]");
+      }
+      s.plan.tree = tree_from_choices(choices, where + " 'tree'");
+    }
+    longest = s.plan.tree->max_depth();
+  } else {
+    const nlohmann::json& t = r.at("dynamic_tree");
+    if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+        !t[2].is_number_integer())
+      throw Error(where + ": 'dynamic_tree' must be [total_tokens, depth, top_k], three integers");
+    set_measured_dynamic_tree(s.plan, t[0].get<int>(), t[1].get<int>(), t[2].get<int>());
+    longest = s.plan.tree->max_depth();
+  }
+  const double al = get_number(r, "acceptance_length", where);
+  if (!(al >= 1.0 && al <= longest + 1.0))
+    throw Error(where + ": 'acceptance_length' must be in [1, " + std::to_string(longest + 1) +
+                "] (it counts the bonus token; the longest draft path has " + std::to_string(longest) +
+                (s.plan.tree ? " drafts" : " drafts: k + 1 at most") + "), got " + std::to_string(al));
+  s.measured_tokens_per_step = al;
+  return al;
+}
+
+}  // namespace specdec::sim
