@@ -119,6 +119,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   if (name == "comm_latency_s") return h.comm_latency_s;
   if (name == "overlap_exponent") return h.overlap_exponent;
   if (name == "step_overhead_s") return p.engine.step_overhead_s;
+  if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
   if (name == "kernel_launch_s") return p.engine.kernel_launch_s;
   std::string method;
   if (method_map(p.engine, name, &method)) {
@@ -126,7 +127,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   }
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
-              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, "
+              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, sampling_s_per_row, "
               "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
 
@@ -140,6 +141,7 @@ void set_parameter(Platform& p, const std::string& name, double value) {
   else if (name == "comm_latency_s") h.comm_latency_s = value;
   else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
   else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
+  else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
   else if (name == "kernel_launch_s") p.engine.kernel_launch_s = value;
   else {
     std::string method;

@@ -49,17 +49,19 @@ double EngineSpec::spec_step_overhead(const std::string& method) const {
 
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": an engine spec must be a JSON object");
-  check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees"}, source);
+  check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees", "tree_verification"}, source);
   EngineSpec e;
   e.name = get_string(j, "name", source);
   e.description = get_string_or(j, "description", e.name, source);
   if (has_field(j, "overhead")) {
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
-    if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s}");
-    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s"}, s);
+    if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row}");
+    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row"}, s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_positive(e.step_overhead_s, "step_s", s, true);
+    e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
+    require_positive(e.sampling_s_per_row, "sampling_s_per_row", s, true);
     e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
     e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
   }
@@ -87,6 +89,14 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     }
   }
   e.trees = get_bool_or(j, "trees", true, source);
+  const std::string tv = get_string_or(j, "tree_verification", "tree_attention", source);
+  if (tv != "tree_attention" && tv != "flattened")
+    throw Error(source + ": field 'tree_verification' must be \"tree_attention\" (one forward with a tree mask) or "
+                "\"flattened\" (one sequence per root-to-leaf path), got \"" + tv + "\"");
+  if (tv == "flattened" && !e.trees)
+    throw Error(source + ": 'tree_verification' is \"flattened\" but 'trees' is false: an engine that verifies no trees "
+                "has no way to verify them");
+  e.flatten_trees = tv == "flattened";
   return e;
 }
 
@@ -100,13 +110,15 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   j["description"] = e.description;
   j["overhead"] = {{"step_s", e.step_overhead_s},
                    {"draft_step_s", e.draft_step_overhead_s},
-                   {"spec_step_s", e.spec_step_overhead_s}};
+                   {"spec_step_s", e.spec_step_overhead_s},
+                   {"sampling_s_per_row", e.sampling_s_per_row}};
   j["kernels"] = {{"cuda_graphs", e.cuda_graphs}, {"launch_s", e.kernel_launch_s}, {"per_operator", e.kernels_per_operator}};
   if (!e.methods.empty()) {
     j["methods"] = nlohmann::json::array();
     for (Method m : e.methods) j["methods"].push_back(method_name(m));
   }
   j["trees"] = e.trees;
+  if (e.trees) j["tree_verification"] = e.flatten_trees ? "flattened" : "tree_attention";
   if (!sources.is_null()) j["sources"] = sources;
   return j;
 }

@@ -22,15 +22,22 @@ struct EngineSpec {
   double step_overhead_s = 0;  // per target forward: scheduling, input preparation, output handling
   std::map<std::string, double> draft_step_overhead_s;  // per drafter forward, by method ("default")
   std::map<std::string, double> spec_step_overhead_s;   // per speculative iteration (acceptance, KV fix-up)
+  // Sampling and acceptance per verified logit row of each sequence (softmax, top-k/p, the
+  // acceptance test) beyond what the operators price: large in eager engines, ~0 when fused.
+  double sampling_s_per_row = 0;
   // Kernel launches. With CUDA graphs (or a compiled graph) a forward is replayed without host
   // work per kernel; without, the host launches each kernel and a kernel cannot start before its
   // launch: each operator takes at least kernels_per_operator × kernel_launch_s.
   bool cuda_graphs = true;
   double kernel_launch_s = 0;
   double kernels_per_operator = 1;  // kernels an eager framework launches per modelled operator
-  // What it runs: the methods (empty = all) and whether draft trees are verified (tree attention).
+  // What it runs: the methods (empty = all) and whether it verifies draft trees, and how: in one
+  // forward over all nodes with a tree attention mask, or flattened into one sequence per
+  // root-to-leaf path (an engine without tree masks: leaves × (depth + 1) tokens, shared prefixes
+  // recomputed).
   std::set<Method> methods;
   bool trees = true;
+  bool flatten_trees = false;
 
   double draft_step_overhead(const std::string& method) const;
   double spec_step_overhead(const std::string& method) const;

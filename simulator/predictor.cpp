@@ -144,11 +144,19 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   {
     ForwardParams p = base;
     p.tokens = verify_tokens;
-    p.logit_rows = verify_tokens;
+    if (plan.tree && s.engine.flatten_trees) {
+      // One sequence per root-to-leaf path, padded to the deepest: shared prefixes are recomputed
+      // and every path reads the context again.
+      p.batch = base.batch * plan.tree->num_leaves();
+      p.tokens = plan.tree->max_depth() + 1.0;
+      verify_tokens = plan.tree->num_leaves() * p.tokens;
+    }
+    p.logit_rows = p.tokens;
     acc.add(model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify"), &acc.step.verify_s);
   }
   acc.step.verify_tokens = verify_tokens;
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
+  acc.overhead("sampling", "overhead", double(s.workload.batch) * verify_tokens, s.engine.sampling_s_per_row);
   if (m == Method::sequential) return acc.step;
 
   const Drafter& d = *s.drafter;

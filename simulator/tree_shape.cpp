@@ -12,6 +12,13 @@ int TreeShape::max_depth() const { return depth.empty() ? 0 : *std::max_element(
 
 int TreeShape::nodes_at_depth(int d) const { return int(std::count(depth.begin(), depth.end(), d)); }
 
+int TreeShape::num_leaves() const {
+  std::vector<bool> has_child(parent.size(), false);
+  for (int p : parent)
+    if (p >= 0) has_child[p] = true;
+  return int(std::count(has_child.begin(), has_child.end(), false));
+}
+
 TreeShape tree_from_choices(const std::vector<std::vector<int>>& choices, const std::string& source) {
   if (choices.empty()) throw Error(source + ": tree has no nodes; give at least [[0]]");
   std::vector<std::vector<int>> sorted = choices;

@@ -17,6 +17,7 @@ struct TreeShape {
   int num_nodes() const { return int(parent.size()); }  // excludes the root
   int max_depth() const;
   int nodes_at_depth(int d) const;
+  int num_leaves() const;  // nodes without children: the root-to-leaf paths
 };
 
 // From EAGLE/Medusa-style choices: each entry is a path of sibling ranks from the root, e.g.

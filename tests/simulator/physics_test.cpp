@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "simulator/calibration.hpp"
+#include "simulator/tree_shape.hpp"
 #include "test_util.hpp"
 
 namespace specdec::sim {
@@ -133,6 +134,63 @@ TEST(Physics, SpeculativeOverheadNeverRaisesTheSpeedup) {
           EXPECT_GE(p.speedup, s0) << c.str() << ", +" << extra << " s per target forward";
           EXPECT_LE(p.speedup, p.tokens_per_step) << c.str() << ": the limit of a huge per-forward overhead is AL";
         }
+      }
+    }
+  }
+}
+
+// An engine without tree masks verifies a tree as one sequence per root-to-leaf path: never
+// cheaper than one forward with a tree mask, the same for a single path (a chain).
+TEST(Physics, FlattenedTreesCostAtLeastTreeAttention) {
+  SpecLibrary lib;
+  for (const std::string hw : {"h100-sxm", "a100-80gb-sxm", "rtx-3090", "cpu-local"}) {
+    for (int batch : {1, 8, 64}) {
+      for (const std::string tree : {"mc_sim_7b_63", "chain4"}) {
+        Scenario s = test::scenario("vicuna-7b", hw, "eagle1-vicuna-7b", 4, 0.7);
+        s.engine = lib.engine("ideal");
+        s.workload.batch = batch;
+        s.plan.tree = builtin_tree(tree);
+        Scenario flat = s;
+        flat.engine.flatten_trees = true;
+        const StepCost a = decode_step_cost(s, 600, 3.5), b = decode_step_cost(flat, 600, 3.5);
+        const std::string c = hw + ", batch " + std::to_string(batch) + ", tree " + tree;
+        if (tree == "chain4") {
+          EXPECT_DOUBLE_EQ(b.verify_s, a.verify_s) << c;
+        } else {
+          EXPECT_GT(b.verify_s, a.verify_s) << c;
+          EXPECT_EQ(b.verify_tokens, s.plan.tree->num_leaves() * (s.plan.tree->max_depth() + 1.0)) << c;
+        }
+        EXPECT_EQ(b.draft_s, a.draft_s) << c << ": drafting does not depend on how the tree is verified";
+      }
+    }
+  }
+}
+
+// Sampling is paid per verified row: a speculative step pays K + 1 rows for AL <= K + 1 tokens,
+// so a costlier sampler pulls the speedup towards AL / (K + 1) (its limit when sampling dominates):
+// it never raises a speedup above that, nor lowers one below it.
+TEST(Physics, SamplingCostNeverRaisesTheSpeedup) {
+  for (const auto& pl : platforms()) {
+    for (int batch : {1, 32}) {
+      const Scenario base = on(test::scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 4, 0.7), pl, batch);
+      if (!pl.engine.runs(base.plan.method)) continue;
+      double last = predict(base).speedup;
+      for (double s : {1e-7, 1e-6, 1e-5, 1e-4}) {
+        Scenario d = base;
+        d.engine.sampling_s_per_row = pl.engine.sampling_s_per_row + s;
+        const Prediction p = predict(d);
+        const double limit = p.tokens_per_step / 5.0;  // K = 4
+        const std::string c = name(pl) + " at batch " + std::to_string(batch) + ", sampling " + std::to_string(s) + " s per row";
+        if (last >= limit) {
+          EXPECT_LE(p.speedup, last * (1 + 1e-12)) << c;
+          EXPECT_GE(p.speedup, limit * (1 - 1e-12)) << c;
+        } else {
+          EXPECT_GE(p.speedup, last * (1 - 1e-12)) << c;
+          EXPECT_LE(p.speedup, limit * (1 + 1e-12)) << c;
+        }
+        EXPECT_NEAR(p.step.overhead_s - predict(base).step.overhead_s, batch * 5.0 * s, 1e-12)
+            << name(pl) << ": K + 1 = 5 rows per sequence";
+        last = p.speedup;
       }
     }
   }

@@ -203,7 +203,17 @@ TEST(Specs, EveryBundledEngineParsesAndHasSources) {
     EXPECT_EQ(back.launch_floor_s(), e.launch_floor_s());
     EXPECT_EQ(back.methods, e.methods);
     EXPECT_EQ(back.trees, e.trees);
+    EXPECT_EQ(back.flatten_trees, e.flatten_trees);
+    EXPECT_EQ(back.sampling_s_per_row, e.sampling_s_per_row);
   }
+  nlohmann::json flat = {{"name", "flat"}, {"tree_verification", "flattened"}, {"overhead", {{"sampling_s_per_row", 2e-6}}}};
+  const EngineSpec f = parse_engine_spec(flat, "flat.json");
+  EXPECT_TRUE(f.flatten_trees);
+  EXPECT_EQ(f.sampling_s_per_row, 2e-6);
+  const EngineSpec f2 = parse_engine_spec(engine_spec_to_json(f), "round trip");
+  EXPECT_TRUE(f2.flatten_trees);
+  EXPECT_EQ(f2.sampling_s_per_row, 2e-6);
+  EXPECT_FALSE(lib.engine("hf-eager").flatten_trees) << "the EAGLE code verifies trees with a tree mask";
   for (const char* kind : {"gpu", "neuron", "cpu"}) EXPECT_NO_THROW(lib.engine(default_engine_for(kind))) << kind;
   const EngineSpec eager = lib.engine("hf-eager");
   EXPECT_FALSE(eager.cuda_graphs);
@@ -234,6 +244,15 @@ TEST(Specs, EngineErrorsNameFieldAndFile) {
   says(j, "field 'cuda_graphs' must be true or false");
   j["kernels"] = {{"cuda_graphs", false}, {"launch_s", 1e-5}, {"per_operator", 0.5}};
   says(j, "field 'per_operator' must be in [1, 1000]");
+  j = base;
+  j["tree_verification"] = "paths";
+  says(j, "field 'tree_verification' must be \"tree_attention\"");
+  j["tree_verification"] = "flattened";
+  j["trees"] = false;
+  says(j, "'trees' is false");
+  j = base;
+  j["overhead"]["sampling_s_per_row"] = -1e-6;
+  says(j, "'sampling_s_per_row' must be >= 0");
   j = base;
   j["methods"] = {"eagle3", "medusa"};
   says(j, "unknown method 'medusa'");
