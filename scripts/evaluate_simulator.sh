@@ -23,18 +23,35 @@ rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp/fitted/hardware" "$OUT.tmp/fitted/engines"
 
 : > "$OUT.tmp/calibration.txt"
-for set in simulator/calibration/*.json; do
-  read -r hw engine < <(/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["hardware"], j.get("engine","-"))' "$set")
+# Largest sets first: the first set on a device fits its hardware and engine terms; a later set on
+# the same device starts from that fitted hardware and fits its engine's terms alone (--fit engine).
+sets=$(/usr/bin/python3 - <<'PY'
+import glob, json
+rows = []
+for f in glob.glob("simulator/calibration/*.json"):
+    j = json.load(open(f))
+    rows.append((-len(j["rows"]), f, j["hardware"], j.get("engine", "-")))
+for n, f, hw, engine in sorted(rows):
+    print(f, hw, engine)
+PY
+)
+while read -r set hw engine; do
   if [[ "$engine" == "-" ]]; then echo "error: $set names no engine" >&2; exit 1; fi
-  if [[ -e "$OUT.tmp/fitted/engines/$engine.json" ]]; then
-    echo "note: engine $engine is fitted by more than one set; $set's fit is kept" >> "$OUT.tmp/calibration.txt"
-  fi
   echo "== $set" >> "$OUT.tmp/calibration.txt"
-  "$SPECDEC" simulate --calibrate "$set" --cross-validate \
-    --output "$OUT.tmp/fitted/hardware/$hw.json" --engine-output "$OUT.tmp/fitted/engines/$engine.json" \
-    >> "$OUT.tmp/calibration.txt"
+  fitted_hw="$OUT.tmp/fitted/hardware/$hw.json"
+  args=(--calibrate "$set" --cross-validate --engine-output "$OUT.tmp/fitted/engines/$engine.json")
+  if [[ -e "$fitted_hw" ]]; then
+    echo "(hardware $hw as fitted by an earlier set; this set fits engine $engine alone)" >> "$OUT.tmp/calibration.txt"
+    args+=(--hardware "$fitted_hw" --fit engine)
+  else
+    args+=(--output "$fitted_hw")
+  fi
+  if [[ -e "$OUT.tmp/fitted/engines/$engine.json" ]]; then
+    echo "(engine $engine was fitted by an earlier set too; this set's fit replaces it)" >> "$OUT.tmp/calibration.txt"
+  fi
+  "$SPECDEC" simulate "${args[@]}" >> "$OUT.tmp/calibration.txt"
   echo >> "$OUT.tmp/calibration.txt"
-done
+done <<< "$sets"
 
 "$SPECDEC" simulate --evaluate simulator/evaluation > "$OUT.tmp/evaluation_priors.txt"
 "$SPECDEC" simulate --evaluate simulator/evaluation --json > "$OUT.tmp/evaluation_priors.json"

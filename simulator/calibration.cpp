@@ -96,6 +96,25 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   return p;
 }
 
+bool is_engine_parameter(const std::string& name) {
+  return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
+         name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
+}
+
+std::vector<std::string> expand_fit_groups(const std::vector<std::string>& params, const CalibrationSet& set,
+                                           const EngineSpec& engine) {
+  std::vector<std::string> out;
+  for (const auto& p : params) {
+    if (p == "engine" || p == "hardware") {
+      for (const auto& d : default_fit_parameters(set, engine))
+        if (is_engine_parameter(d) == (p == "engine") && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    } else if (std::find(out.begin(), out.end(), p) == out.end()) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 static std::map<std::string, double>* method_map(EngineSpec& e, const std::string& name, std::string* method) {
   for (auto [prefix, map] : {std::pair{"draft_step_overhead_s.", &e.draft_step_overhead_s},
                              std::pair{"spec_step_overhead_s.", &e.spec_step_overhead_s}}) {
@@ -321,6 +340,7 @@ CalibrationResult evaluate_calibration(const CalibrationSet& set, const Platform
 CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, std::vector<std::string> params) {
   if (set.rows.empty()) throw Error("calibration: no measured configurations");
   if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set, start.engine) : set.fit;
+  params = expand_fit_groups(params, set, start.engine);
   const Platform p0 = start;
   // Overheads that start at zero get a small positive start so the log transform can move them.
   std::vector<double> x0;

@@ -48,6 +48,11 @@ struct CalibrationSet {
 // "kernel_launch_s", "sampling_s_per_row", "draft_step_overhead_s.<method>",
 // "spec_step_overhead_s.<method>".
 std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine = {});
+bool is_engine_parameter(const std::string& name);
+// "engine" and "hardware" in a parameter list stand for the defaults of that side (so a second set
+// on already fitted hardware can fit its engine alone: --fit engine); other names pass through.
+std::vector<std::string> expand_fit_groups(const std::vector<std::string>& params, const CalibrationSet& set,
+                                           const EngineSpec& engine);
 double get_parameter(const Platform& p, const std::string& name);
 void set_parameter(Platform& p, const std::string& name, double value);
 

@@ -538,7 +538,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("name", po::value<std::string>(), "--measure-cpu: hardware name to write (default cpu-local)")
     ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings: a JSON or CSV set, or sets on one platform A.json,B.json (held out by source with --cross-validate)")
     ("calibrate-traces", po::value<std::string>(), "like --calibrate, from recorded traces T1.h5,T2.h5,... (timed steps; needs --hardware)")
-    ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; default depends on the data)")
+    ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; 'engine' / 'hardware' = that side's defaults; default: both, as the data allows)")
     ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
     ("engine-output", po::value<std::string>(), "--calibrate: write the calibrated engine spec here")
     ("cross-validate", "--calibrate: also report held-out errors (leave one source out when rows name several, else leave one row out)")

@@ -266,5 +266,27 @@ TEST(Calibration, RowsTakeStaticAndDynamicTrees) {
   EXPECT_NE(error_of([&] { parse_calibration_json(bad, "t.json", lib); }).find("exactly one draft shape"), std::string::npos);
 }
 
+// "--fit engine" fits the engine's terms alone (a second set on hardware another set has fitted);
+// "hardware" the device's.
+TEST(Calibration, FitGroupsSelectOneSide) {
+  SpecLibrary lib;
+  const CalibrationSet set = load_calibration_set(test::source_dir() / "simulator/calibration/vllm_issue_20780_h100.json", lib);
+  const Platform start = platform_for(set, lib);
+  const auto all = default_fit_parameters(set, start.engine);
+  const auto engine = expand_fit_groups({"engine"}, set, start.engine);
+  const auto hardware = expand_fit_groups({"hardware"}, set, start.engine);
+  EXPECT_EQ(engine.size() + hardware.size(), all.size());
+  for (const auto& p : engine) EXPECT_TRUE(is_engine_parameter(p)) << p;
+  for (const auto& p : hardware) EXPECT_FALSE(is_engine_parameter(p)) << p;
+  EXPECT_NE(std::find(engine.begin(), engine.end(), "spec_step_overhead_s.eagle3"), engine.end());
+  EXPECT_NE(std::find(hardware.begin(), hardware.end(), "memory_efficiency"), hardware.end());
+  EXPECT_EQ(expand_fit_groups({"engine", "memory_efficiency", "engine"}, set, start.engine).size(), engine.size() + 1);
+  const CalibrationResult r = calibrate(set, start, {"engine"});
+  EXPECT_EQ(r.hardware.memory_efficiency, start.hardware.memory_efficiency) << "the hardware stays as it was";
+  EXPECT_EQ(r.hardware.compute_efficiency, start.hardware.compute_efficiency);
+  EXPECT_NE(r.engine.step_overhead_s, start.engine.step_overhead_s);
+  EXPECT_EQ(r.parameters, engine);
+}
+
 }  // namespace
 }  // namespace specdec::sim
