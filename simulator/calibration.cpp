@@ -201,16 +201,8 @@ CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string
     defaults = j.at("defaults");
     check_known_fields(defaults, kRowFields, source + " (defaults)");
   }
-  if (!has_field(j, "rows") || !j.at("rows").is_array() || j.at("rows").empty())
-    throw Error(source + ": 'rows' must be a non-empty list of measured configurations");
-  int i = 0;
-  for (const auto& r : j.at("rows")) {
-    const std::string where = source + " row " + std::to_string(i++);
-    if (!r.is_object()) throw Error(where + ": expected an object");
-    nlohmann::json merged = defaults;
-    for (const auto& [k, v] : r.items()) merged[k] = v;
-    set.rows.push_back(parse_row(merged, where, specs));
-  }
+  for (const auto& [where, row] : rows_over_defaults(j, defaults, source, "measured configurations"))
+    set.rows.push_back(parse_row(row, where, specs));
   return set;
 }
 

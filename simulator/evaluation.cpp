@@ -99,14 +99,7 @@ EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& 
   }
   for (const char* k : {"hardware", "engine"})
     if (has_field(j, k)) defaults[k] = get_string(j, k, source);
-  if (!has_field(j, "rows") || !j.at("rows").is_array() || j.at("rows").empty())
-    throw Error(source + ": 'rows' must be a non-empty list of published results");
-  int i = 0;
-  for (const auto& r : j.at("rows")) {
-    const std::string where = source + " row " + std::to_string(i++);
-    if (!r.is_object()) throw Error(where + ": expected an object");
-    nlohmann::json merged = defaults;
-    for (const auto& [k, v] : r.items()) merged[k] = v;
+  for (const auto& [where, merged] : rows_over_defaults(j, defaults, source, "published results")) {
     check_known_fields(merged, kRowFields, where);
     if (has_field(merged, "missing_spec")) {
       set.skipped.push_back({get_string_or(merged, "label", where, where), get_string(merged, "missing_spec", where)});

@@ -85,6 +85,23 @@ void check_known_fields(const nlohmann::json& j, const std::vector<std::string>&
   }
 }
 
+std::vector<std::pair<std::string, nlohmann::json>> rows_over_defaults(const nlohmann::json& j,
+                                                                       const nlohmann::json& defaults,
+                                                                       const std::string& source,
+                                                                       const std::string& what) {
+  if (!has_field(j, "rows") || !j.at("rows").is_array() || j.at("rows").empty())
+    throw Error(source + ": 'rows' must be a non-empty list of " + what);
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (const auto& r : j.at("rows")) {
+    std::string where = source + " row " + std::to_string(out.size());
+    if (!r.is_object()) throw Error(where + ": expected an object");
+    nlohmann::json merged = defaults;
+    for (const auto& [k, v] : r.items()) merged[k] = v;
+    out.emplace_back(std::move(where), std::move(merged));
+  }
+  return out;
+}
+
 void require_positive(double value, const std::string& field, const std::string& source, bool allow_zero) {
   if (!std::isfinite(value) || value < 0.0 || (!allow_zero && value == 0.0)) {
     std::ostringstream s;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specdec::sim {
@@ -27,6 +28,14 @@ bool get_bool_or(const nlohmann::json& j, const std::string& key, bool fallback,
 // "comment", "description" or any key starting with '_').
 void check_known_fields(const nlohmann::json& j, const std::vector<std::string>& allowed,
                         const std::string& source);
+
+// The rows of a set file ("rows": a non-empty list of objects), each merged over `defaults` (the
+// row's own fields win), with its place for error messages ("<source> row <i>"). `what` says what
+// a row is, for the error when there are none.
+std::vector<std::pair<std::string, nlohmann::json>> rows_over_defaults(const nlohmann::json& j,
+                                                                       const nlohmann::json& defaults,
+                                                                       const std::string& source,
+                                                                       const std::string& what);
 
 // Checks value > 0 (or >= 0 when allow_zero) and finite; throws naming field and source.
 void require_positive(double value, const std::string& field, const std::string& source,

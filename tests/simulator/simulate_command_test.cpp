@@ -1,6 +1,7 @@
 // specdec simulate: the command's modes end to end, through run_simulate.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -231,12 +232,17 @@ TEST(SimulateCommand, SearchAndMeasuredAcceptanceErrors) {
   says(err({"--tree", "mc_sim_7b_63", "--acceptance-table", "5:3.6"}), "for a tree give its measured AL (--al)");
 }
 
-// The README's simulate examples run as written: a documented command that fails is the first bug
-// a user meets.
+// The README's simulate examples run as written, from the repository root as the README runs
+// them: a documented command that fails is the first bug a user meets.
 TEST(SimulateCommand, TheReadmeExamplesRun) {
   const std::string readme = std::string(SPECDEC_SOURCE_DIR) + "/README.md";
   std::ifstream in(readme);
   ASSERT_TRUE(in) << "cannot read " << readme;
+  struct InDirectory {
+    std::filesystem::path was = std::filesystem::current_path();
+    explicit InDirectory(const std::filesystem::path& d) { std::filesystem::current_path(d); }
+    ~InDirectory() { std::filesystem::current_path(was); }
+  } at_root(SPECDEC_SOURCE_DIR);
   const std::string prefix = "build/specdec simulate ";
   int examples = 0;
   for (std::string line; std::getline(in, line);) {
