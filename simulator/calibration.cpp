@@ -246,8 +246,22 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
       if (cells[c].empty()) continue;
       const std::string& key = header[c];
       if (key == "label" || key == "source" || key == "model" || key == "drafter" || key == "method" || key == "dtype" ||
-          key == "quote") {
-        r[key] = cells[c];
+          key == "quote" || key == "tree") {
+        r[key] = cells[c];  // a tree by its built-in name
+      } else if (key == "dynamic_tree") {
+        // TOTAL/DEPTH/TOP_K (a comma would split the cell)
+        nlohmann::json t = nlohmann::json::array();
+        std::istringstream parts(cells[c]);
+        for (std::string v; std::getline(parts, v, '/');) {
+          try {
+            size_t used = 0;
+            t.push_back(std::stoi(v, &used));
+            if (used != v.size()) throw std::invalid_argument("trailing");
+          } catch (const std::exception&) {
+            throw Error(where + ": column 'dynamic_tree' must be TOTAL/DEPTH/TOP_K, e.g. 64/8/8, got '" + cells[c] + "'");
+          }
+        }
+        r[key] = t;
       } else {
         try {
           size_t used = 0;

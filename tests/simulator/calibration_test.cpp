@@ -264,6 +264,21 @@ TEST(Calibration, RowsTakeStaticAndDynamicTrees) {
   bad = j;
   bad["rows"][1]["k"] = 4;
   EXPECT_NE(error_of([&] { parse_calibration_json(bad, "t.json", lib); }).find("exactly one draft shape"), std::string::npos);
+  // CSV: a named tree, and a dynamic tree as TOTAL/DEPTH/TOP_K.
+  const CalibrationSet csv = parse_calibration_csv(
+      "model,method,drafter,tree,dynamic_tree,acceptance_length,tpot_ms\n"
+      "llama-3.1-8b,eagle3,eagle3-llama3.1-8b,,64/8/8,5.4,2.6\n"
+      "vicuna-7b,eagle,eagle1-vicuna-7b,mc_sim_7b_63,,3.9,8\n",
+      "trees.csv", lib);
+  ASSERT_EQ(csv.rows.size(), 2u);
+  EXPECT_EQ(csv.rows[0].scenario.plan.dynamic_top_k, 8);
+  EXPECT_EQ(csv.rows[0].scenario.plan.tree->num_nodes(), 63);
+  EXPECT_EQ(csv.rows[1].scenario.plan.tree->num_nodes(), 25);
+  EXPECT_NE(error_of([&] {
+              parse_calibration_csv("model,method,drafter,dynamic_tree,acceptance_length,tpot_ms\n"
+                                    "llama-3.1-8b,eagle3,eagle3-llama3.1-8b,64/8/x,5.4,2.6\n", "bad.csv", lib);
+            }).find("bad.csv line 2: column 'dynamic_tree' must be TOTAL/DEPTH/TOP_K"),
+            std::string::npos);
 }
 
 // "--fit engine" fits the engine's terms alone (a second set on hardware another set has fitted);
