@@ -28,11 +28,7 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   Scenario& s = row.scenario;
   s.plan.method = parse_method(get_string_or(r, "method", "sequential", where), where);
   s.target = specs.model(get_string(r, "model", where));
-  s.workload.batch = get_int_or(r, "batch", 1, where);
-  s.workload.prompt_len = get_int_or(r, "prompt_len", 128, where);
-  s.workload.output_len = get_int_or(r, "output_len", 256, where);
-  s.workload.tp = get_int_or(r, "tp", 1, where);
-  s.workload.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
+  s.workload = parse_measured_workload(r, where);
   row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
   if (row.context < 0) throw Error(where + ": 'context' must be >= 0");
   if (s.plan.method != Method::sequential) row.tokens_per_step = parse_measured_plan(r, where, specs, s);

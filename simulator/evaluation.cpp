@@ -39,11 +39,7 @@ PublishedResult parse_row(const nlohmann::json& r, const std::string& where, con
   s.hardware = specs.hardware(hw);
   s.engine = specs.engine_for(engine.empty() ? get_string_or(r, "engine", "", where) : engine, s.hardware);
   s.target = specs.model(get_string(r, "model", where));
-  s.workload.batch = get_int_or(r, "batch", 1, where);
-  s.workload.prompt_len = get_int_or(r, "prompt_len", 128, where);
-  s.workload.output_len = get_int_or(r, "output_len", 256, where);
-  s.workload.tp = get_int_or(r, "tp", 1, where);
-  s.workload.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
+  s.workload = parse_measured_workload(r, where);
   if (has_field(r, "versus")) {
     // A speedup over another speculative configuration of the same target, platform and workload.
     const nlohmann::json& v = r.at("versus");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "reference/core/error.hpp"
+#include "simulator/model_shape.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/tree_shape.hpp"
 
@@ -15,6 +16,16 @@ void set_measured_dynamic_tree(DraftPlan& plan, int total_tokens, int depth, int
   for (auto& row : p)
     for (int r = 0; r < std::max(top_k, 1); ++r) row.push_back(0.6 * std::pow(0.5, r));
   set_dynamic_tree(plan, *tree_acceptance(p), total_tokens, depth, top_k);  // throws on bad values
+}
+
+Workload parse_measured_workload(const nlohmann::json& r, const std::string& where) {
+  Workload w;
+  w.batch = get_int_or(r, "batch", 1, where);
+  w.prompt_len = get_int_or(r, "prompt_len", 128, where);
+  w.output_len = get_int_or(r, "output_len", 256, where);
+  w.tp = get_int_or(r, "tp", 1, where);
+  w.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
+  return w;
 }
 
 double parse_measured_plan(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs, Scenario& s) {

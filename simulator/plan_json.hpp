@@ -1,5 +1,5 @@
 #pragma once
-// A measured speculative configuration read from a JSON row (calibration and evaluation sets):
+// A measured configuration read from a JSON row (calibration and evaluation sets):
 // the method, the drafter, one draft shape and the AL the measurement saw.
 //   "method", "drafter", exactly one of "k" (a chain; P-EAGLE: its depth), "tree" (a built-in name
 //   or rank paths [[0],[1],[0,0]]) or "dynamic_tree" ([total_tokens, depth, top_k], drafted
@@ -11,6 +11,10 @@
 #include "simulator/spec_library.hpp"
 
 namespace specdec::sim {
+
+// The workload of a measured row: "batch" (1), "prompt_len" (128), "output_len" (256), "tp" (1),
+// "dtype" (the model's).
+Workload parse_measured_workload(const nlohmann::json& r, const std::string& where);
 
 // Sets s.plan, s.drafter and s.measured_tokens_per_step from `r`; s.target must be set. Throws
 // naming `where` and the field on a missing or inconsistent entry. Returns the AL.
