@@ -392,13 +392,9 @@ CrossValidation cross_validate(const CalibrationSet& set, const Platform& start,
   if (set.rows.size() < 2) throw Error("cross-validation needs at least 2 measured configurations, got " +
                                        std::to_string(set.rows.size()));
   std::vector<std::string> group(set.rows.size());
-  std::vector<std::string> sources;
-  for (size_t i = 0; i < set.rows.size(); ++i) {
-    group[i] = set.rows[i].source.empty() ? set.source : set.rows[i].source;
-    if (std::find(sources.begin(), sources.end(), group[i]) == sources.end()) sources.push_back(group[i]);
-  }
+  for (size_t i = 0; i < set.rows.size(); ++i) group[i] = set.rows[i].source.empty() ? set.source : set.rows[i].source;
   CrossValidation cv;
-  cv.grouping = sources.size() > 1 ? "source" : "row";
+  cv.grouping = std::set<std::string>(group.begin(), group.end()).size() > 1 ? "source" : "row";
   if (cv.grouping == "row")
     for (size_t i = 0; i < set.rows.size(); ++i) group[i] = set.rows[i].label + " #" + std::to_string(i);
   std::vector<std::string> folds;

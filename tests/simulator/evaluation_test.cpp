@@ -142,52 +142,36 @@ TEST(Evaluation, EveryBadRowIsRefusedNamingTheProblem) {
     EXPECT_NE(e.find(expected), std::string::npos) << "expected '" << expected << "' in: " << e;
     EXPECT_NE(e.find("set.json row 0"), std::string::npos) << e;
   };
+  // Each case: fields removed from the base row, fields set on it, and what the error must say.
+  struct Case {
+    std::vector<std::string> erase;
+    nlohmann::json set;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"method"}, nlohmann::json::object(), "'method' is missing"},
+      {{}, {{"method", "sequential"}}, "has no speedup"},
+      {{"k"}, nlohmann::json::object(), "exactly one draft shape"},
+      {{}, {{"tree", "mc_sim_7b_63"}}, "exactly one draft shape"},
+      {{"k"}, {{"dynamic_tree", {60, 6}}}, "[total_tokens, depth, top_k]"},
+      {{"k"}, {{"tree", 5}}, "list of rank paths"},
+      {{}, {{"acceptance_length", 4.5}}, "'acceptance_length' must be in [1, 4]"},  // K = 3: at most 4
+      {{"acceptance_length"}, nlohmann::json::object(), "acceptance_length"},
+      {{}, {{"throughput", 10.0}}, "exactly one of 'speedup' and the pair"},
+      {{"speedup"}, {{"throughput", 10.0}}, "baseline_throughput"},
+      {{}, {{"speedup", -1.0}}, "speedup"},
+      {{"hardware"}, nlohmann::json::object(), "no hardware"},
+      {{}, {{"speedup_percent", 3}}, "speedup_percent"},
+      {{}, {{"k", 0}}, "'k' must be >= 1"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json r = base_row();
+    for (const auto& f : c.erase) r.erase(f);
+    for (const auto& [k, v] : c.set.items()) r[k] = v;
+    SCOPED_TRACE("row " + r.dump());
+    refuse(r, c.expected);
+  }
   nlohmann::json r = base_row();
-  r.erase("method");
-  refuse(r, "'method' is missing");
-  r = base_row();
-  r["method"] = "sequential";
-  refuse(r, "has no speedup");
-  r = base_row();
-  r.erase("k");
-  refuse(r, "exactly one draft shape");
-  r = base_row();
-  r["tree"] = "mc_sim_7b_63";
-  refuse(r, "exactly one draft shape");
-  r = base_row();
-  r.erase("k");
-  r["dynamic_tree"] = {60, 6};
-  refuse(r, "[total_tokens, depth, top_k]");
-  r = base_row();
-  r.erase("k");
-  r["tree"] = 5;
-  refuse(r, "list of rank paths");
-  r = base_row();
-  r["acceptance_length"] = 4.5;  // K = 3: at most 4
-  refuse(r, "'acceptance_length' must be in [1, 4]");
-  r = base_row();
-  r.erase("acceptance_length");
-  refuse(r, "acceptance_length");
-  r = base_row();
-  r["throughput"] = 10.0;
-  refuse(r, "exactly one of 'speedup' and the pair");
-  r = base_row();
-  r.erase("speedup");
-  r["throughput"] = 10.0;
-  refuse(r, "baseline_throughput");
-  r = base_row();
-  r["speedup"] = -1.0;
-  refuse(r, "speedup");
-  r = base_row();
-  r.erase("hardware");
-  refuse(r, "no hardware");
-  r = base_row();
-  r["speedup_percent"] = 3;
-  refuse(r, "speedup_percent");
-  r = base_row();
-  r["k"] = 0;
-  refuse(r, "'k' must be >= 1");
-  r = base_row();
   r["drafter"] = "eagle1-llama3-8b";  // an EAGLE-1 head for an eagle3 row
   EXPECT_NE(error_of([&] { parse_evaluation_json(one_row_set(r), "set.json", lib); }), "");
 
