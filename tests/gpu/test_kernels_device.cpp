@@ -27,6 +27,7 @@ TEST_F(DeviceKernels, RmsNorm) {
   cases::check_rms_norm(dev, 201, 3, 7, false);
   cases::check_rms_norm(dev, 202, 5, 64, true);
   cases::check_rms_norm(dev, 204, 64, 4096, true);
+  cases::check_rms_norm(dev, 205, 4, 10, true);  // a q/k norm of head_dim 10: the tail read in place
 }
 TEST_F(DeviceKernels, Rope) {
   cases::check_rope(dev, 211, 3, 4, 16);

@@ -22,6 +22,7 @@ TEST(EmulatedKernels, RmsNormEqualsOpsRmsNorm) {
   cases::check_rms_norm(dev, 201, 3, 7, false);
   cases::check_rms_norm(dev, 202, 5, 64, true);
   cases::check_rms_norm(dev, 203, 2, 257, false);
+  cases::check_rms_norm(dev, 204, 4, 10, true);  // a q/k norm of head_dim 10: the tail read in place
 }
 
 TEST(EmulatedKernels, RopeEqualsRopeApply) {
