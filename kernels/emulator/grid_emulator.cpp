@@ -120,12 +120,13 @@ class BlockRunner {
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
-  // Passes over the ready threads in the schedule's order (index order, reverse index order, or a
-  // fresh random permutation each pass), each run until it waits or finishes; when none is ready,
-  // the waits that can complete are released.
+  // Forward: warp by warp (run_warp_major). Reverse and random: passes over the ready threads in
+  // reverse index order or a fresh random permutation each pass, each run until it waits or
+  // finishes; when none is ready, the waits that can complete are released.
   void run(Schedule schedule, std::mt19937_64& rng) {
     const int n = static_cast<int>(fibers_.size());
     ensure_stacks(n);
+    if (schedule == Schedule::kForward) return run_warp_major();
     std::vector<int> order(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) order[static_cast<std::size_t>(t)] = schedule == Schedule::kReverse ? n - 1 - t : t;
     for (;;) {
@@ -139,6 +140,39 @@ class BlockRunner {
       }
       if (!any && !release_waiting()) return;  // every thread has finished
     }
+  }
+
+  // The forward schedule: each warp in turn runs, shuffle after shuffle, until its threads finish
+  // or wait at a barrier; then the next warp. Few fibers are live at a time (they stay in cache).
+  void run_warp_major() {
+    const int n = static_cast<int>(fibers_.size());
+    for (;;) {
+      bool any = false;
+      for (int w0 = 0; w0 < n; w0 += kWarpSize) {
+        const int w1 = std::min(n, w0 + kWarpSize);
+        do {
+          for (int t = w0; t < w1; ++t) {
+            if (fibers_[static_cast<std::size_t>(t)].state != State::kReady) continue;
+            any = true;
+            resume(t);
+            if (!error_.empty()) throw EmulationError(error_);
+          }
+        } while (release_whole_warp(w0, w1));
+      }
+      if (!any && !release_waiting()) return;  // every thread has finished
+    }
+  }
+
+  // Completes the shuffle of warp [w0, w1) when every lane waits at the same one; otherwise
+  // leaves the warp as it is (release_waiting reports a misuse).
+  bool release_whole_warp(int w0, int w1) {
+    const Fiber& first = fiber(w0);
+    if (first.state != State::kAtShuffle) return false;
+    for (int t = w0 + 1; t < w1; ++t)
+      if (fiber(t).state != State::kAtShuffle || !same_site(fiber(t).where, first.where)) return false;
+    for (int t = w0; t < w1; ++t) fiber(t).result = fiber(w0 + fiber(t).src).value;
+    for (int t = w0; t < w1; ++t) fiber(t).state = State::kReady;
+    return true;
   }
 
   // Called on a fiber: suspend at a barrier or shuffle until the scheduler releases it.
