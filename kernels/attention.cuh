@@ -8,9 +8,11 @@
 // zero wins does not change any e_j). The sums run in slot order on the threads that own an output
 // element, reading the e_j the block left in `scratch`.
 #include <cstdint>
+#include <string>
 
 #include "kernels/exec/lane_dot.cuh"
 #include "kernels/exec/launch_shape.hpp"
+#include "reference/core/error.hpp"
 
 namespace specdec::kernels {
 
@@ -30,8 +32,15 @@ struct Attention {
   int T = 0, heads = 0, kv_heads = 0, hd = 0, cols = 0;
   float scale = 0.0f;
 
+  // Threads per block (a multiple of 32): a launch parameter that changes no bit, since the max is
+  // order-free and every sum runs in slot order on one thread.
   static constexpr int kThreads = 128;
-  LaunchShape shape() const { return {{T, heads, 1}, kThreads, (kThreads / kWarpSize) * sizeof(float)}; }
+  int threads = kThreads;
+  LaunchShape shape() const {
+    if (threads < kWarpSize || threads > 1024 || threads % kWarpSize != 0)
+      throw Error("Attention kernel: " + std::to_string(threads) + " threads per block; expected a multiple of 32 up to 1024");
+    return {{T, heads, 1}, threads, (threads / kWarpSize) * sizeof(float)};
+  }
 
   SPECDEC_HD bool visible(int t, int j) const {
     if (!mask[static_cast<long long>(t) * cols + j]) return false;

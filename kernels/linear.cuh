@@ -23,20 +23,21 @@
 
 namespace specdec::kernels {
 
-inline constexpr int kLinearThreads = 128;
+inline constexpr int kLinearThreads = 128;  // threads per block unless the launch says otherwise
 inline constexpr int kMaxTokenSlices = 8;
 inline constexpr int kTokensPerGroup = 8;
 inline constexpr int kLinearMaxTokens = kMaxTokenSlices * kTokensPerGroup;  // 64
 
-// Token slices per output row (1, 2, 4 or 8) and output rows per block, for T tokens.
+// Token slices per output row (1, 2, 4 or 8) and output rows per block of `threads`, for T tokens.
+// Which block holds a row changes no bit: each row's sum stays within its own lane group.
 template <int TPG>
 SPECDEC_HD inline int linear_token_slices(int T) {
   const int s = (T + TPG - 1) / TPG;
   return s <= 1 ? 1 : s <= 2 ? 2 : s <= 4 ? 4 : 8;
 }
 template <int TPG>
-SPECDEC_HD inline int linear_rows_per_block(int T) {
-  return kLinearThreads / kDotLanes / linear_token_slices<TPG>(T);
+SPECDEC_HD inline int linear_rows_per_block(int T, int threads) {
+  return threads / kDotLanes / linear_token_slices<TPG>(T);
 }
 
 // Where one lane group works: its output row (among `rows` in all), its first token and count.
@@ -51,18 +52,23 @@ SPECDEC_HD inline LaneGroup lane_group(const Ctx& ctx, int T, long long rows) {
   const int group = ctx.thread() / kDotLanes;
   LaneGroup g;
   g.lane = ctx.thread() % kDotLanes;
-  g.row = static_cast<long long>(ctx.block_x()) * linear_rows_per_block<TPG>(T) + group / slices;
+  g.row = static_cast<long long>(ctx.block_x()) * linear_rows_per_block<TPG>(T, ctx.block_dim()) + group / slices;
   g.t0 = (group % slices) * TPG;
   const int left = T - g.t0;
   g.nt = g.row < rows ? (left < 0 ? 0 : left < TPG ? left : TPG) : 0;
   return g;
 }
 
-// Host side: the shapes these kernels take.
-inline void check_linear_shape(const char* kernel, int tpg, int T, int in) {
+// Host side: the shapes these kernels take. `threads` must give every token slice of a row its
+// lane groups (64, 128, 256, 512 or 1024).
+inline void check_linear_shape(const char* kernel, int tpg, int T, int in, int threads) {
   if (T < 1 || T > kMaxTokenSlices * tpg || in < 0)
     throw Error(std::string(kernel) + " kernel: " + std::to_string(T) + " tokens of " + std::to_string(in) +
                 " inputs; this form takes 1 to " + std::to_string(kMaxTokenSlices * tpg) + " tokens");
+  if (threads < kDotLanes * kMaxTokenSlices || threads > 1024 || threads % (kDotLanes * kMaxTokenSlices) != 0 ||
+      (threads & (threads - 1)) != 0)
+    throw Error(std::string(kernel) + " kernel: " + std::to_string(threads) +
+                " threads per block; expected a power of two from 64 to 1024");
 }
 
 template <WeightType W>
@@ -120,6 +126,7 @@ struct Linear {
   const float* x = nullptr;  // (T, in), row stride ldx
   long long ldx = 0;
   int T = 0, in = 0;
+  int threads = kLinearThreads;  // per block: a launch parameter, never a result bit
 
   long long total_rows() const {
     long long n = 0;
@@ -127,9 +134,9 @@ struct Linear {
     return n;
   }
   LaunchShape shape() const {
-    check_linear_shape("Linear", TPG, T, in);
-    const long long rpb = linear_rows_per_block<TPG>(T);
-    return {{static_cast<int>((total_rows() + rpb - 1) / rpb), 1, 1}, kLinearThreads, 0};
+    check_linear_shape("Linear", TPG, T, in, threads);
+    const long long rpb = linear_rows_per_block<TPG>(T, threads);
+    return {{static_cast<int>((total_rows() + rpb - 1) / rpb), 1, 1}, threads, 0};
   }
 
   template <class Ctx>
@@ -170,11 +177,12 @@ struct GateUpSwiglu {
   float* act = nullptr;
   long long ldact = 0;
   int T = 0, in = 0, features = 0;
+  int threads = kLinearThreads;  // per block: a launch parameter, never a result bit
 
   LaunchShape shape() const {
-    check_linear_shape("GateUpSwiglu", TPG, T, in);
-    const int rpb = linear_rows_per_block<TPG>(T);
-    return {{(features + rpb - 1) / rpb, 1, 1}, kLinearThreads, 0};
+    check_linear_shape("GateUpSwiglu", TPG, T, in, threads);
+    const int rpb = linear_rows_per_block<TPG>(T, threads);
+    return {{(features + rpb - 1) / rpb, 1, 1}, threads, 0};
   }
 
   template <class Ctx>

@@ -30,8 +30,8 @@ void CudaKVCache::truncate(int new_length) {
 
 int CudaKVCache::append(int n, const int32_t* positions) {
   if (n < 0 || length_ + n > capacity_)
-    throw Error("KV cache: appending " + std::to_string(n) + " entries to " + std::to_string(length_) +
-                " exceeds the capacity " + std::to_string(capacity_));
+    throw Error("KV cache: " + std::to_string(n) + " new tokens do not fit; the cache holds " + std::to_string(length_) +
+                " of " + std::to_string(capacity_) + " slots");
   const int first = length_;
   for (int i = 0; i < n; ++i) positions_[static_cast<std::size_t>(first + i)] = positions[i];
   length_ += n;

@@ -39,11 +39,23 @@ class CudaRuntime final : public DeviceRuntime {
     if (e != cudaSuccess || n == 0)
       throw Error("--backend cuda: no usable CUDA device (" + std::string(e != cudaSuccess ? cudaGetErrorString(e) : "none found") + ")");
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    name_ = kernels::cuda::device_description();
+    int dev = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+    kernels::DeviceLimits limits;
+    limits.sm_count = p.multiProcessorCount;
+    limits.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+    limits.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
+    limits.max_threads_per_block = p.maxThreadsPerBlock;
+    limits.shared_bytes_per_block = static_cast<long long>(p.sharedMemPerBlock);
+    config_ = kernels::derive_launch_config(limits);
+    name_ = kernels::cuda::device_description() + ", " + kernels::describe(config_);
   }
   ~CudaRuntime() override { cudaStreamDestroy(stream_); }
 
   std::string name() const override { return name_; }
+  const kernels::LaunchConfig& launch_config() const override { return config_; }
   void* allocate(std::size_t bytes) override {
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);
@@ -77,6 +89,7 @@ class CudaRuntime final : public DeviceRuntime {
  private:
   static std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
   cudaStream_t stream_ = nullptr;
+  kernels::LaunchConfig config_;
   std::string name_;
 };
 

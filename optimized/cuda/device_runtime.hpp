@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/exec/launch_config.hpp"
 #include "kernels/kernel_types.hpp"
 
 namespace specdec::cuda {
@@ -16,6 +17,8 @@ class DeviceRuntime {
   virtual ~DeviceRuntime() = default;
   // What runs the kernels, e.g. "NVIDIA H200 (sm_90, 132 SMs)" or "CPU grid emulator".
   virtual std::string name() const = 0;
+  // Threads per block the host code launches with, derived from the device (never a result bit).
+  virtual const kernels::LaunchConfig& launch_config() const = 0;
 
   // Device memory. allocate throws specdec::Error naming the bytes asked for and those free.
   virtual void* allocate(std::size_t bytes) = 0;
@@ -31,8 +34,12 @@ class DeviceRuntime {
 };
 
 // The emulator: every launch runs on the CPU. With `check_schedules`, each launch runs under three
-// thread schedules and must leave memory identical (slow: for small tests).
+// thread schedules and must leave memory identical (slow: for small tests). It launches with
+// `config` (by default what derive_launch_config gives its emulated device, below).
 std::unique_ptr<DeviceRuntime> emulator_runtime(bool check_schedules = false);
+std::unique_ptr<DeviceRuntime> emulator_runtime(bool check_schedules, const kernels::LaunchConfig& config);
+// The limits the emulator reports: a small GPU of 4 SMs of 1536 threads in at most 16 blocks.
+kernels::DeviceLimits emulated_device_limits();
 
 // Whether this build has the CUDA runtime (configured with CUDA).
 bool cuda_built();

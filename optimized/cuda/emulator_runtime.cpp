@@ -11,11 +11,12 @@ namespace {
 
 class EmulatorRuntime final : public DeviceRuntime {
  public:
-  explicit EmulatorRuntime(bool check_schedules) : check_(check_schedules) {}
+  EmulatorRuntime(bool check_schedules, const kernels::LaunchConfig& config) : check_(check_schedules), config_(config) {}
 
   std::string name() const override {
     return check_ ? "CPU grid emulator (three schedules per launch)" : "CPU grid emulator";
   }
+  const kernels::LaunchConfig& launch_config() const override { return config_; }
   void* allocate(std::size_t bytes) override { return memory_.allocate(bytes); }
   void release(void* p) noexcept override {
     try {
@@ -46,14 +47,27 @@ class EmulatorRuntime final : public DeviceRuntime {
   }
 
   bool check_;
+  kernels::LaunchConfig config_;
   uint64_t seed_ = 0;
   kernels::emu::DeviceMemory memory_;
 };
 
 }  // namespace
 
+kernels::DeviceLimits emulated_device_limits() {
+  kernels::DeviceLimits d;
+  d.sm_count = 4;
+  d.max_threads_per_sm = 1536;
+  d.max_blocks_per_sm = 16;
+  return d;
+}
+
 std::unique_ptr<DeviceRuntime> emulator_runtime(bool check_schedules) {
-  return std::make_unique<EmulatorRuntime>(check_schedules);
+  return emulator_runtime(check_schedules, kernels::derive_launch_config(emulated_device_limits()));
+}
+
+std::unique_ptr<DeviceRuntime> emulator_runtime(bool check_schedules, const kernels::LaunchConfig& config) {
+  return std::make_unique<EmulatorRuntime>(check_schedules, config);
 }
 
 }  // namespace specdec::cuda

@@ -13,6 +13,7 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/reference/batch_invariance.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 
 namespace specdec {
@@ -106,6 +107,69 @@ TEST(CudaTransformer, EveryLaunchIsScheduleIndependent) {
   auto cc = twin->cuda.new_cache(16);
   const ForwardRequest r = ForwardRequest::chain(random_tokens(3, cfg.vocab_size, kSeed + 5));
   EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
+}
+
+TEST(CudaTransformer, LaunchConfigurationsChangeNoBit) {
+  // The threads per block of the linear kernels and of attention, at both ends of what they take,
+  // over a chain (one-token and general forms) and a draft tree, against the default configuration.
+  ModelConfig cfg;
+  for (const auto& [name, c] : cpu_fixture_configs())
+    if (name == "llama_all_biases_odd_widths") cfg = c;
+  const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
+  const cuda::CudaTransformer base(cuda::emulator_runtime(), cfg, w, Dtype::BF16);
+  for (const kernels::LaunchConfig lc : {kernels::LaunchConfig{64, 32}, kernels::LaunchConfig{1024, 1024}}) {
+    const cuda::CudaTransformer other(cuda::emulator_runtime(false, lc), cfg, w, Dtype::BF16);
+    const std::string where = kernels::describe(lc) + ", seed " + std::to_string(kSeed);
+    auto a = base.new_cache(40);
+    auto b = other.new_cache(40);
+    for (const ForwardRequest& r : {ForwardRequest::chain(random_tokens(13, cfg.vocab_size, kSeed)),
+                                    ForwardRequest::chain({3}),
+                                    testing::tree_request(random_tokens(static_cast<int>(testing::kTreeParents.size()),
+                                                                        cfg.vocab_size, kSeed + 1), 14)}) {
+      ForwardRequest q = r;
+      q.final_hidden = true;
+      const ForwardResult want = base.forward(*a, q);
+      const ForwardResult got = other.forward(*b, q);
+      EXPECT_TRUE(bitwise_equal(got.logits, want.logits)) << where << ": logits, T " << q.tokens.size();
+      EXPECT_TRUE(bitwise_equal(got.final_hidden, want.final_hidden)) << where << ": hidden, T " << q.tokens.size();
+    }
+    EXPECT_TRUE(cuda_cache(*b).equals(cuda_cache(*a))) << where << ": KV cache";
+  }
+}
+
+TEST(LaunchConfig, IsDerivedFromTheDeviceLimits) {
+  kernels::DeviceLimits h200;  // sm_90: 132 SMs, 2048 threads in at most 32 blocks each
+  h200.sm_count = 132;
+  const kernels::LaunchConfig a = kernels::derive_launch_config(h200);
+  EXPECT_EQ(a.linear_threads, 64) << "the smallest block that fills an SM";
+  EXPECT_EQ(a.attention_threads, 128);
+  kernels::DeviceLimits ada;  // sm_89: 1536 threads in at most 24 blocks
+  ada.max_threads_per_sm = 1536;
+  ada.max_blocks_per_sm = 24;
+  EXPECT_EQ(kernels::derive_launch_config(ada).linear_threads, 64);
+  ada.max_blocks_per_sm = 16;  // sm_86
+  EXPECT_EQ(kernels::derive_launch_config(ada).linear_threads, 128);
+  kernels::DeviceLimits tiny;  // a device that takes at most 64 threads a block
+  tiny.max_blocks_per_sm = 4;
+  tiny.max_threads_per_block = 64;
+  const kernels::LaunchConfig t = kernels::derive_launch_config(tiny);
+  EXPECT_EQ(t.linear_threads, 64);
+  EXPECT_EQ(t.attention_threads, 64);
+  EXPECT_EQ(cuda::emulator_runtime()->launch_config().linear_threads,
+            kernels::derive_launch_config(cuda::emulated_device_limits()).linear_threads);
+}
+
+TEST(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
+  const ModelConfig cfg = testing::tiny_llama();
+  const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
+  const cuda::CudaTransformer bad_linear(cuda::emulator_runtime(false, {96, 128}), cfg, w, Dtype::F32);
+  auto c1 = bad_linear.new_cache(4);
+  EXPECT_CONTAINS(testing::error_of([&] { bad_linear.forward(*c1, ForwardRequest::chain({1})); }),
+                  "96 threads per block; expected a power of two from 64 to 1024");
+  const cuda::CudaTransformer bad_attention(cuda::emulator_runtime(false, {128, 48}), cfg, w, Dtype::F32);
+  auto c2 = bad_attention.new_cache(4);
+  EXPECT_CONTAINS(testing::error_of([&] { bad_attention.forward(*c2, ForwardRequest::chain({1})); }),
+                  "48 threads per block; expected a multiple of 32 up to 1024");
 }
 
 TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {

@@ -1,0 +1,87 @@
+#include "optimized/cuda/device_weights.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "reference/core/error.hpp"
+#include "reference/core/half.hpp"
+#include "reference/model/precision.hpp"
+
+namespace specdec::cuda {
+
+using kernels::WeightType;
+
+DeviceMatrix upload_matrix(DeviceRuntime& rt, const Matrix& m, Dtype precision, const std::string& name) {
+  DeviceMatrix d;
+  d.rows = static_cast<int>(m.rows());
+  d.cols = static_cast<int>(m.cols());
+  const std::size_t n = static_cast<std::size_t>(m.size());
+  if (precision == Dtype::F32) {
+    d.type = WeightType::kF32;
+    d.data = DeviceBuffer<unsigned char>(rt, reinterpret_cast<const unsigned char*>(m.data()), n * sizeof(float));
+    return d;
+  }
+  std::vector<uint16_t> narrow(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = m.data()[i];
+    if (precision == Dtype::F16 && std::isfinite(v) && std::fabs(v) > 65504.0f)
+      throw Error(name + ": weight " + std::to_string(v) + " at element " + std::to_string(i) +
+                  " is beyond the F16 range (±65504)");
+    narrow[i] = precision == Dtype::BF16 ? float_to_bfloat16(v) : float_to_half(v);
+  }
+  d.type = precision == Dtype::BF16 ? WeightType::kBF16 : WeightType::kF16;
+  d.data = DeviceBuffer<unsigned char>(rt, reinterpret_cast<const unsigned char*>(narrow.data()), n * sizeof(uint16_t));
+  return d;
+}
+
+DeviceBuffer<float> upload_vector(DeviceRuntime& rt, const Vector& v) {
+  return DeviceBuffer<float>(rt, v.data(), static_cast<std::size_t>(v.size()));
+}
+
+Dtype lossless_precision(std::span<const Matrix* const> ms) {
+  for (Dtype p : {Dtype::BF16, Dtype::F16}) {
+    bool exact = true;
+    for (const Matrix* m : ms) {
+      const float* d = m->data();
+      for (Eigen::Index i = 0; exact && i < m->size(); ++i) exact = round_to_precision(d[i], p) == d[i];
+      if (!exact) break;
+    }
+    if (exact) return p;
+  }
+  return Dtype::F32;
+}
+
+std::size_t DeviceLayer::bytes() const {
+  std::size_t n = 0;
+  for (const DeviceMatrix* m : {&q, &k, &v, &o, &gate, &up, &down}) n += m->bytes();
+  for (const DeviceBuffer<float>* b : {&input_norm, &post_norm, &q_norm, &k_norm, &q_bias, &k_bias, &v_bias, &o_bias,
+                                       &gate_bias, &up_bias, &down_bias})
+    n += sizeof(float) * b->size();
+  return n;
+}
+
+DeviceLayer upload_layer(DeviceRuntime& rt, const LayerWeights& w, Dtype precision, const std::string& p) {
+  DeviceLayer d;
+  d.input_norm = upload_vector(rt, w.input_layernorm);
+  d.post_norm = upload_vector(rt, w.post_attention_layernorm);
+  d.q_norm = upload_vector(rt, w.q_norm);
+  d.k_norm = upload_vector(rt, w.k_norm);
+  d.q = upload_matrix(rt, w.q_proj, precision, p + "self_attn.q_proj.weight");
+  d.k = upload_matrix(rt, w.k_proj, precision, p + "self_attn.k_proj.weight");
+  d.v = upload_matrix(rt, w.v_proj, precision, p + "self_attn.v_proj.weight");
+  d.o = upload_matrix(rt, w.o_proj, precision, p + "self_attn.o_proj.weight");
+  d.gate = upload_matrix(rt, w.gate_proj, precision, p + "mlp.gate_proj.weight");
+  d.up = upload_matrix(rt, w.up_proj, precision, p + "mlp.up_proj.weight");
+  d.down = upload_matrix(rt, w.down_proj, precision, p + "mlp.down_proj.weight");
+  d.q_bias = upload_vector(rt, w.q_bias);
+  d.k_bias = upload_vector(rt, w.k_bias);
+  d.v_bias = upload_vector(rt, w.v_bias);
+  d.o_bias = upload_vector(rt, w.o_bias);
+  d.gate_bias = upload_vector(rt, w.gate_bias);
+  d.up_bias = upload_vector(rt, w.up_bias);
+  d.down_bias = upload_vector(rt, w.down_bias);
+  return d;
+}
+
+}  // namespace specdec::cuda
