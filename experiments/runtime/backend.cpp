@@ -13,6 +13,7 @@
 #ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
 #include <cstdlib>
 
+#include "optimized/cuda/cuda_eagle_head.hpp"
 #include "optimized/cuda/cuda_transformer.hpp"
 #endif
 
@@ -135,8 +136,9 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_eagle_head(head);
 #endif
-  // "cuda": EAGLE heads have no device engine yet and compute in the reference's code (the same
-  // bits); the target and a draft LM run on the device.
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (name == "cuda") return cuda::cuda_eagle_head(cuda_device(), head);
+#endif
   return head.with_engine(nullptr);
 }
 

@@ -43,10 +43,11 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
 double weight_bytes_per_step(const LanguageModel& model);
 
 // `head` computing on backend `name` (same config, weights and target): "reference" computes in
-// the reference's own code, "cpu" on optimized/cpu (cpu_eagle_head.hpp, bitwise equal).
+// the reference's own code, "cpu" on optimized/cpu (cpu_eagle_head.hpp), "cuda" on the device
+// (cuda_eagle_head.hpp), both bitwise equal.
 EagleHead bind_head(const std::string& name, const EagleHead& head);
 
-// "reference", "cpu" or "other" for a model built by this file's functions.
+// "reference", "cpu", "cuda" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);
 
 }  // namespace specdec
