@@ -1,11 +1,13 @@
 // --backend cuda end to end through the command line, on the CPU grid emulator
 // (SPECDEC_CUDA_DEVICE=emulator, set before any test runs): generate equals the reference token
-// for token, golden traces of each method family replay exactly, and validate against the
-// reference passes. On a machine without a GPU and without that variable, the backend is refused
+// for token, every golden trace replays exactly with the target and the drafter (draft LM or
+// EAGLE head) on the device, and validate against the reference passes. On a machine without a GPU and without that variable, the backend is refused
 // with a message that says why and what to do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,7 +40,17 @@ TEST(CudaBackend, GenerateEqualsTheReference) {
   EXPECT_EQ(tokens("cuda"), want);
 }
 
-// One golden trace of each method family (tests/models replays all of them on the other backends).
+// Every recorded golden trace, by name (sequential_prose_greedy, eagle3-chain_code_sample, ...).
+std::vector<std::string> golden_traces() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/traces/golden"))
+    if (e.path().extension() == ".h5") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(CudaGoldenTraces, AreAllFound) { EXPECT_GE(golden_traces().size(), 40u) << "traces/golden holds fewer traces than recorded"; }
+
 class CudaGoldenReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaGoldenReplay, ReplaysExactly) {
@@ -47,15 +59,14 @@ TEST_P(CudaGoldenReplay, ReplaysExactly) {
                                    "--model", kRoot + "/models/target"};
   const std::string family = name.substr(0, name.find_first_of("_-"));
   if (family == "draft") args.insert(args.end(), {"--drafter", kRoot + "/models/draft"});
+  if (family == "eagle") args.insert(args.end(), {"--drafter", kRoot + "/models/eagle1"});
   if (family == "eagle3") args.insert(args.end(), {"--drafter", kRoot + "/models/eagle3"});
   if (family == "peagle") args.insert(args.end(), {"--drafter", kRoot + "/models/peagle"});
   const CliRun r = run(args);
   EXPECT_EQ(r.code, 0) << name << ":\n" << r.out << r.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaGoldenReplay,
-                         ::testing::Values("sequential_prose_greedy", "draft_code_coupled", "eagle3-chain_prose_sample",
-                                           "peagle-tree_code_greedy"),
+INSTANTIATE_TEST_SUITE_P(Golden, CudaGoldenReplay, ::testing::ValuesIn(golden_traces()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param;
                            for (char& c : n)
