@@ -1,5 +1,6 @@
 // The device-runtime seam on a real GPU through the CUDA runtime (one stream, in-order launches),
 // or, in a build without CUDA, the error that says how to get one.
+#include <optional>
 #include <string>
 
 #include "optimized/cuda/device_runtime.hpp"
@@ -25,14 +26,15 @@ void check(cudaError_t e, const std::string& what) {
 
 class CudaRuntime final : public DeviceRuntime {
  public:
-  CudaRuntime() {
+  explicit CudaRuntime(const std::optional<kernels::LaunchConfig>& config) {
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     const cudaError_t d = cudaDriverGetVersion(&driver);
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (d != cudaSuccess || driver == 0)
-      throw Error("--backend cuda: no NVIDIA driver is installed (" + std::string(cudaGetErrorString(d)) + ")");
+      throw Error("--backend cuda: no NVIDIA driver is installed (" +
+                  std::string(d != cudaSuccess ? cudaGetErrorString(d) : "the CUDA driver library was not found") + ")");
     if (driver < runtime || e == cudaErrorInsufficientDriver)
       throw Error("--backend cuda: the NVIDIA driver supports CUDA " + version(driver) + ", older than this build's runtime " +
                   version(runtime) + "; update the driver");
@@ -49,7 +51,7 @@ class CudaRuntime final : public DeviceRuntime {
     limits.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
     limits.max_threads_per_block = p.maxThreadsPerBlock;
     limits.shared_bytes_per_block = static_cast<long long>(p.sharedMemPerBlock);
-    config_ = kernels::derive_launch_config(limits);
+    config_ = config ? *config : kernels::derive_launch_config(limits);
     name_ = kernels::cuda::device_description() + ", " + kernels::describe(config_);
   }
   ~CudaRuntime() override { cudaStreamDestroy(stream_); }
@@ -96,7 +98,8 @@ class CudaRuntime final : public DeviceRuntime {
 }  // namespace
 
 bool cuda_built() { return true; }
-std::unique_ptr<DeviceRuntime> cuda_runtime() { return std::make_unique<CudaRuntime>(); }
+std::unique_ptr<DeviceRuntime> cuda_runtime() { return std::make_unique<CudaRuntime>(std::nullopt); }
+std::unique_ptr<DeviceRuntime> cuda_runtime(const kernels::LaunchConfig& config) { return std::make_unique<CudaRuntime>(config); }
 
 #else
 
@@ -104,6 +107,7 @@ bool cuda_built() { return false; }
 std::unique_ptr<DeviceRuntime> cuda_runtime() {
   throw Error("this build has no CUDA backend; configure with -DSPECDEC_CUDA=ON (needs nvcc)");
 }
+std::unique_ptr<DeviceRuntime> cuda_runtime(const kernels::LaunchConfig&) { return cuda_runtime(); }
 
 #endif
 

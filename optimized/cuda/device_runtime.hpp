@@ -43,9 +43,11 @@ kernels::DeviceLimits emulated_device_limits();
 
 // Whether this build has the CUDA runtime (configured with CUDA).
 bool cuda_built();
-// The CUDA runtime on the current device. Throws specdec::Error when this build has no CUDA, when
-// there is no usable device, or when the driver is older than the runtime.
+// The CUDA runtime on the current device, launching with the configuration derived from its limits
+// or with `config`. Throws specdec::Error when this build has no CUDA, when there is no usable
+// device, or when the driver is older than the runtime.
 std::unique_ptr<DeviceRuntime> cuda_runtime();
+std::unique_ptr<DeviceRuntime> cuda_runtime(const kernels::LaunchConfig& config);
 
 // A typed device allocation, released with its owner.
 template <class T>

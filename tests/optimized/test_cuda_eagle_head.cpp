@@ -1,9 +1,10 @@
-// EAGLE-1, EAGLE-3 and P-EAGLE heads on the CUDA backend, run on the CPU grid emulator: bitwise
-// equal to the reference head (logits, hidden states, KV cache) for every head config of
-// eagle_head_cases.hpp with weights rounded to F32, BF16 and F16 (uploaded in two bytes then),
-// over chains, projected rows, tree masks at explicit positions, P-EAGLE mask slots and selected
-// logit rows; every launch of one head per kind under three thread schedules; two launch
-// configurations; and the errors of mixing caches between backends.
+// EAGLE-1, EAGLE-3 and P-EAGLE heads on the CUDA backend, on the device under test (the CPU grid
+// emulator in the cpu tests, the GPU in tests/gpu): bitwise equal to the reference head (logits,
+// hidden states, KV cache) for every head config of eagle_head_cases.hpp with weights rounded to
+// F32, BF16 and F16 (uploaded in two bytes then), over chains, projected rows, tree masks at
+// explicit positions, P-EAGLE mask slots and selected logit rows; every launch of one head per kind
+// under three thread schedules; two launch configurations; and the errors of mixing caches between
+// backends.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -15,6 +16,7 @@
 #include "optimized/cuda/cuda_transformer.hpp"
 #include "reference/core/error.hpp"
 #include "tests/optimized/head_fixtures.hpp"
+#include "tests/optimized/device_under_test.hpp"
 #include "tests/reference/error_capture.hpp"
 
 namespace specdec {
@@ -48,7 +50,7 @@ TEST(CudaEagleHead, EqualsReferenceBitwiseForEveryHeadAndPrecision) {
   for (const testing::Case& k : testing::cases()) {
     for (Dtype p : testing::cpu_precisions()) {
       const EagleHead reference = rounded_head(k, p);
-      expect_head_equals_reference(reference, cuda::emulator_runtime(), drafting_inputs(reference, k.seed + 10),
+      expect_head_equals_reference(reference, testing::test_device(), drafting_inputs(reference, k.seed + 10),
                                    k.name + " / " + dtype_name(p) + ", seed " + std::to_string(k.seed));
     }
   }
@@ -61,14 +63,14 @@ TEST(CudaEagleHead, EveryLaunchIsScheduleAndLaunchConfigurationIndependent) {
     const testing::Case& k = testing::find_case(name);
     const EagleHead reference = rounded_head(k, Dtype::BF16);
     const auto steps = drafting_inputs(reference, k.seed + 20);
-    expect_head_equals_reference(reference, cuda::emulator_runtime(true), steps, k.name + ", three schedules");
-    expect_head_equals_reference(reference, cuda::emulator_runtime(false, {1024, 32}), steps, k.name + ", 1024/32 threads");
+    expect_head_equals_reference(reference, testing::schedule_checking_device(), steps, k.name + ", three schedules");
+    expect_head_equals_reference(reference, testing::test_device({1024, 32}), steps, k.name + ", 1024/32 threads");
   }
 }
 
 TEST(CudaEagleHead, SharesTheHeadAndGivesDeviceCaches) {
   const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
-  const EagleHead device = cuda::cuda_eagle_head(cuda::emulator_runtime(), reference);
+  const EagleHead device = cuda::cuda_eagle_head(testing::test_device(), reference);
   ASSERT_NE(device.engine(), nullptr);
   EXPECT_EQ(device.engine()->name(), "cuda");
   EXPECT_EQ(&device.weights(), &reference.weights()) << "the weights are shared, not copied";
@@ -79,7 +81,7 @@ TEST(CudaEagleHead, SharesTheHeadAndGivesDeviceCaches) {
 
 TEST(CudaEagleHeadErrors, CachesOfAnotherBackendOrShapeAndBadInputsLeaveTheCacheUntouched) {
   const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
-  const auto runtime = std::shared_ptr<cuda::DeviceRuntime>(cuda::emulator_runtime());
+  const auto runtime = std::shared_ptr<cuda::DeviceRuntime>(testing::test_device());
   const EagleHead device = cuda::cuda_eagle_head(runtime, reference);
   const EagleHead::Input in = random_input(reference, 3, 2);
   auto ref_cache = reference.new_cache(8);
@@ -89,7 +91,7 @@ TEST(CudaEagleHeadErrors, CachesOfAnotherBackendOrShapeAndBadInputsLeaveTheCache
   auto target_cache = target.new_cache(8);
   EXPECT_CONTAINS(error_of([&] { device.forward(*target_cache, in); }),
                   "the KV cache has 3 layers of width 16, the head needs 1 of width 24");
-  const EagleHead elsewhere = cuda::cuda_eagle_head(cuda::emulator_runtime(), reference);
+  const EagleHead elsewhere = cuda::cuda_eagle_head(testing::test_device(), reference);
   auto foreign = elsewhere.new_cache(8);
   EXPECT_CONTAINS(error_of([&] { device.forward(*foreign, in); }), "the KV cache lives on another device runtime");
   EXPECT_EQ(target_cache->length(), 0);

@@ -1,9 +1,9 @@
-// Decoding on the CUDA backend, run on the CPU grid emulator: greedy and coupled speculative
-// decoding of every method (draft LM, EAGLE-1 / EAGLE-3 chain, static tree, dynamic tree, P-EAGLE
-// chain and tree; chains for K = 1..8) with the target, the draft LM and the EAGLE heads all on
-// the device equals the device's own sequential run token for token, and leaves the target's and
-// the drafter's KV caches on the device as plain forwards build them. The device's sequential run
-// equals the reference's with the rounded weights.
+// Decoding on the CUDA backend, on the device under test (the CPU grid emulator in the cpu tests,
+// the GPU in tests/gpu): greedy and coupled speculative decoding of every method (draft LM, EAGLE-1
+// / EAGLE-3 chain, static tree, dynamic tree, P-EAGLE chain and tree; chains for K = 1..8) with the
+// target, the draft LM and the EAGLE heads all on the device equals the device's own sequential run
+// token for token, and leaves the target's and the drafter's KV caches on the device as plain
+// forwards build them. The device's sequential run equals the reference's with the rounded weights.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -17,6 +17,7 @@
 #include "reference/drafting/draft_model_proposer.hpp"
 #include "reference/drafting/eagle_pair_cache.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/optimized/device_under_test.hpp"
 #include "tests/reference/eagle_fixtures.hpp"
 #include "tests/reference/speculative_fixtures.hpp"
 
@@ -69,7 +70,7 @@ void expect_plain_cache(const cuda::CudaTransformer& target, const KVCache& cach
 
 TEST(CudaDecoding, SequentialEqualsReferenceSequential) {
   const ModelConfig c = target_config();
-  const DeviceTwin twin(cuda::emulator_runtime(), c, testing::make_model(c, kModelSeed).weights());
+  const DeviceTwin twin(testing::test_device(), c, testing::make_model(c, kModelSeed).weights());
   for (const SamplingParams& s : modes()) {
     EXPECT_EQ(decode_sequential(twin.device, kPrompt, s, testing::max_new_tokens(kNewTokens)).tokens,
               decode_sequential(twin.reference, kPrompt, s, testing::max_new_tokens(kNewTokens)).tokens)
@@ -78,7 +79,7 @@ TEST(CudaDecoding, SequentialEqualsReferenceSequential) {
 }
 
 TEST(CudaDecoding, DraftModelSpeculationEqualsSequential) {
-  const std::shared_ptr<cuda::DeviceRuntime> rt = cuda::emulator_runtime();
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
   const ModelConfig c = target_config();
   const DeviceTwin twin(rt, c, testing::make_model(c, kModelSeed).weights());
   ModelConfig small = c;
@@ -102,7 +103,7 @@ TEST(CudaDecoding, DraftModelSpeculationEqualsSequential) {
 
 // The methods of eagle_fixtures.hpp whose name contains `family` ("_chain", "_tree_", "_dynamic_").
 void expect_eagle_methods_match_sequential(const SamplingParams& sampling, const std::string& family) {
-  const std::shared_ptr<cuda::DeviceRuntime> rt = cuda::emulator_runtime();
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
   const ModelConfig c = target_config();
   const DeviceTwin plain(rt, c, testing::make_model(c, kModelSeed).weights());
   const DeviceTwin bigram(rt, c, testing::bigram_like_weights(c, kModelSeed));
@@ -135,8 +136,9 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling, const
     }
   }
   EXPECT_GE(runs, 4) << "no method of family " << family;
-  if (sampling.mode == SamplingParams::Mode::greedy)
+  if (sampling.mode == SamplingParams::Mode::greedy) {
     EXPECT_GT(accepted_runs, 0) << family << ": the passthrough heads should accept often: acceptance is exercised";
+  }
 }
 
 // One test per family and mode, so they spread over the test runner's jobs.

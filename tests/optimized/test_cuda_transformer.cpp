@@ -1,7 +1,8 @@
-// The CUDA backend — its host code and the very kernels a GPU runs — on the CPU grid emulator,
-// bitwise against the reference: every model family feature and precision, chains longer than
-// one kernel launch takes, draft trees and their compaction, batch invariance, every launch under
-// three thread schedules, greedy decoding of the bundled model, and the errors a user can hit.
+// The CUDA backend — its host code and the very kernels a GPU runs — on the device under test (the
+// CPU grid emulator in the cpu tests, the GPU in tests/gpu), bitwise against the reference: every
+// model family feature and precision, chains longer than one kernel launch takes, draft trees and
+// their compaction, batch invariance, every launch under three thread schedules, greedy decoding of
+// the bundled model, and the errors a user can hit.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,6 +14,7 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/reference/batch_invariance.hpp"
+#include "tests/optimized/device_under_test.hpp"
 #include "tests/reference/error_capture.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 
@@ -38,7 +40,8 @@ struct CudaTwin {
 };
 
 std::unique_ptr<CudaTwin> make_twin(const ModelConfig& c, Dtype p, bool check_schedules = false) {
-  return std::make_unique<CudaTwin>(c, testing::make_model(c, kSeed).weights(), p, cuda::emulator_runtime(check_schedules));
+  return std::make_unique<CudaTwin>(c, testing::make_model(c, kSeed).weights(), p,
+                                    check_schedules ? testing::schedule_checking_device() : testing::test_device());
 }
 
 TEST(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
@@ -116,9 +119,9 @@ TEST(CudaTransformer, LaunchConfigurationsChangeNoBit) {
   for (const auto& [name, c] : cpu_fixture_configs())
     if (name == "llama_all_biases_odd_widths") cfg = c;
   const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
-  const cuda::CudaTransformer base(cuda::emulator_runtime(), cfg, w, Dtype::BF16);
+  const cuda::CudaTransformer base(testing::test_device(), cfg, w, Dtype::BF16);
   for (const kernels::LaunchConfig lc : {kernels::LaunchConfig{64, 32}, kernels::LaunchConfig{1024, 1024}}) {
-    const cuda::CudaTransformer other(cuda::emulator_runtime(false, lc), cfg, w, Dtype::BF16);
+    const cuda::CudaTransformer other(testing::test_device(lc), cfg, w, Dtype::BF16);
     const std::string where = kernels::describe(lc) + ", seed " + std::to_string(kSeed);
     auto a = base.new_cache(40);
     auto b = other.new_cache(40);
@@ -162,11 +165,11 @@ TEST(LaunchConfig, IsDerivedFromTheDeviceLimits) {
 TEST(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
   const ModelConfig cfg = testing::tiny_llama();
   const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
-  const cuda::CudaTransformer bad_linear(cuda::emulator_runtime(false, {96, 128}), cfg, w, Dtype::F32);
+  const cuda::CudaTransformer bad_linear(testing::test_device({96, 128}), cfg, w, Dtype::F32);
   auto c1 = bad_linear.new_cache(4);
   EXPECT_CONTAINS(testing::error_of([&] { bad_linear.forward(*c1, ForwardRequest::chain({1})); }),
                   "96 threads per block; expected a power of two from 64 to 1024");
-  const cuda::CudaTransformer bad_attention(cuda::emulator_runtime(false, {128, 48}), cfg, w, Dtype::F32);
+  const cuda::CudaTransformer bad_attention(testing::test_device({128, 48}), cfg, w, Dtype::F32);
   auto c2 = bad_attention.new_cache(4);
   EXPECT_CONTAINS(testing::error_of([&] { bad_attention.forward(*c2, ForwardRequest::chain({1})); }),
                   "48 threads per block; expected a multiple of 32 up to 1024");
@@ -175,7 +178,7 @@ TEST(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
 TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
   const LlamaModel model = load_llama_checkpoint(std::string(SPECDEC_SOURCE_DIR) + "/models/target");
   const Transformer reference(model.config, model.weights);
-  const cuda::CudaTransformer device(cuda::emulator_runtime(), model.config, model.weights, Dtype::F32);
+  const cuda::CudaTransformer device(testing::test_device(), model.config, model.weights, Dtype::F32);
   const std::vector<int32_t> prompt = {0, 'I', 'n', ' ', 't', 'h', 'e'};
   GenerationOptions opt;
   opt.max_new_tokens = 6;
@@ -210,7 +213,7 @@ TEST(CudaTransformerErrors, ReportWhatIsWrong) {
   EXPECT_THROW(twin->cuda.forward(*foreign, ForwardRequest::chain({1})), Error);
   ModelConfig big = cfg;
   big.hidden_size = 40;  // weights of 48
-  EXPECT_THROW(cuda::CudaTransformer(cuda::emulator_runtime(), big, testing::make_model(cfg, kSeed).weights()), Error);
+  EXPECT_THROW(cuda::CudaTransformer(testing::test_device(), big, testing::make_model(cfg, kSeed).weights()), Error);
   if (!cuda::cuda_built()) {
     try {
       cuda::cuda_runtime();
