@@ -1,6 +1,7 @@
 #include "optimized/cuda/cuda_transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ struct CudaTransformer::Impl {
   Impl(std::shared_ptr<DeviceRuntime> r, ModelConfig c, Dtype p)
       : rt(std::move(r)), config(std::move(c)), precision(p), rope(config) {}
   const DeviceMatrix& head() const { return lm_head ? *lm_head : embed; }
+  // Every layer, the final norm, the LM head and one embedding row.
+  void count_step_bytes() {
+    step_bytes = sizeof(float) * norm.size() + head().bytes() +
+                 static_cast<std::size_t>(config.hidden_size) * (precision == Dtype::F32 ? 4 : 2);
+    for (const DeviceLayer& l : layers) step_bytes += l.bytes();
+  }
 };
 
 CudaTransformer::CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, ModelConfig config, const LlamaWeights& weights,
@@ -50,16 +57,52 @@ CudaTransformer::CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, ModelCo
   DeviceRuntime& rt = *m.rt;
   const ModelConfig& c = m.config;
   m.embed = upload_matrix(rt, weights.embed_tokens, precision, "model.embed_tokens.weight");
-  std::size_t bytes = 0;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     m.layers.push_back(upload_layer(rt, weights.layers[static_cast<std::size_t>(l)], precision,
                                     "model.layers." + std::to_string(l) + "."));
-    bytes += m.layers.back().bytes();
   }
   m.norm = upload_vector(rt, weights.norm);
   if (!c.tie_word_embeddings) m.lm_head = upload_matrix(rt, weights.lm_head, precision, "lm_head.weight");
-  const std::size_t element = precision == Dtype::F32 ? 4 : 2;
-  m.step_bytes = bytes + sizeof(float) * m.norm.size() + m.head().bytes() + static_cast<std::size_t>(c.hidden_size) * element;
+  m.count_step_bytes();
+}
+
+CudaTransformer::CudaTransformer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<CudaTransformer> CudaTransformer::random(std::shared_ptr<DeviceRuntime> runtime, ModelConfig config,
+                                                         Dtype precision, uint64_t seed) {
+  if (!runtime) throw Error("cuda backend: no device runtime given");
+  check_weight_precision(precision, "cuda backend");
+  validate_model_config(config, "model");
+  auto impl = std::make_unique<Impl>(std::move(runtime), std::move(config), precision);
+  Impl& m = *impl;
+  DeviceRuntime& rt = *m.rt;
+  const ModelConfig& c = m.config;
+  const int H = c.hidden_size, I = c.intermediate_size, qd = c.q_dim(), kvd = c.kv_dim();
+  uint64_t stream = seed * 1000003u;
+  // Linear weights ~ U(-1/sqrt(in), 1/sqrt(in)): activations keep their scale through the layers.
+  auto matrix = [&](int rows, int cols) {
+    return random_matrix(rt, rows, cols, precision, ++stream, 1.0f / std::sqrt(static_cast<float>(cols)));
+  };
+  auto ones = [&](int n, bool present) { return present ? upload_vector(rt, Vector::Ones(n)) : DeviceBuffer<float>(); };
+  auto zeros = [&](int n, bool present) { return present ? upload_vector(rt, Vector::Zero(n)) : DeviceBuffer<float>(); };
+  m.embed = random_matrix(rt, c.vocab_size, H, precision, ++stream, 1.0f);
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    DeviceLayer d;
+    d.input_norm = ones(H, true);
+    d.post_norm = ones(H, true);
+    d.q_norm = ones(c.head_dim, c.qk_norm);
+    d.k_norm = ones(c.head_dim, c.qk_norm);
+    d.q = matrix(qd, H), d.k = matrix(kvd, H), d.v = matrix(kvd, H), d.o = matrix(H, qd);
+    d.gate = matrix(I, H), d.up = matrix(I, H), d.down = matrix(H, I);
+    d.q_bias = zeros(qd, c.attention_bias), d.k_bias = zeros(kvd, c.attention_bias), d.v_bias = zeros(kvd, c.attention_bias);
+    d.o_bias = zeros(H, c.o_proj_bias);
+    d.gate_bias = zeros(I, c.mlp_bias), d.up_bias = zeros(I, c.mlp_bias), d.down_bias = zeros(H, c.mlp_bias);
+    m.layers.push_back(std::move(d));
+  }
+  m.norm = ones(H, true);
+  if (!c.tie_word_embeddings) m.lm_head = matrix(c.vocab_size, H);
+  m.count_step_bytes();
+  return std::unique_ptr<CudaTransformer>(new CudaTransformer(std::move(impl)));
 }
 
 CudaTransformer::~CudaTransformer() = default;

@@ -9,6 +9,7 @@
 // the precision (cpu::rounded_llama_weights does exactly that), for every request: every kernel
 // follows the exactness contract (docs/exactness.md), and every output row keeps one reduction
 // order whatever T is, so T verified tokens equal T one-token forwards.
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -26,6 +27,11 @@ class CudaTransformer final : public LanguageModel {
   // unsupported, a weight is beyond the F16 range, or the device is out of memory.
   CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, ModelConfig config, const LlamaWeights& weights,
                   Dtype precision = Dtype::F32);
+  // A model of `config`'s shape whose weights are pseudo-random, generated straight into
+  // `precision` on the device (random_matrix; norms 1, biases 0): for benchmarks at real model
+  // sizes, where the fp32 weights the other constructor takes would not fit on the host.
+  static std::unique_ptr<CudaTransformer> random(std::shared_ptr<DeviceRuntime> runtime, ModelConfig config,
+                                                 Dtype precision, uint64_t seed);
   ~CudaTransformer() override;
 
   const ModelConfig& config() const override;
@@ -42,6 +48,7 @@ class CudaTransformer final : public LanguageModel {
 
  private:
   struct Impl;
+  explicit CudaTransformer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

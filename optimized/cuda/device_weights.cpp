@@ -1,5 +1,6 @@
 #include "optimized/cuda/device_weights.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,60 @@ DeviceMatrix upload_matrix(DeviceRuntime& rt, const Matrix& m, Dtype precision, 
   }
   d.type = precision == Dtype::BF16 ? WeightType::kBF16 : WeightType::kF16;
   d.data = DeviceBuffer<unsigned char>(rt, reinterpret_cast<const unsigned char*>(narrow.data()), n * sizeof(uint16_t));
+  return d;
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <class T, class Convert>
+void fill_random(T* out, std::size_t first, std::size_t n, uint64_t seed, float scale, Convert convert) {
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < static_cast<long long>(n); ++i) {
+    const uint64_t h = splitmix64(seed ^ splitmix64(first + static_cast<std::size_t>(i)));
+    const float u = static_cast<float>(h >> 40) * 0x1p-24f;  // [0, 1)
+    out[i] = convert((2.0f * u - 1.0f) * scale);
+  }
+}
+
+}  // namespace
+
+DeviceMatrix random_matrix(DeviceRuntime& rt, int rows, int cols, Dtype precision, uint64_t seed, float scale) {
+  check_weight_precision(precision, "random_matrix");
+  DeviceMatrix d;
+  d.rows = rows, d.cols = cols;
+  const std::size_t n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+  const std::size_t element = precision == Dtype::F32 ? sizeof(float) : sizeof(uint16_t);
+  d.type = precision == Dtype::F32 ? WeightType::kF32 : precision == Dtype::BF16 ? WeightType::kBF16 : WeightType::kF16;
+  d.data = DeviceBuffer<unsigned char>(rt, n * element);
+  constexpr std::size_t kChunk = std::size_t{1} << 24;  // elements per upload
+  std::vector<float> f32;
+  std::vector<uint16_t> narrow;
+  for (std::size_t first = 0; first < n; first += kChunk) {
+    const std::size_t m = std::min(kChunk, n - first);
+    const void* src = nullptr;
+    if (precision == Dtype::F32) {
+      f32.resize(m);
+      fill_random(f32.data(), first, m, seed, scale, [](float v) { return v; });
+      src = f32.data();
+    } else if (precision == Dtype::BF16) {
+      narrow.resize(m);
+      fill_random(narrow.data(), first, m, seed, scale, [](float v) { return float_to_bfloat16(v); });
+      src = narrow.data();
+    } else {
+      narrow.resize(m);
+      fill_random(narrow.data(), first, m, seed, scale, [](float v) { return float_to_half(v); });
+      src = narrow.data();
+    }
+    rt.copy_to_device(d.data.get() + first * element, src, m * element);
+    rt.synchronize();  // the host chunk is reused next
+  }
   return d;
 }
 

@@ -3,6 +3,7 @@
 // BF16 or F16), norm weights and biases fp32, one decoder layer's tensors together. Shared by the
 // target (cuda_transformer) and the EAGLE-family heads (cuda_eagle_head).
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -25,6 +26,11 @@ struct DeviceMatrix {
 // `m` rounded to `precision` (F32, BF16 or F16; to nearest even when narrower) on the device.
 // Throws specdec::Error naming `name` and the element when a value is beyond the F16 range.
 DeviceMatrix upload_matrix(DeviceRuntime& rt, const Matrix& m, Dtype precision, const std::string& name);
+// A rows × cols matrix of pseudo-random values uniform in [-scale, scale), generated on the host
+// straight into `precision` in chunks and uploaded (no fp32 copy of the whole matrix: an 8B model
+// in BF16 takes 16 GB on the device and a chunk on the host). Element i is a hash of (seed, i), so
+// the values do not depend on the thread count. For benchmarks at real model sizes.
+DeviceMatrix random_matrix(DeviceRuntime& rt, int rows, int cols, Dtype precision, uint64_t seed, float scale);
 // `v` as fp32 on the device; an empty vector gives an empty buffer (an absent bias or norm).
 DeviceBuffer<float> upload_vector(DeviceRuntime& rt, const Vector& v);
 inline const float* or_null(const DeviceBuffer<float>& b) { return b ? b.get() : nullptr; }

@@ -44,6 +44,14 @@ std::vector<ModelPreset> build() {
   p.push_back({"llama-0.5b", "32000 vocab, 16 layers, hidden 1536, 12 heads / 4 KV heads", m500});
   ModelConfig m1b = llama_shape(2048, 5632, 22, 32, 4, 32000);
   p.push_back({"llama-1b", "TinyLlama-1.1B shape: 22 layers, hidden 2048, 32 heads / 4 KV heads", m1b});
+  // Llama-3.1-8B's shape (its RoPE scaling left out: it changes no cost): 16 GB in BF16, the
+  // bandwidth-bound shape of the GPU benchmark (specdec_cuda_bench).
+  ModelConfig m8b = llama_shape(4096, 14336, 32, 32, 8, 128256);
+  m8b.rope_theta = 500000.0;
+  m8b.max_position_embeddings = 131072;
+  m8b.bos_token_id = 128000;
+  m8b.eos_token_ids = {128001};
+  p.push_back({"llama-3.1-8b", "Llama-3.1-8B shape: 32 layers, hidden 4096, 32 heads / 8 KV heads, 128256 vocab", m8b});
   return p;
 }
 

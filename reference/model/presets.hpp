@@ -18,7 +18,7 @@ struct ModelPreset {
 // "llama-100m": Llama shape with 32000 vocab, 12 layers, H 768, GQA 12/4 (~125M parameters).
 // "llama-22m", "llama-4m-draft": the target / draft LM pair the reference calibration records
 // (scripts/calibrate_reference.sh); 32000 vocab, 8 and 2 layers.
-// "llama-0.5b", "llama-1b": bandwidth-bound benchmark shapes.
+// "llama-0.5b", "llama-1b": bandwidth-bound benchmark shapes; "llama-3.1-8b" for a GPU.
 const std::vector<ModelPreset>& model_presets();
 // Throws specdec::Error listing the known names.
 const ModelPreset& find_model_preset(const std::string& name);

@@ -190,6 +190,28 @@ TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
   EXPECT_EQ(static_cast<int>(got.tokens.size()), 6);
 }
 
+TEST(CudaTransformer, RandomWeightsOnTheDeviceAreDeterministicAndSizedAsUploadedOnes) {
+  // The benchmark models: weights generated into their precision on the device.
+  ModelConfig cfg = testing::tiny_llama();
+  cfg.attention_bias = cfg.o_proj_bias = cfg.mlp_bias = true;
+  const auto rt = testing::test_device();
+  const auto a = cuda::CudaTransformer::random(rt, cfg, Dtype::BF16, 7);
+  const auto b = cuda::CudaTransformer::random(rt, cfg, Dtype::BF16, 7);
+  const auto other = cuda::CudaTransformer::random(rt, cfg, Dtype::BF16, 8);
+  const cuda::CudaTransformer uploaded(rt, cfg, testing::make_model(cfg, kSeed).weights(), Dtype::BF16);
+  EXPECT_EQ(a->weight_bytes_per_step(), uploaded.weight_bytes_per_step());
+  const ForwardRequest r = ForwardRequest::chain(random_tokens(5, cfg.vocab_size, kSeed));
+  auto ca = a->new_cache(8), cb = b->new_cache(8), co = other->new_cache(8);
+  const Matrix la = a->forward(*ca, r).logits;
+  EXPECT_TRUE(bitwise_equal(la, b->forward(*cb, r).logits)) << "seed 7 twice";
+  EXPECT_FALSE(bitwise_equal(la, other->forward(*co, r).logits)) << "seeds 7 and 8";
+  EXPECT_TRUE(la.allFinite());
+  EXPECT_GT(la.maxCoeff() - la.minCoeff(), 0.01f);
+  EXPECT_CONTAINS(testing::error_of([&] { cuda::CudaTransformer::random(rt, cfg, Dtype::F64, 1); }), "F64");
+  EXPECT_CONTAINS(testing::error_of([&] { cuda::CudaTransformer::random(nullptr, cfg, Dtype::BF16, 1); }),
+                  "no device runtime given");
+}
+
 TEST(CudaTransformerErrors, ReportWhatIsWrong) {
   const ModelConfig cfg = testing::tiny_llama();
   const auto twin = make_twin(cfg, Dtype::F32);
