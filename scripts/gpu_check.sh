@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # The device check, on a machine with an NVIDIA GPU where only CUDA and CMake are installed:
-#   1. builds the reference, the kernels and their gpu tests (SPECDEC_KERNELS_ONLY: no HDF5 or
-#      Boost needed), taking Eigen, nlohmann-json and GoogleTest from the system or from
-#      SPECDEC_GPU_DEPS (default build-gpu-deps/, made by scripts/gpu_deps.sh on a Debian machine);
-#   2. prints nvidia-smi;
+#   1. prints nvidia-smi;
+#   2. builds the reference, the kernels, the cpu and cuda backends and their gpu tests
+#      (SPECDEC_KERNELS_ONLY: no HDF5 or Boost needed), taking Eigen, nlohmann-json and GoogleTest
+#      from the system or from SPECDEC_GPU_DEPS (default build-gpu-deps/, made by
+#      scripts/gpu_deps.sh on a Debian machine);
 #   3. runs every kernel on the device, bitwise against its reference twin on fresh random inputs
-#      with outputs poisoned first (tests/gpu);
-#   4. runs compute-sanitizer memcheck and racecheck over the same tests (model-scale cases left
-#      out to keep it short), where compute-sanitizer is installed;
-#   5. times the kernels (specdec_kernel_bench);
-# and prints a table last. Exits non-zero if any check fails. Takes about 3–5 minutes on an H200.
+#      with outputs poisoned first, and the whole CUDA backend on the device: every model family and
+#      precision, the EAGLE heads, launch configurations, and greedy and coupled decoding of every
+#      method equal to sequential decoding (tests/gpu);
+#   4. where HDF5 and Boost are installed, builds the specdec command too and runs
+#      `specdec validate --backend cuda` on every golden trace and against the reference for every
+#      method (otherwise says so: the cpu tests replay every golden trace on the emulated backend);
+#   5. runs compute-sanitizer memcheck and racecheck over the kernel tests (model-scale cases left
+#      out), where compute-sanitizer works;
+#   6. times the backend (specdec_cuda_bench: copy bandwidth, decode tokens/s and its fraction of
+#      the copy bandwidth on Llama-3.1-8B's and a 1B shape in BF16, verify cost for T = 1..64) and
+#      the kernels (specdec_kernel_bench, with cuBLAS's non-exact GEMMs on the same matrices);
+# and prints a table last, with the targets (decode >= 80% of copy bandwidth on the 8B shape;
+# verifying 8 tokens <= 1.2x one token there). Exits non-zero if a check fails. Meant to take
+# under 8 minutes on an H200; logs go to the build folder.
 #
 # Usage: scripts/gpu_check.sh   (SPECDEC_GPU_BUILD_DIR, default build-gpu; SPECDEC_GPU_DEPS)
 set -uo pipefail
@@ -19,14 +29,33 @@ deps=${SPECDEC_GPU_DEPS:-$root/build-gpu-deps}
 log=$build/gpu_check.log
 start=$(date +%s)
 export PATH=$PATH:/usr/local/cuda/bin
+jobs=$(nproc)
 
 declare -a rows=()
 status=0
 row() {  # row STEP RESULT DETAIL
-  rows+=("$(printf '%-30s %-8s %s' "$1" "$2" "$3")")
+  rows+=("$(printf '%-34s %-6s %s' "$1" "$2" "$3")")
   [ "$2" = "PASS" ] || [ "$2" = "INFO" ] || [ "$2" = "SKIP" ] || status=1
 }
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
+summary() {
+  echo
+  echo "== gpu_check summary ($(date -u +%Y-%m-%d), $(elapsed))"
+  printf '%s\n' "${rows[@]}"
+}
+
+# gtest_rows NAME OUTPUT RC: one row per passed and failed test of a GoogleTest program.
+gtest_rows() {
+  local out=$2 rc=$3
+  while read -r name ms; do
+    row "${name#*.}" PASS "bitwise, $ms"
+  done < <(echo "$out" | sed -n 's/^\[       OK \] \([^ ]*\) (\(.*\))$/\1 \2/p')
+  while read -r name; do
+    row "${name#*.}" FAIL "see the output above"
+  done < <(echo "$out" | sed -n 's/^\[  FAILED  \] \([^ ]*\) (.*)$/\1/p')
+  if echo "$out" | grep -q "^\[  SKIPPED \]"; then row "$1" FAIL "skipped: the device was not usable"; fi
+  [ "$rc" -eq 0 ] || row "$1" FAIL "exit $rc"
+}
 
 mkdir -p "$build"
 : > "$log"
@@ -43,34 +72,80 @@ prefix=()
 [ -d "$deps" ] && prefix=(-DCMAKE_PREFIX_PATH="$deps")
 if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_KERNELS_ONLY=ON -DSPECDEC_CUDA=ON \
      "${prefix[@]}" >> "$log" 2>&1 &&
-   cmake --build "$build" -j "$(nproc)" --target test_kernels_device specdec_kernel_bench >> "$log" 2>&1; then
+   cmake --build "$build" -j "$jobs" --target test_kernels_device test_cuda_backend_device specdec_kernel_bench \
+     specdec_cuda_bench >> "$log" 2>&1; then
   row "build" PASS "$(elapsed)"
 else
   tail -40 "$log"
   row "build" FAIL "see $log"
-  printf '%s\n' "${rows[@]}"
+  summary
   exit 1
 fi
-tests=$build/tests/gpu/test_kernels_device
 
 echo "== kernels on the device, bitwise against the reference"
-out=$("$tests" 2>&1)
+kernel_tests=$build/tests/gpu/test_kernels_device
+out=$("$kernel_tests" 2>&1)
 rc=$?
 echo "$out"
-while read -r name ms; do
-  row "${name#DeviceKernels.}" PASS "bitwise, $ms"
-done < <(echo "$out" | sed -n 's/^\[       OK \] \([^ ]*\) (\(.*\))$/\1 \2/p')
-while read -r name; do
-  row "${name#DeviceKernels.}" FAIL "see the output above"
-done < <(echo "$out" | sed -n 's/^\[  FAILED  \] \([^ ]*\) (.*)$/\1/p')
-if echo "$out" | grep -q "SKIPPED"; then row "gpu tests" FAIL "skipped: the device was not usable"; fi
-[ $rc -eq 0 ] || row "gpu tests" FAIL "exit $rc"
+gtest_rows "kernel tests" "$out" $rc
+
+echo "== the CUDA backend on the device, bitwise against the reference"
+out=$("$build/tests/gpu/test_cuda_backend_device" 2>&1)
+rc=$?
+echo "$out" | grep -v "^\[ RUN"
+passed=$(echo "$out" | grep -c "^\[       OK \]")
+failed=$(echo "$out" | grep -c "^\[  FAILED  \] [^ ]* (")
+if [ "$rc" -eq 0 ] && ! echo "$out" | grep -q "^\[  SKIPPED \]"; then
+  row "cuda backend tests" PASS "$passed passed, bitwise / token for token ($(elapsed))"
+else
+  row "cuda backend tests" FAIL "$passed passed, $failed failed, exit $rc"
+fi
+
+echo "== specdec validate --backend cuda (needs HDF5 and Boost)"
+full=$build/full
+if cmake -S "$root" -B "$full" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_CUDA=ON -DSPECDEC_TESTS=OFF "${prefix[@]}" \
+     >> "$log" 2>&1 && cmake --build "$full" -j "$jobs" --target specdec >> "$log" 2>&1; then
+  bad=0 n=0
+  for trace in "$root"/traces/golden/*.h5; do
+    name=$(basename "$trace" .h5)
+    family=${name%%[-_]*}
+    drafter=()
+    case $family in
+      draft) drafter=(--drafter "$root/models/draft") ;;
+      eagle) drafter=(--drafter "$root/models/eagle1") ;;
+      eagle3) drafter=(--drafter "$root/models/eagle3") ;;
+      peagle) drafter=(--drafter "$root/models/peagle") ;;
+    esac
+    n=$((n + 1))
+    if ! "$full/specdec" validate --trace "$trace" --backend cuda --model "$root/models/target" "${drafter[@]}" \
+         >> "$log" 2>&1; then
+      bad=$((bad + 1))
+      echo "golden trace $name: FAILED (see $log)"
+    fi
+  done
+  [ $bad -eq 0 ] && row "golden traces on the device" PASS "$n of $n replay exactly" ||
+    row "golden traces on the device" FAIL "$bad of $n diverge (see $log)"
+  bad=0
+  for m in "sequential" "draft --drafter $root/models/draft --k 4" "eagle --drafter $root/models/eagle1 --k 4" \
+           "eagle3 --drafter $root/models/eagle3 --k 4" "peagle --drafter $root/models/peagle --k 4"; do
+    # shellcheck disable=SC2086
+    if ! "$full/specdec" validate --model "$root/models/target" --backend cuda --against reference --method $m \
+         --prompt "In the beginning" --max-new-tokens 24 >> "$log" 2>&1; then
+      bad=$((bad + 1))
+      echo "validate --method $m: FAILED (see $log)"
+    fi
+  done
+  [ $bad -eq 0 ] && row "validate against the reference" PASS "every method" ||
+    row "validate against the reference" FAIL "$bad methods diverge (see $log)"
+else
+  row "golden traces on the device" SKIP "no HDF5/Boost here to build specdec (the cpu tests replay them emulated)"
+fi
 
 sanitizer=$(command -v compute-sanitizer || true)
 if [ -n "$sanitizer" ]; then
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer $tool"
-    if "$sanitizer" --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter='-*AtModelScale*' >> "$log" 2>&1; then
+    if "$sanitizer" --tool "$tool" --error-exitcode 3 "$kernel_tests" --gtest_filter='-*AtModelScale*' >> "$log" 2>&1; then
       row "compute-sanitizer $tool" PASS "$(elapsed)"
     else
       grep -m 20 -E "=========" "$log" | tail -20
@@ -81,15 +156,25 @@ else
   row "compute-sanitizer" SKIP "not installed"
 fi
 
-echo "== timing"
+echo "== timing the backend (specdec_cuda_bench)"
+bench=$build/cuda_bench.txt
+if "$build/specdec_cuda_bench" --shapes llama-3.1-8b,llama-1b | tee "$bench"; then
+  row "backend timing" INFO "$bench"
+  frac=$(sed -n 's/^decode llama-3.1-8b .* \([0-9.]*\)% of copy bandwidth$/\1/p' "$bench")
+  v8=$(sed -n 's/^verify llama-3.1-8b *T=8 .* \([0-9.]*\)x one token$/\1/p' "$bench")
+  [ -n "$frac" ] && row "8B decode of copy bandwidth" INFO "$frac% (target >= 80%: $(awk -v f="$frac" 'BEGIN{print (f >= 80 ? "met" : "not met")}'))"
+  [ -n "$v8" ] && row "8B verify T=8 / T=1" INFO "${v8}x (target <= 1.2x: $(awk -v v="$v8" 'BEGIN{print (v <= 1.2 ? "met" : "not met")}'))"
+else
+  row "backend timing" FAIL "specdec_cuda_bench failed"
+fi
+
+echo "== timing the kernels (specdec_kernel_bench)"
 if "$build/kernels/specdec_kernel_bench" | tee "$build/kernel_bench.txt"; then
   row "kernel timing" INFO "$build/kernel_bench.txt"
 else
   row "kernel timing" FAIL "specdec_kernel_bench failed"
 fi
 
-echo
-echo "== gpu_check summary ($(date -u +%Y-%m-%d), $(elapsed))"
-printf '%s\n' "${rows[@]}"
-[ -f "$build/kernel_bench.txt" ] && sed -n '/^copy bandwidth/,$p' "$build/kernel_bench.txt"
+summary
+[ -f "$bench" ] && grep -E "^(device|copy bandwidth|decode|verify .*T=(1|8|64) )" "$bench"
 exit $status

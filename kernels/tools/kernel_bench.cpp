@@ -1,7 +1,10 @@
 // Times the exact kernels on a GPU at Llama-3.1-8B's shapes (BF16 weights): the device-to-device
 // copy bandwidth as the yardstick, one decoder layer's linear kernels for T = 1..64 tokens (time,
 // weight bandwidth and its fraction of the copy bandwidth, cost relative to T = 1), and attention
-// over a long cache. Prints one table; numbers, never pass/fail (tests/gpu checks the bits).
+// over a long cache; and cuBLAS's BF16 GEMMs over the same matrices and tokens (fp32 accumulate
+// and output, its own reduction order: not exact) as the yardstick for what exactness costs.
+// Prints one table; numbers, never pass/fail (tests/gpu checks the bits).
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,10 +22,16 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
 }
 
+void check_blas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLAS: ") + what + ": status " + std::to_string(static_cast<int>(s)));
+}
+
 void* device_alloc(std::size_t bytes) {
   void* p = nullptr;
   check(cudaMalloc(&p, bytes), "cudaMalloc");
-  check(cudaMemset(p, 0, bytes), "cudaMemset");  // zeros: finite, so timings are of real arithmetic
+  // Every byte 0x3c: each fp32 and BF16 value 0.0115, finite and not zero (a matrix unit runs
+  // measurably faster on zeros), so timings are of real arithmetic.
+  check(cudaMemset(p, 0x3c, bytes), "cudaMemset");
   return p;
 }
 
@@ -87,6 +96,7 @@ int run() {
   std::printf("\ncopy bandwidth (device to device, read + write): %.0f GB/s\n", copy_gbs);
   std::printf("\n%-34s %4s %10s %9s %9s %8s\n", "kernel (Llama-3.1-8B layer, BF16)", "T", "ms/layer", "GB/s", "of copy", "vs T=1");
   double t1 = 0;
+  std::vector<double> exact_layer_ms;  // per T, for the cuBLAS comparison below
   for (const int T : {1, 2, 4, 8, 16, 32, 64}) {
     int next = 0;
     const double ms = time_ms(20, [&] {
@@ -109,10 +119,42 @@ int run() {
       cuda::launch(down);
     });
     if (T == 1) t1 = ms;
+    exact_layer_ms.push_back(ms);
     const double gbs = layer_bytes / (ms * 1e-3) / 1e9;
     std::printf("%-34s %4d %10.3f %9.0f %8.1f%% %8.2f\n", "qkv + o + gate/up/SwiGLU + down", T, ms, gbs,
                 100.0 * gbs / copy_gbs, ms / t1);
   }
+
+  // The yardstick: cuBLAS over the same matrices (gate and up as two GEMMs, no SwiGLU), with the
+  // input in BF16 as cuBLAS wants both operands of one type: y^T (N, T) = W (N, K) · x^T (K, T).
+  cublasHandle_t blas = nullptr;
+  check_blas(cublasCreate(&blas), "cublasCreate");
+  auto* xb = device_alloc(std::size_t(Tmax) * I * 2);
+  auto* yc = device_alloc(std::size_t(Tmax) * I * 4);  // (T, N) for N up to I
+  auto gemm = [&](const void* w, int N, int K, int T) {
+    const float one = 1.0f, zero = 0.0f;
+    check_blas(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, N, T, K, &one, w, CUDA_R_16BF, K, xb, CUDA_R_16BF, K, &zero, yc,
+                            CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+  };
+  std::printf("\n%-34s %4s %10s %9s %9s %8s\n", "cuBLAS BF16 GEMM (same matrices)", "T", "ms/layer", "GB/s", "of copy",
+              "exact/it");
+  int ti = 0;
+  for (const int T : {1, 2, 4, 8, 16, 32, 64}) {
+    int next = 0;
+    const double ms = time_ms(20, [&] {
+      const Layer& l = L[next++ % layers];
+      gemm(l.qkv, Q + 2 * KV, H, T);
+      gemm(l.o, H, Q, T);
+      gemm(l.gate, I, H, T);
+      gemm(l.up, I, H, T);
+      gemm(l.down, H, I, T);
+    });
+    const double gbs = layer_bytes / (ms * 1e-3) / 1e9;
+    std::printf("%-34s %4d %10.3f %9.0f %8.1f%% %8.2f\n", "qkv + o + gate + up + down", T, ms, gbs, 100.0 * gbs / copy_gbs,
+                exact_layer_ms[ti++] / ms);
+  }
+  cublasDestroy(blas);
 
   // Attention over a 4096-slot cache, 32 heads sharing 8 KV heads of 128.
   const int cols = 4096, heads = 32, kv_heads = 8, hd = 128;
