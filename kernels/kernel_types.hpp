@@ -3,6 +3,7 @@
 // (kernels/cuda/launch.hpp) and the CUDA backend's device-runtime seam declare one launch per
 // entry from it, so adding a kernel here is all it takes to reach both. X is called with the type
 // as its (variadic) argument.
+#include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/linear.cuh"
@@ -29,4 +30,5 @@
   X(::specdec::kernels::EmbeddingGather<::specdec::kernels::WeightType::kF16>)                     \
   X(::specdec::kernels::ResidualAdd)                                                               \
   X(::specdec::kernels::Attention)                                                                 \
-  X(::specdec::kernels::GatherRows)
+  X(::specdec::kernels::GatherRows)                                                                \
+  X(::specdec::kernels::RowArgmax)

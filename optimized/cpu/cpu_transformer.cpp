@@ -11,6 +11,7 @@
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
+#include "reference/model/argmax_rows.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/rope.hpp"
@@ -142,6 +143,7 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
     result.logits.resize(R, c.vocab_size);
     linear(m.head(), nullptr, rows.data(), H, R, result.logits.data(), c.vocab_size, false);  // (R, V)
   }
+  apply_argmax_only(request, result);
   if (request.final_hidden) {
     result.final_hidden.resize(T, H);
     std::memcpy(result.final_hidden.data(), h.data(), sizeof(float) * h.size());

@@ -19,6 +19,31 @@
 
 namespace specdec::cuda {
 
+namespace {
+
+// ForwardRequest::argmax_only on the device: R ids (and R NaN positions) come back, not R·V
+// logits; a row the reference's argmax refuses is refused with its message.
+void pick_on_device(DeviceRuntime& rt, const float* logits, int R, int V, DeviceBuffer<int32_t>& scratch,
+                    ForwardResult& result) {
+  int32_t* d = grown(rt, scratch, 2 * static_cast<std::size_t>(R));  // (R) ids, then (R) first NaNs
+  kernels::RowArgmax k;
+  k.x = logits, k.ldx = V, k.rows = R, k.n = V, k.index = d, k.first_nan = d + R;
+  rt.launch(k);
+  std::vector<int32_t> host(2 * static_cast<std::size_t>(R));
+  rt.copy_to_host(host.data(), d, sizeof(int32_t) * host.size());
+  for (int r = 0; r < R; ++r) {
+    const int32_t nan = host[static_cast<std::size_t>(R + r)];
+    if (nan < V)
+      throw Error("argmax: logit of token " + std::to_string(nan) + " is NaN; expected finite logits (-inf allowed for masked tokens)");
+    if (host[static_cast<std::size_t>(r)] < 0)
+      throw Error("argmax: all " + std::to_string(V) + " logits are -inf; expected at least one token that can be chosen");
+  }
+  result.argmax.assign(host.begin(), host.begin() + R);
+  result.logits.resize(0, V);
+}
+
+}  // namespace
+
 struct CudaTransformer::Impl {
   std::shared_ptr<DeviceRuntime> rt;
   ModelConfig config;
@@ -32,7 +57,7 @@ struct CudaTransformer::Impl {
 
   // Per-forward scratch (forward is const but not reentrant).
   mutable LayerScratch scratch;
-  mutable DeviceBuffer<int32_t> ids, rows;
+  mutable DeviceBuffer<int32_t> ids, rows, picks;
   mutable DeviceBuffer<float> x, xn, h, picked, logits;
 
   Impl(std::shared_ptr<DeviceRuntime> r, ModelConfig c, Dtype p)
@@ -178,8 +203,12 @@ ForwardResult CudaTransformer::forward(KVCache& cache_base, const ForwardRequest
     rt.launch(kernels::GatherRows{h, H, rows, picked, H, R, H});
     float* logits = grown(rt, m.logits, static_cast<std::size_t>(R) * c.vocab_size);
     linear(rt, {{&m.head(), nullptr, logits, c.vocab_size}}, picked, H, R, H);
-    result.logits.resize(R, c.vocab_size);
-    rt.copy_to_host(result.logits.data(), logits, sizeof(float) * static_cast<std::size_t>(R) * c.vocab_size);
+    if (request.argmax_only) {
+      pick_on_device(rt, logits, R, c.vocab_size, m.picks, result);
+    } else {
+      result.logits.resize(R, c.vocab_size);
+      rt.copy_to_host(result.logits.data(), logits, sizeof(float) * static_cast<std::size_t>(R) * c.vocab_size);
+    }
   }
   if (request.final_hidden) {
     result.final_hidden.resize(T, H);

@@ -9,12 +9,29 @@ namespace specdec {
 
 namespace {
 
+// The target vocabulary of `in`: the logits' width, or with target_argmax its `vocab`.
+int vocab_of(const VerifyInput& in) {
+  return in.target_logits ? static_cast<int>(in.target_logits->cols()) : in.vocab;
+}
+
 void check_input(const VerifyInput& in) {
-  if (!in.tree || !in.target_logits) throw Error("verify: draft tree and target logits are required");
+  if (!in.tree || (!in.target_logits && !in.target_argmax))
+    throw Error("verify: draft tree and target logits (or, for greedy sampling, their argmax) are required");
   const int n = in.tree->size();
-  const int V = static_cast<int>(in.target_logits->cols());
+  const int V = vocab_of(in);
+  if (!in.target_logits) {
+    if (in.sampling.mode != SamplingParams::Mode::greedy)
+      throw Error("verify: target argmax rows serve greedy sampling only; " + to_string(in.sampling.mode) +
+                  " sampling needs the target logits");
+    if (V < 1) throw Error("verify: target argmax rows need the target vocabulary size (vocab = " + std::to_string(V) + ")");
+    if (static_cast<int>(in.target_argmax->size()) != n + 1)
+      throw Error("verify: " + std::to_string(in.target_argmax->size()) + " target argmax rows for " + std::to_string(n) +
+                  " draft nodes; expected one at the root plus one after each node (" + std::to_string(n + 1) + ")");
+    for (const int32_t t : *in.target_argmax)
+      if (t < 0 || t >= V) throw Error("verify: target argmax " + std::to_string(t) + " outside the vocabulary [0, " + std::to_string(V) + ")");
+  }
   in.tree->validate(V);
-  if (in.target_logits->rows() != n + 1) {
+  if (in.target_logits && in.target_logits->rows() != n + 1) {
     throw Error("verify: " + std::to_string(in.target_logits->rows()) + " target logit rows for " + std::to_string(n) +
                 " draft nodes; expected one at the root plus one after each node (" + std::to_string(n + 1) + ")");
   }
@@ -46,12 +63,14 @@ const float* row(const Matrix& m, int r) { return m.data() + static_cast<std::pt
 VerifyResult MatchAcceptor::verify(const VerifyInput& in) const {
   check_input(in);
   const DraftTree& tree = *in.tree;
-  const int V = static_cast<int>(in.target_logits->cols());
+  const int V = vocab_of(in);
   VerifyResult r;
   int point = -1;  // the accepted node whose children are examined; −1 = root
   for (;;) {
     const uint32_t position = static_cast<uint32_t>(in.root_position + (point < 0 ? 0 : tree.depth(point)));
-    const int32_t choice = sample_token(row(*in.target_logits, point + 1), V, in.sampling, in.sequence, position);
+    const int32_t choice = in.target_logits
+                               ? sample_token(row(*in.target_logits, point + 1), V, in.sampling, in.sequence, position)
+                               : (*in.target_argmax)[static_cast<std::size_t>(point + 1)];
     const std::vector<int> children = tree.children(point);
     int next = -1;
     for (int c : children) {
@@ -77,6 +96,7 @@ VerifyResult MatchAcceptor::verify(const VerifyInput& in) const {
 VerifyResult RejectionAcceptor::verify_with(const VerifyInput& in, Chance& chance) {
   check_input(in);
   const DraftTree& tree = *in.tree;
+  if (!in.target_logits) throw Error("verify: rejection sampling needs the target logits, not only their argmax");
   const int V = static_cast<int>(in.target_logits->cols());
   const bool deterministic = !in.draft_probs || in.draft_probs->empty();
   VerifyResult r;

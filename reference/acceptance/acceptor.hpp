@@ -17,6 +17,10 @@ struct VerifyInput {
   const DraftTree* tree = nullptr;
   // (N + 1, V) target logits: row 0 at the root (it predicts depth-1 tokens), row 1 + n after node n.
   const Matrix* target_logits = nullptr;
+  // Instead, for greedy sampling with an acceptor that takes_argmax: the target's choice at each
+  // row (N + 1; ForwardRequest::argmax_only), and the target vocabulary to check the tree against.
+  const std::vector<int32_t>* target_argmax = nullptr;
+  int vocab = 0;
   // Draft distributions over the target vocabulary at each point children were drafted from:
   // row 0 at the root, row 1 + n after node n; each (V). Children of a point were drawn from its
   // row, without replacement when there are several. Empty: the drafter chose deterministically
@@ -43,6 +47,8 @@ class TokenAcceptor {
   virtual ~TokenAcceptor() = default;
   virtual std::string name() const = 0;
   virtual VerifyResult verify(const VerifyInput& input) const = 0;
+  // Whether, under `sampling`, the target's argmax at each row is all verify needs of the logits.
+  virtual bool takes_argmax(const SamplingParams& sampling) const { (void)sampling; return false; }
 };
 
 // Greedy and coupled sampling: at each node the target's own choice is sample_token(row, position)
@@ -53,6 +59,8 @@ class MatchAcceptor final : public TokenAcceptor {
  public:
   std::string name() const override { return "match"; }
   VerifyResult verify(const VerifyInput& input) const override;
+  // Greedy: the choice is the argmax.
+  bool takes_argmax(const SamplingParams& sampling) const override { return sampling.mode == SamplingParams::Mode::greedy; }
 };
 
 // Lossless speculative sampling (sample mode). At each accepted point with target distribution p

@@ -27,10 +27,14 @@ GenerationResult decode_sequential(const LanguageModel& model, const std::vector
   GenerationResult result;
   result.stop_reason = "max_tokens";
   int64_t t0 = now_ns();
+  // Greedy decoding with no observer needs only each step's argmax: the backend picks it where
+  // the logits are (a GPU sends one id back instead of a row of V floats).
+  const bool argmax_only = !observer && sampling.mode == SamplingParams::Mode::greedy;
   ForwardRequest prefill;
   prefill.tokens = prompt;
   prefill.logit_rows = {static_cast<int>(prompt.size()) - 1};
-  Matrix logits = model.forward(*cache, prefill).logits;  // (1, V)
+  prefill.argmax_only = argmax_only;
+  ForwardResult out = model.forward(*cache, prefill);  // logits (1, V), or argmax (1)
   int64_t step_ns = now_ns() - t0;
   result.stats.prefill_ns = step_ns;
   result.stats.target_forwards = 1;
@@ -39,10 +43,11 @@ GenerationResult decode_sequential(const LanguageModel& model, const std::vector
 
   for (int i = 0; i < options.max_new_tokens; ++i) {
     const int32_t position = static_cast<int32_t>(prompt.size()) + i;
-    const int32_t token = sample_token(logits.data(), c.vocab_size, sampling, options.sequence, position);
+    const int32_t token =
+        argmax_only ? out.argmax[0] : sample_token(out.logits.data(), c.vocab_size, sampling, options.sequence, position);
     result.tokens.push_back(token);
     if (observer) {
-      observer->on_sequential_step({i, position, logits.data(), c.vocab_size, token, step_ns});
+      observer->on_sequential_step({i, position, out.logits.data(), c.vocab_size, token, step_ns});
     }
     if (options.stop_at_eos && c.is_eos(token)) {
       result.stop_reason = "eos";
@@ -50,7 +55,9 @@ GenerationResult decode_sequential(const LanguageModel& model, const std::vector
     }
     if (i + 1 == options.max_new_tokens) break;  // the last token needs no forward
     t0 = now_ns();
-    logits = model.forward(*cache, ForwardRequest::chain({token})).logits;
+    ForwardRequest step = ForwardRequest::chain({token});
+    step.argmax_only = argmax_only;
+    out = model.forward(*cache, step);
     step_ns = now_ns() - t0;
     ++result.stats.target_forwards;
   }

@@ -59,9 +59,13 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
 
   // Prefill: the first token comes from the prompt's last logits, exactly as in sequential decoding.
   int64_t t0 = now_ns();
+  // Greedy verification with no observer needs only the target's choice at each row: the backend
+  // picks it where the logits are (a GPU sends K + 1 ids back instead of K + 1 rows).
+  const bool argmax_only = !observer && acceptor.takes_argmax(sampling);
   ForwardRequest prefill;
   prefill.tokens = prompt;
   prefill.logit_rows = {prompt_len - 1};
+  prefill.argmax_only = argmax_only;
   prefill.final_hidden = proposer.wants_final_hidden();
   prefill.aux_layers = proposer.wanted_aux_layers();
   ForwardResult pre = target.forward(*cache, prefill);
@@ -80,7 +84,8 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
   states.append(pre, all_rows);
 
   std::vector<int32_t> sequence = prompt;
-  const int32_t first = sample_token(pre.logits.data(), c.vocab_size, sampling, options.sequence, prompt_len);
+  const int32_t first =
+      argmax_only ? pre.argmax[0] : sample_token(pre.logits.data(), c.vocab_size, sampling, options.sequence, prompt_len);
   sequence.push_back(first);
   result.tokens.push_back(first);
   if (observer) observer->on_sequential_step({0, prompt_len, pre.logits.data(), c.vocab_size, first, st.prefill_ns});
@@ -121,6 +126,7 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
     }
     verify.mask = AttentionMask::tree(base, parents);
     for (int r = 0; r <= tree.size(); ++r) verify.logit_rows.push_back(r);
+    verify.argmax_only = argmax_only;
     verify.final_hidden = proposer.wants_final_hidden();
     verify.aux_layers = proposer.wanted_aux_layers();
     ForwardResult out = target.forward(*cache, verify);
@@ -128,7 +134,9 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
 
     VerifyInput in;
     in.tree = &tree;
-    in.target_logits = &out.logits;
+    in.target_logits = argmax_only ? nullptr : &out.logits;
+    in.target_argmax = argmax_only ? &out.argmax : nullptr;
+    in.vocab = c.vocab_size;
     in.draft_probs = &proposal.draft_probs;
     in.sampling = sampling;
     in.sequence = options.sequence;

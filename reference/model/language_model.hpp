@@ -22,13 +22,19 @@ struct ForwardRequest {
   // Hidden states to return, as indices into Hugging Face's output_hidden_states: i < L is the
   // state entering layer i (0 = embeddings), L is the output after the final norm (EAGLE-3).
   std::vector<int> aux_layers;
+  // Return only each logit row's greedy choice (argmax, ties to the lower index: sample_token in
+  // greedy mode) in ForwardResult::argmax, not the rows: a backend may pick where the logits are
+  // (a GPU then sends R ids to the host instead of R·V floats). A row with a NaN or nothing above
+  // -inf is refused as argmax refuses it.
+  bool argmax_only = false;
 
   // A causal chain of tokens continuing the cache, with logits for every row.
   static ForwardRequest chain(std::vector<int32_t> tokens);
 };
 
 struct ForwardResult {
-  Matrix logits;        // (logit_rows.size(), V)
+  Matrix logits;        // (logit_rows.size(), V); empty with argmax_only
+  std::vector<int32_t> argmax;  // (logit_rows.size()) with argmax_only
   Matrix final_hidden;  // (T, H) when requested
   Matrix aux_hidden;    // (T, aux_layers.size() · H), concatenated in the order requested
 };

@@ -4,6 +4,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
+#include "reference/model/argmax_rows.hpp"
 #include "reference/model/decoder_layer.hpp"
 #include "reference/model/ops.hpp"
 
@@ -99,6 +100,7 @@ ForwardResult Transformer::forward(KVCache& cache_base, const ForwardRequest& re
     for (size_t i = 0; i < request.logit_rows.size(); ++i) rows.row(i) = h.row(request.logit_rows[i]);
     result.logits = ops::linear(rows, weights_.output_head());  // (R, V)
   }
+  apply_argmax_only(request, result);
   if (request.final_hidden) result.final_hidden = std::move(h);
   return result;
 }

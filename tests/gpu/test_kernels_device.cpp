@@ -29,6 +29,11 @@ TEST_F(DeviceKernels, RmsNorm) {
   cases::check_rms_norm(dev, 204, 64, 4096, true);
   cases::check_rms_norm(dev, 205, 4, 10, true);  // a q/k norm of head_dim 10: the tail read in place
 }
+TEST_F(DeviceKernels, RowArgmax) {
+  for (const int n : {2, 7, 300}) cases::check_row_argmax(dev, 205 + n, n, 32);
+  cases::check_row_argmax(dev, 206, 1000, 256);
+  cases::check_row_argmax(dev, 208, 128256, 256);  // Llama-3's vocabulary
+}
 TEST_F(DeviceKernels, Rope) {
   cases::check_rope(dev, 211, 3, 4, 16);
   cases::check_rope(dev, 213, 64, 32, 128);

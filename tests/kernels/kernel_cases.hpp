@@ -13,10 +13,12 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/elementwise.cuh"
 #include "kernels/linear.cuh"
@@ -28,6 +30,7 @@
 #include "reference/model/kv_cache.hpp"
 #include "reference/model/ops.hpp"
 #include "reference/model/rope.hpp"
+#include "reference/sampling/sampler.hpp"
 
 namespace specdec::kernels::cases {
 
@@ -225,6 +228,53 @@ void check_rms_norm(Device& dev, unsigned seed, int rows, int n, bool in_place) 
   dev.launch(k);
   EXPECT_EQ(first_difference(dev.download(k.y, static_cast<std::size_t>(rows * ld)), ld, want), "")
       << "RmsNorm seed " << seed << ", rows " << rows << ", n " << n << ", in place " << in_place;
+}
+
+// Rows of random logits with ties at the maximum, +inf, -inf, NaN and rows of only -inf; the
+// kernel's index must be sampler.cpp's argmax (or -1 where it refuses), first_nan the lowest NaN.
+template <class Device>
+void check_row_argmax(Device& dev, unsigned seed, int n, int threads) {
+  std::mt19937 rng(seed);
+  const int rows = 8;
+  const long long ld = n + 3;
+  std::vector<float> xv = random_values(rng, static_cast<std::size_t>(rows * ld), 4.0f);
+  auto at = [&](int r, int i) -> float& { return xv[static_cast<std::size_t>(r * ld + i)]; };
+  const float inf = std::numeric_limits<float>::infinity();
+  at(1, n / 3) = at(1, n - 1) = 50.0f;                     // a tie: the lower index wins
+  at(2, 0) = -inf;                                         // -inf at index 0 never wins
+  at(3, n / 2) = inf, at(3, n - 2) = inf;                  // +inf wins, the first one
+  at(4, n / 4) = std::numeric_limits<float>::quiet_NaN();  // NaN: reported, never chosen
+  at(4, n - 1) = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 0; i < n; ++i) at(5, i) = -inf;  // nothing can be chosen
+  for (int i = 0; i < n; ++i) at(6, i) = 1.0f;  // all equal: index 0
+  at(7, n - 1) = 1e30f;
+  RowArgmax k;
+  k.x = dev.upload(xv);
+  k.ldx = ld;
+  k.rows = rows;
+  k.n = n;
+  k.index = dev.template alloc<int32_t>(rows);
+  k.first_nan = dev.template alloc<int32_t>(rows);
+  k.threads = threads;
+  dev.launch(k);
+  const std::vector<int32_t> index = dev.download(k.index, rows), nan = dev.download(k.first_nan, rows);
+  for (int r = 0; r < rows; ++r) {
+    const float* row = &xv[static_cast<std::size_t>(r * ld)];
+    int want_nan = n;
+    for (int i = n - 1; i >= 0; --i)
+      if (std::isnan(row[i])) want_nan = i;
+    int want = -1;  // the largest non-NaN logit above -inf, lowest index; -1 if none
+    float best = -inf;
+    for (int i = 0; i < n; ++i)
+      if (!std::isnan(row[i]) && row[i] > best) best = row[i], want = i;
+    if (want_nan == n && want >= 0) {
+      EXPECT_EQ(want, argmax(row, n)) << "the case's own answer, row " << r;
+    }
+    const std::string where = "RowArgmax seed " + std::to_string(seed) + ", n " + std::to_string(n) + ", threads " +
+                              std::to_string(threads) + ", row " + std::to_string(r);
+    EXPECT_EQ(index[static_cast<std::size_t>(r)], want) << where;
+    EXPECT_EQ(nan[static_cast<std::size_t>(r)], want_nan) << where;
+  }
 }
 
 template <class Device>

@@ -25,6 +25,13 @@ TEST(EmulatedKernels, RmsNormEqualsOpsRmsNorm) {
   cases::check_rms_norm(dev, 204, 4, 10, true);  // a q/k norm of head_dim 10: the tail read in place
 }
 
+TEST(EmulatedKernels, RowArgmaxEqualsTheReferenceArgmax) {
+  EmulatedDevice dev;
+  for (const int n : {2, 7, 300}) cases::check_row_argmax(dev, 205 + n, n, 32);
+  cases::check_row_argmax(dev, 206, 1000, 256);
+  cases::check_row_argmax(dev, 207, 97, 1);
+}
+
 TEST(EmulatedKernels, RopeEqualsRopeApply) {
   EmulatedDevice dev;
   cases::check_rope(dev, 211, 3, 4, 16);

@@ -194,6 +194,21 @@ TEST(PackedMatrix, RoundsToNearestEvenAndWidensExactly) {
 // Forwards of 13 (prefill), 2, 4 and 37 tokens (every kernel path: the two-token stream, the
 // sliced tile, and more tokens than one tile holds) with every output requested: logits, final
 // hidden, aux hidden and the cache equal the reference's bitwise.
+TEST(CpuTransformer, ArgmaxOnlyReturnsTheReferencesPicksInsteadOfTheRows) {
+  const ModelConfig cfg = testing::tiny_llama();
+  const auto twin = testing::make_twin(cfg, 99, Dtype::BF16);
+  ForwardRequest r = ForwardRequest::chain(testing::random_tokens(7, cfg.vocab_size, 99));
+  r.logit_rows = {6, 1};
+  r.argmax_only = true;
+  auto rc = twin->reference.new_cache(8);
+  auto cc = twin->cpu.new_cache(8);
+  const ForwardResult want = twin->reference.forward(*rc, r);
+  const ForwardResult got = twin->cpu.forward(*cc, r);
+  ASSERT_EQ(want.argmax.size(), 2u);
+  EXPECT_EQ(got.argmax, want.argmax) << "seed 99";
+  EXPECT_EQ(got.logits.rows(), 0);
+}
+
 TEST(CpuTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     for (Dtype p : cpu_precisions()) {

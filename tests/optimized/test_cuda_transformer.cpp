@@ -5,12 +5,14 @@
 // the bundled model, and the errors a user can hit.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "optimized/cuda/cuda_kv_cache.hpp"
 #include "optimized/cuda/cuda_transformer.hpp"
 #include "reference/decoding/sequential.hpp"
+#include "reference/sampling/sampler.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/reference/batch_invariance.hpp"
@@ -78,6 +80,37 @@ TEST(CudaTransformer, SelectedLogitRowsEqualReference) {
   auto rc = twin->reference.new_cache(16);
   auto cc = twin->cuda.new_cache(16);
   EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
+}
+
+TEST(CudaTransformer, ArgmaxOnlyPicksOnTheDeviceAsTheReferencePicks) {
+  const ModelConfig cfg = testing::tiny_llama();
+  const auto twin = make_twin(cfg, Dtype::BF16);
+  ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
+  r.logit_rows = {8, 2, 2, 0};
+  auto full = twin->reference.new_cache(16);
+  const Matrix logits = twin->reference.forward(*full, r).logits;
+  r.argmax_only = true;
+  auto rc = twin->reference.new_cache(16);
+  auto cc = twin->cuda.new_cache(16);
+  const ForwardResult want = twin->reference.forward(*rc, r);
+  const ForwardResult got = twin->cuda.forward(*cc, r);
+  EXPECT_EQ(got.argmax, want.argmax);
+  EXPECT_EQ(got.logits.rows(), 0) << "only the ids come back";
+  ASSERT_EQ(want.argmax.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(want.argmax[static_cast<std::size_t>(i)], argmax(logits.row(i).data(), cfg.vocab_size)) << "row " << i;
+  EXPECT_TRUE(cuda_cache(*cc).equals(dense_cache(*rc)));
+
+  // A NaN logit (an LM head row of NaN) is refused with the reference's own message.
+  LlamaWeights w = testing::make_model(cfg, kSeed).weights();
+  Matrix& head = cfg.tie_word_embeddings ? w.embed_tokens : w.lm_head;
+  head.row(5).setConstant(std::numeric_limits<float>::quiet_NaN());
+  const Transformer bad_reference(cfg, w);
+  const cuda::CudaTransformer bad_device(testing::test_device(), cfg, w, Dtype::F32);
+  auto c1 = bad_reference.new_cache(16);
+  auto c2 = bad_device.new_cache(16);
+  const std::string expected = testing::error_of([&] { bad_reference.forward(*c1, r); });
+  EXPECT_CONTAINS(expected, "argmax: logit of token 5 is NaN");
+  EXPECT_EQ(testing::error_of([&] { bad_device.forward(*c2, r); }), expected);
 }
 
 TEST(CudaTransformer, TreeMaskEqualsChainForEveryPathAndCompactsOnTheDevice) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
 
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
@@ -295,6 +296,78 @@ TEST(Acceptors, GreedyMatchAcceptsTheArgmaxPath) {
   EXPECT_EQ(r.emitted, (Seq{2, 0, 1}));
   EXPECT_EQ(r.bonus_token, 1);
   EXPECT_EQ(r.decisions, (std::vector<uint8_t>{0, 1, 1}));
+}
+
+TEST(Acceptors, GreedyMatchTakesTheArgmaxRowsInsteadOfTheLogits) {
+  // Random trees and logits with ties: the argmax rows (ForwardRequest::argmax_only) give the
+  // decision the logits give.
+  const MatchAcceptor match;
+  EXPECT_TRUE(match.takes_argmax(SamplingParams{}));
+  EXPECT_FALSE(match.takes_argmax(sample_params()));
+  EXPECT_FALSE(RejectionAcceptor().takes_argmax(SamplingParams{}));
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 6);
+    DraftTree tree;
+    for (int i = 0; i < n; ++i) {
+      tree.tokens.push_back(static_cast<int32_t>(rng() % V));
+      tree.parents.push_back(i == 0 ? -1 : static_cast<int32_t>(rng() % (i + 1)) - 1);
+    }
+    Matrix logits(n + 1, V);
+    for (Eigen::Index i = 0; i < logits.size(); ++i) logits.data()[i] = static_cast<float>(rng() % 3);  // ties
+    std::vector<int32_t> picks;
+    for (int r = 0; r <= n; ++r) picks.push_back(argmax(logits.row(r).data(), V));
+    VerifyInput with_logits;
+    with_logits.tree = &tree;
+    with_logits.target_logits = &logits;
+    VerifyInput with_picks = with_logits;
+    with_picks.target_logits = nullptr;
+    with_picks.target_argmax = &picks;
+    with_picks.vocab = V;
+    const VerifyResult a = match.verify(with_logits), b = match.verify(with_picks);
+    EXPECT_EQ(a.accepted_nodes, b.accepted_nodes) << "trial " << trial << ", seed 77";
+    EXPECT_EQ(a.emitted, b.emitted) << "trial " << trial << ", seed 77";
+    EXPECT_EQ(a.decisions, b.decisions) << "trial " << trial << ", seed 77";
+  }
+}
+
+TEST(Acceptors, ArgmaxRowsAreRefusedWhereTheyCannotServe) {
+  const DraftTree tree = DraftTree::chain({1, 2});
+  std::vector<int32_t> picks = {1, 2, 0};
+  VerifyInput in;
+  in.tree = &tree;
+  in.target_argmax = &picks;
+  in.vocab = V;
+  EXPECT_NO_THROW(MatchAcceptor().verify(in));
+  struct Case {
+    std::function<void(VerifyInput&, std::vector<int32_t>&)> spoil;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](VerifyInput& i, std::vector<int32_t>&) { i.sampling = sample_params(); }, "serve greedy sampling only; sample"},
+      {[](VerifyInput& i, std::vector<int32_t>&) { i.vocab = 0; }, "need the target vocabulary size"},
+      {[](VerifyInput&, std::vector<int32_t>& p) { p.pop_back(); }, "2 target argmax rows for 2 draft nodes"},
+      {[](VerifyInput&, std::vector<int32_t>& p) { p[1] = V; }, "target argmax 4 outside the vocabulary [0, 4)"},
+      {[](VerifyInput& i, std::vector<int32_t>&) { i.target_argmax = nullptr; }, "target logits (or, for greedy"},
+  };
+  for (const Case& c : cases) {
+    VerifyInput bad = in;
+    std::vector<int32_t> p = picks;
+    bad.target_argmax = &p;
+    c.spoil(bad, p);
+    try {
+      MatchAcceptor().verify(bad);
+      ADD_FAILURE() << "accepted: " << c.message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  try {
+    RejectionAcceptor().verify(in);
+    ADD_FAILURE() << "rejection sampling ran without logits";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rejection sampling needs the target logits"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Acceptors, RecordsDrawsWithCounters) {

@@ -110,6 +110,52 @@ TEST(Speculative, CustomAcceptorIsUsed) {
   EXPECT_EQ(r.stats.accepted_tokens, 0);
 }
 
+// Counts the forwards that asked for logit rows and the ones that asked only for their argmax.
+class CountingModel final : public LanguageModel {
+ public:
+  explicit CountingModel(const LanguageModel& inner) : inner_(inner) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  std::unique_ptr<KVCache> new_cache(int capacity) const override { return inner_.new_cache(capacity); }
+  ForwardResult forward(KVCache& cache, const ForwardRequest& request) const override {
+    if (!request.logit_rows.empty()) ++(request.argmax_only ? argmax_only : rows);
+    return inner_.forward(cache, request);
+  }
+  mutable int argmax_only = 0, rows = 0;
+
+ private:
+  const LanguageModel& inner_;
+};
+
+TEST(Speculative, GreedyWithoutAnObserverAsksTheTargetOnlyForItsArgmax) {
+  // A backend may then pick the tokens where the logits are; the tokens are the same either way.
+  const auto cfg = testing::speculative_targets()[0].config;
+  const Transformer model = testing::make_model(cfg, kModelSeed);
+  DrafterPool pool;
+  DecodeObserver watching;  // any observer sees the logits, so every forward returns them
+  SamplingParams coupled;
+  coupled.mode = SamplingParams::Mode::coupled;
+  coupled.temperature = 0.8;
+  for (DecodeObserver* observer : {static_cast<DecodeObserver*>(nullptr), &watching}) {
+    for (const SamplingParams& s : {SamplingParams{}, coupled}) {
+      const std::string where = std::string(observer ? "observed, " : "unobserved, ") + to_string(s.mode);
+      const CountingModel target(model);
+      const auto want = decode_sequential(model, kPrompts[0], s, testing::max_new_tokens(12), &watching).tokens;
+      EXPECT_EQ(decode_sequential(target, kPrompts[0], s, testing::max_new_tokens(12), observer).tokens, want) << where;
+      auto proposer = testing::draft_model_fixtures(pool)[0].make(model, 3);
+      const auto acceptor = default_acceptor(s);
+      auto cache = target.new_cache(128);
+      EXPECT_EQ(decode_speculative(target, *cache, *proposer, *acceptor, kPrompts[0], s, testing::max_new_tokens(12),
+                                   observer)
+                    .tokens,
+                want)
+          << where;
+      const bool picks = !observer && s.mode == SamplingParams::Mode::greedy;
+      EXPECT_EQ(target.argmax_only > 0, picks) << where;
+      EXPECT_EQ(target.rows > 0, !picks) << where;
+    }
+  }
+}
+
 TEST(Speculative, StopsAtEosInsideAStep) {
   auto cfg = testing::speculative_targets()[0].config;
   const Transformer probe = testing::make_model(cfg, kModelSeed);
