@@ -11,7 +11,9 @@
 #      method equal to sequential decoding (tests/gpu);
 #   4. where HDF5 and Boost are installed, builds the specdec command too and runs
 #      `specdec validate --backend cuda` on every golden trace and against the reference for every
-#      method (otherwise says so: the cpu tests replay every golden trace on the emulated backend);
+#      method, and `specdec bench` for every method's end-to-end speedup on a 1B shape with the
+#      acceptance replayed from a golden trace (otherwise says so: the cpu tests replay every golden
+#      trace on the emulated backend);
 #   5. runs compute-sanitizer memcheck and racecheck over the kernel tests (model-scale cases left
 #      out), where compute-sanitizer works;
 #   6. times the backend (specdec_cuda_bench: copy bandwidth, decode tokens/s and its fraction of
@@ -137,6 +139,14 @@ if cmake -S "$root" -B "$full" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_CUDA=ON -DSP
   done
   [ $bad -eq 0 ] && row "validate against the reference" PASS "every method" ||
     row "validate against the reference" FAIL "$bad methods diverge (see $log)"
+  # End-to-end speedups of every method on a 1B shape, acceptance replayed from a golden trace.
+  if "$full/specdec" bench --preset llama-1b --backends cuda --tokens 64 --repeat 2 \
+       --acceptance-trace "$root/traces/golden/eagle3-chain_prose_greedy.h5" --out "$build/bench-1b" \
+       | tee "$build/bench_1b.txt"; then
+    row "method speedups (llama-1b)" INFO "$build/bench_1b.txt"
+  else
+    row "method speedups (llama-1b)" FAIL "specdec bench failed (see above)"
+  fi
 else
   row "golden traces on the device" SKIP "no HDF5/Boost here to build specdec (the cpu tests replay them emulated)"
 fi

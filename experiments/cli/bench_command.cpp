@@ -44,8 +44,8 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
   po::options_description desc("bench options");
   desc.add_options()
       ("model", po::value(&model), "checkpoint directory to measure (else --preset)")
-      ("preset", po::value(&preset), "random-weight shape to measure: tiny | llama-22m | llama-100m | llama-0.5b | llama-1b (default tiny)")
-      ("dtype", po::value(&dtype)->default_value(dtype), "--preset weights: F32 | BF16 | F16 | auto (BF16 for llama-1b, else F32); BF16/F16 weights are rounded once and shared by every backend")
+      ("preset", po::value(&preset), "random-weight shape to measure: tiny | llama-22m | llama-100m | llama-0.5b | llama-1b | llama-3.1-8b (its fp32 weights take 32 GB on the host) (default tiny)")
+      ("dtype", po::value(&dtype)->default_value(dtype), "--preset weights: F32 | BF16 | F16 | auto (BF16 for llama-1b and llama-3.1-8b, else F32); BF16/F16 weights are rounded once and shared by every backend")
       ("weight-seed", po::value(&weight_seed)->default_value(weight_seed), "--preset: seed of the random weights (drafters use seeds derived from it)")
       ("backends", po::value(&backends), "comma-separated backends to measure (default: every backend available here)")
       ("methods", po::value(&methods)->default_value(methods), "comma-separated methods: sequential, draft, eagle, eagle3, peagle")
@@ -109,7 +109,7 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
   bench::BenchModels models;
   if (!preset.empty()) {
     Dtype precision = Dtype::F32;
-    if (dtype == "auto") precision = preset == "llama-1b" ? Dtype::BF16 : Dtype::F32;
+    if (dtype == "auto") precision = preset == "llama-1b" || preset == "llama-3.1-8b" ? Dtype::BF16 : Dtype::F32;
     else precision = parse_dtype(dtype, "--dtype");
     if (precision != Dtype::F32 && precision != Dtype::BF16 && precision != Dtype::F16) throw Error("--dtype must be F32, BF16, F16 or auto");
     io.err << "building " << preset << " (" << dtype_name(precision) << ", random weights)" << std::endl;

@@ -85,7 +85,7 @@ int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
   int head_layers = 0;
   po::options_description desc("init-model options");
   desc.add_options()
-      ("preset", po::value(&preset)->default_value(preset), "model shape: tiny | llama-22m | llama-4m-draft | llama-100m | llama-0.5b | llama-1b")
+      ("preset", po::value(&preset)->default_value(preset), "model shape: tiny | llama-22m | llama-4m-draft | llama-100m | llama-0.5b | llama-1b | llama-3.1-8b")
       ("out", po::value(&out)->required(), "output directory (created)")
       ("seed", po::value(&seed)->default_value(seed), "weight seed; the same seed gives the same bytes on every machine")
       ("dtype", po::value(&dtype_name)->default_value(dtype_name), "stored dtype: F32 | F16 | BF16")
