@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -11,24 +10,11 @@
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
+#include "reference/model/precision.hpp"
 
 namespace specdec::cpu {
 
 namespace {
-
-// The narrowest precision holding every element of `ms` exactly: packing there changes no value.
-Dtype lossless_precision(std::span<const Matrix* const> ms) {
-  for (Dtype p : {Dtype::BF16, Dtype::F16}) {
-    bool exact = true;
-    for (const Matrix* m : ms) {
-      const float* d = m->data();
-      for (Eigen::Index i = 0; exact && i < m->size(); ++i) exact = round_to_precision(d[i], p) == d[i];
-      if (!exact) break;
-    }
-    if (exact) return p;
-  }
-  return Dtype::F32;
-}
 
 PackedMatrix pack_exact(const Matrix& m, const std::string& name) {
   const Matrix* one[] = {&m};

@@ -10,6 +10,7 @@
 #include "optimized/cuda/device_ops.hpp"
 #include "optimized/cuda/device_weights.hpp"
 #include "reference/core/error.hpp"
+#include "reference/model/precision.hpp"
 
 namespace specdec::cuda {
 

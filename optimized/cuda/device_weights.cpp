@@ -94,19 +94,6 @@ DeviceBuffer<float> upload_vector(DeviceRuntime& rt, const Vector& v) {
   return DeviceBuffer<float>(rt, v.data(), static_cast<std::size_t>(v.size()));
 }
 
-Dtype lossless_precision(std::span<const Matrix* const> ms) {
-  for (Dtype p : {Dtype::BF16, Dtype::F16}) {
-    bool exact = true;
-    for (const Matrix* m : ms) {
-      const float* d = m->data();
-      for (Eigen::Index i = 0; exact && i < m->size(); ++i) exact = round_to_precision(d[i], p) == d[i];
-      if (!exact) break;
-    }
-    if (exact) return p;
-  }
-  return Dtype::F32;
-}
-
 std::size_t DeviceLayer::bytes() const {
   std::size_t n = 0;
   for (const DeviceMatrix* m : {&q, &k, &v, &o, &gate, &up, &down}) n += m->bytes();

@@ -4,7 +4,6 @@
 // target (cuda_transformer) and the EAGLE-family heads (cuda_eagle_head).
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 
 #include "kernels/exec/weights.cuh"
@@ -34,11 +33,6 @@ DeviceMatrix random_matrix(DeviceRuntime& rt, int rows, int cols, Dtype precisio
 // `v` as fp32 on the device; an empty vector gives an empty buffer (an absent bias or norm).
 DeviceBuffer<float> upload_vector(DeviceRuntime& rt, const Vector& v);
 inline const float* or_null(const DeviceBuffer<float>& b) { return b ? b.get() : nullptr; }
-
-// The narrowest of BF16, F16 and F32 that holds every element of every matrix in `ms` exactly:
-// uploading there changes no value (a head trained in BF16, or the LM head of a BF16 target, is
-// read at two bytes per weight).
-Dtype lossless_precision(std::span<const Matrix* const> ms);
 
 // One decoder layer on the device. q/k/v read the attention input, whose width may differ from
 // the hidden size (EAGLE-3's first layer reads 2H).

@@ -43,4 +43,17 @@ LlamaWeights round_weights(LlamaWeights w, Dtype precision) {
   return w;
 }
 
+Dtype lossless_precision(std::span<const Matrix* const> ms) {
+  for (Dtype p : {Dtype::BF16, Dtype::F16}) {
+    bool exact = true;
+    for (const Matrix* m : ms) {
+      const float* d = m->data();
+      for (Eigen::Index i = 0; exact && i < m->size(); ++i) exact = round_to_precision(d[i], p) == d[i];
+      if (!exact) break;
+    }
+    if (exact) return p;
+  }
+  return Dtype::F32;
+}
+
 }  // namespace specdec

@@ -4,6 +4,7 @@
 // computing in fp32 with rounded weights is the same model as a backend or checkpoint that holds
 // them narrow.
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "reference/core/tensor.hpp"
@@ -21,6 +22,11 @@ float round_to_precision(float v, Dtype precision);
 void round_to_precision(float* data, std::size_t n, Dtype precision);
 // Every element of `m` rounded.
 Matrix round_to_precision(const Matrix& m, Dtype precision);
+
+// The narrowest of BF16, F16 and F32 that holds every element of every matrix in `ms` exactly:
+// storing there changes no value (a head trained in BF16, or the LM head of a BF16 target, is read
+// at two bytes per weight by the optimized backends).
+Dtype lossless_precision(std::span<const Matrix* const> ms);
 
 // Every tensor of `weights` rounded (matrices, norms and biases), as a checkpoint stored in
 // `precision` holds them. F32 returns the weights as they are.

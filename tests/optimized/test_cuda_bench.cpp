@@ -3,27 +3,15 @@
 // a GPU, the default device is refused with exit code 1 and the reason.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/optimized/program_run.hpp"
 
 namespace {
 
-struct ProgramRun {
-  int code;
-  std::string output;  // stdout and stderr
-};
+using specdec::testing::ProgramRun;
 
-ProgramRun run(const std::string& args) {
-  const std::string command = std::string(SPECDEC_CUDA_BENCH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+ProgramRun run(const std::string& args) { return specdec::testing::run_program(SPECDEC_CUDA_BENCH, args); }
 
 bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 

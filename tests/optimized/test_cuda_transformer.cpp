@@ -72,23 +72,16 @@ TEST(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
   }
 }
 
-TEST(CudaTransformer, SelectedLogitRowsEqualReference) {
-  const ModelConfig cfg = testing::tiny_llama();
-  const auto twin = make_twin(cfg, Dtype::BF16);
-  ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
-  r.logit_rows = {8, 2, 2, 0};
-  auto rc = twin->reference.new_cache(16);
-  auto cc = twin->cuda.new_cache(16);
-  EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
-}
-
-TEST(CudaTransformer, ArgmaxOnlyPicksOnTheDeviceAsTheReferencePicks) {
+TEST(CudaTransformer, SelectedLogitRowsAndTheirArgmaxEqualReference) {
   const ModelConfig cfg = testing::tiny_llama();
   const auto twin = make_twin(cfg, Dtype::BF16);
   ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
   r.logit_rows = {8, 2, 2, 0};
   auto full = twin->reference.new_cache(16);
+  auto full_device = twin->cuda.new_cache(16);
   const Matrix logits = twin->reference.forward(*full, r).logits;
+  EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*full_device, r).logits, logits));
+  // argmax_only: the device picks, and only the ids come back.
   r.argmax_only = true;
   auto rc = twin->reference.new_cache(16);
   auto cc = twin->cuda.new_cache(16);
@@ -97,10 +90,17 @@ TEST(CudaTransformer, ArgmaxOnlyPicksOnTheDeviceAsTheReferencePicks) {
   EXPECT_EQ(got.argmax, want.argmax);
   EXPECT_EQ(got.logits.rows(), 0) << "only the ids come back";
   ASSERT_EQ(want.argmax.size(), 4u);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(want.argmax[static_cast<std::size_t>(i)], argmax(logits.row(i).data(), cfg.vocab_size)) << "row " << i;
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(want.argmax[static_cast<std::size_t>(i)], argmax(logits.row(i).data(), cfg.vocab_size)) << "row " << i;
   EXPECT_TRUE(cuda_cache(*cc).equals(dense_cache(*rc)));
+}
 
-  // A NaN logit (an LM head row of NaN) is refused with the reference's own message.
+TEST(CudaTransformer, ArgmaxOnlyRefusesANaNLogitAsTheReferenceDoes) {
+  const ModelConfig cfg = testing::tiny_llama();
+  ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
+  r.logit_rows = {8, 2};
+  r.argmax_only = true;
+  // An LM head row of NaN: logit 5 is NaN in every row.
   LlamaWeights w = testing::make_model(cfg, kSeed).weights();
   Matrix& head = cfg.tie_word_embeddings ? w.embed_tokens : w.lm_head;
   head.row(5).setConstant(std::numeric_limits<float>::quiet_NaN());

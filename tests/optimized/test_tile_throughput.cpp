@@ -2,28 +2,16 @@
 // and refuses bad options with a message and exit code 2.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/optimized/program_run.hpp"
 
 namespace {
 
-struct ProgramRun {
-  int code;
-  std::string output;  // stdout and stderr
-};
+using specdec::testing::ProgramRun;
 
-ProgramRun run(const std::string& args) {
-  const std::string command = std::string(SPECDEC_TILE_THROUGHPUT) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+ProgramRun run(const std::string& args) { return specdec::testing::run_program(SPECDEC_TILE_THROUGHPUT, args); }
 
 TEST(TileThroughput, MeasuresEveryTileSizeInEveryMemoryLevel) {
   for (const std::string dtype : {"F32", "BF16"}) {
