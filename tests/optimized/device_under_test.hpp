@@ -1,7 +1,7 @@
 #pragma once
 // The device the CUDA backend's tests run on. In the cpu tests (tests/optimized) the CPU grid
 // emulator; compiled with SPECDEC_TEST_ON_GPU=1 (tests/gpu) the same tests run on the GPU through
-// the CUDA runtime, and all of them skip, saying why, when this build or machine has none.
+// the CUDA runtime, and each skips, saying why, when this build or machine has none (DeviceTest).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -33,20 +33,20 @@ inline std::shared_ptr<cuda::DeviceRuntime> schedule_checking_device() {
   return cuda::emulator_runtime(true);
 }
 
-#if SPECDEC_TEST_ON_GPU
-// Skips every test of the program when there is no usable GPU (or no CUDA in this build).
-class GpuEnvironment : public ::testing::Environment {
- public:
+// The fixture of every CUDA backend test (each suite derives its own from it): built for a GPU,
+// it skips the test, saying why, when this build or machine has no usable one. (A skip from a
+// global environment would be counted as a pass.)
+class DeviceTest : public ::testing::Test {
+ protected:
   void SetUp() override {
-    try {
-      const auto rt = cuda::cuda_runtime();
-      std::cout << "device: " << rt->name() << "\n";
-    } catch (const Error& e) {
-      GTEST_SKIP() << e.what();
+    if constexpr (kOnGpu) {
+      try {
+        cuda::cuda_runtime();
+      } catch (const Error& e) {
+        GTEST_SKIP() << e.what();
+      }
     }
   }
 };
-inline ::testing::Environment* const kGpuEnvironment = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
-#endif
 
 }  // namespace specdec::testing

@@ -22,6 +22,9 @@
 namespace specdec {
 namespace {
 
+class CudaEagleHead : public testing::DeviceTest {};
+class CudaEagleHeadErrors : public testing::DeviceTest {};
+
 using testing::dense_cache;
 using testing::drafting_inputs;
 using testing::error_of;
@@ -46,7 +49,7 @@ void expect_head_equals_reference(const EagleHead& reference, std::shared_ptr<cu
   EXPECT_TRUE(cuda_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
 }
 
-TEST(CudaEagleHead, EqualsReferenceBitwiseForEveryHeadAndPrecision) {
+TEST_F(CudaEagleHead, EqualsReferenceBitwiseForEveryHeadAndPrecision) {
   for (const testing::Case& k : testing::cases()) {
     for (Dtype p : testing::cpu_precisions()) {
       const EagleHead reference = rounded_head(k, p);
@@ -56,7 +59,7 @@ TEST(CudaEagleHead, EqualsReferenceBitwiseForEveryHeadAndPrecision) {
   }
 }
 
-TEST(CudaEagleHead, EveryLaunchIsScheduleAndLaunchConfigurationIndependent) {
+TEST_F(CudaEagleHead, EveryLaunchIsScheduleAndLaunchConfigurationIndependent) {
   // One head of each kind; the emulator throws when a launch leaves memory depending on the
   // thread schedule.
   for (const char* name : {"eagle1_safeailab", "eagle3_safeailab", "peagle_aws"}) {
@@ -68,7 +71,7 @@ TEST(CudaEagleHead, EveryLaunchIsScheduleAndLaunchConfigurationIndependent) {
   }
 }
 
-TEST(CudaEagleHead, SharesTheHeadAndGivesDeviceCaches) {
+TEST_F(CudaEagleHead, SharesTheHeadAndGivesDeviceCaches) {
   const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
   const EagleHead device = cuda::cuda_eagle_head(testing::test_device(), reference);
   ASSERT_NE(device.engine(), nullptr);
@@ -79,7 +82,7 @@ TEST(CudaEagleHead, SharesTheHeadAndGivesDeviceCaches) {
   EXPECT_EQ(cache->capacity(), 8);
 }
 
-TEST(CudaEagleHeadErrors, CachesOfAnotherBackendOrShapeAndBadInputsLeaveTheCacheUntouched) {
+TEST_F(CudaEagleHeadErrors, CachesOfAnotherBackendOrShapeAndBadInputsLeaveTheCacheUntouched) {
   const EagleHead reference = testing::make_head(testing::find_case("eagle3_safeailab"));
   const auto runtime = std::shared_ptr<cuda::DeviceRuntime>(testing::test_device());
   const EagleHead device = cuda::cuda_eagle_head(runtime, reference);

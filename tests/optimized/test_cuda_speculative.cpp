@@ -24,6 +24,8 @@
 namespace specdec {
 namespace {
 
+class CudaDecoding : public testing::DeviceTest {};
+
 const std::vector<int32_t>& kPrompt = testing::kExactnessPrompts[0];
 constexpr uint64_t kModelSeed = testing::kExactnessModelSeed;
 constexpr int kNewTokens = 12;  // fewer than the cpu backend's tests: the emulator is slow
@@ -68,7 +70,7 @@ void expect_plain_cache(const cuda::CudaTransformer& target, const KVCache& cach
   EXPECT_TRUE(on_device(cache).equals(on_device(*plain))) << "target cache differs; " << where;
 }
 
-TEST(CudaDecoding, SequentialEqualsReferenceSequential) {
+TEST_F(CudaDecoding, SequentialEqualsReferenceSequential) {
   const ModelConfig c = target_config();
   const DeviceTwin twin(testing::test_device(), c, testing::make_model(c, kModelSeed).weights());
   for (const SamplingParams& s : modes()) {
@@ -78,7 +80,7 @@ TEST(CudaDecoding, SequentialEqualsReferenceSequential) {
   }
 }
 
-TEST(CudaDecoding, DraftModelSpeculationEqualsSequential) {
+TEST_F(CudaDecoding, DraftModelSpeculationEqualsSequential) {
   const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
   const ModelConfig c = target_config();
   const DeviceTwin twin(rt, c, testing::make_model(c, kModelSeed).weights());
@@ -142,12 +144,12 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling, const
 }
 
 // One test per family and mode, so they spread over the test runner's jobs.
-TEST(CudaDecoding, EagleChainsGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_chain"); }
-TEST(CudaDecoding, EagleChainsCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_chain"); }
-TEST(CudaDecoding, EagleStaticTreesGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_tree_"); }
-TEST(CudaDecoding, EagleStaticTreesCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_tree_"); }
-TEST(CudaDecoding, EagleDynamicTreesGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_dynamic_"); }
-TEST(CudaDecoding, EagleDynamicTreesCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_dynamic_"); }
+TEST_F(CudaDecoding, EagleChainsGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_chain"); }
+TEST_F(CudaDecoding, EagleChainsCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_chain"); }
+TEST_F(CudaDecoding, EagleStaticTreesGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_tree_"); }
+TEST_F(CudaDecoding, EagleStaticTreesCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_tree_"); }
+TEST_F(CudaDecoding, EagleDynamicTreesGreedyEqualSequential) { expect_eagle_methods_match_sequential(modes()[0], "_dynamic_"); }
+TEST_F(CudaDecoding, EagleDynamicTreesCoupledEqualSequential) { expect_eagle_methods_match_sequential(modes()[1], "_dynamic_"); }
 
 }  // namespace
 }  // namespace specdec

@@ -23,6 +23,10 @@
 namespace specdec {
 namespace {
 
+class CudaTransformer : public testing::DeviceTest {};
+class CudaTransformerErrors : public testing::DeviceTest {};
+class LaunchConfig : public testing::DeviceTest {};
+
 using testing::bitwise_equal;
 using testing::cpu_fixture_configs;
 using testing::dense_cache;
@@ -46,7 +50,7 @@ std::unique_ptr<CudaTwin> make_twin(const ModelConfig& c, Dtype p, bool check_sc
                                     check_schedules ? testing::schedule_checking_device() : testing::test_device());
 }
 
-TEST(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
+TEST_F(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     for (Dtype p : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
       const auto twin = make_twin(cfg, p);
@@ -72,7 +76,7 @@ TEST(CudaTransformer, EqualsReferenceBitwiseForEveryShapeAndPrecision) {
   }
 }
 
-TEST(CudaTransformer, SelectedLogitRowsAndTheirArgmaxEqualReference) {
+TEST_F(CudaTransformer, SelectedLogitRowsAndTheirArgmaxEqualReference) {
   const ModelConfig cfg = testing::tiny_llama();
   const auto twin = make_twin(cfg, Dtype::BF16);
   ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
@@ -95,7 +99,7 @@ TEST(CudaTransformer, SelectedLogitRowsAndTheirArgmaxEqualReference) {
   EXPECT_TRUE(cuda_cache(*cc).equals(dense_cache(*rc)));
 }
 
-TEST(CudaTransformer, ArgmaxOnlyRefusesANaNLogitAsTheReferenceDoes) {
+TEST_F(CudaTransformer, ArgmaxOnlyRefusesANaNLogitAsTheReferenceDoes) {
   const ModelConfig cfg = testing::tiny_llama();
   ForwardRequest r = ForwardRequest::chain(random_tokens(9, cfg.vocab_size, kSeed));
   r.logit_rows = {8, 2};
@@ -113,7 +117,7 @@ TEST(CudaTransformer, ArgmaxOnlyRefusesANaNLogitAsTheReferenceDoes) {
   EXPECT_EQ(testing::error_of([&] { bad_device.forward(*c2, r); }), expected);
 }
 
-TEST(CudaTransformer, TreeMaskEqualsChainForEveryPathAndCompactsOnTheDevice) {
+TEST_F(CudaTransformer, TreeMaskEqualsChainForEveryPathAndCompactsOnTheDevice) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     const auto twin = make_twin(cfg, Dtype::F16);
     const auto prefix = random_tokens(6, cfg.vocab_size, kSeed + 7);
@@ -126,7 +130,7 @@ TEST(CudaTransformer, TreeMaskEqualsChainForEveryPathAndCompactsOnTheDevice) {
   }
 }
 
-TEST(CudaTransformer, BatchInvariant) {
+TEST_F(CudaTransformer, BatchInvariant) {
   for (const auto& [name, cfg] : cpu_fixture_configs()) {
     const auto twin = make_twin(cfg, Dtype::BF16);
     testing::expect_batch_invariant(twin->cuda, random_tokens(11, cfg.vocab_size, kSeed + 3), name,
@@ -134,7 +138,7 @@ TEST(CudaTransformer, BatchInvariant) {
   }
 }
 
-TEST(CudaTransformer, EveryLaunchIsScheduleIndependent) {
+TEST_F(CudaTransformer, EveryLaunchIsScheduleIndependent) {
   // Each kernel launch runs under the forward, reverse and a random thread schedule and must leave
   // device memory identical (the emulator throws otherwise).
   const ModelConfig cfg = testing::tiny_llama();
@@ -145,7 +149,7 @@ TEST(CudaTransformer, EveryLaunchIsScheduleIndependent) {
   EXPECT_TRUE(bitwise_equal(twin->cuda.forward(*cc, r).logits, twin->reference.forward(*rc, r).logits));
 }
 
-TEST(CudaTransformer, LaunchConfigurationsChangeNoBit) {
+TEST_F(CudaTransformer, LaunchConfigurationsChangeNoBit) {
   // The threads per block of the linear kernels and of attention, at both ends of what they take,
   // over a chain (one-token and general forms) and a draft tree, against the default configuration.
   ModelConfig cfg;
@@ -173,7 +177,7 @@ TEST(CudaTransformer, LaunchConfigurationsChangeNoBit) {
   }
 }
 
-TEST(LaunchConfig, IsDerivedFromTheDeviceLimits) {
+TEST_F(LaunchConfig, IsDerivedFromTheDeviceLimits) {
   kernels::DeviceLimits h200;  // sm_90: 132 SMs, 2048 threads in at most 32 blocks each
   h200.sm_count = 132;
   const kernels::LaunchConfig a = kernels::derive_launch_config(h200);
@@ -195,7 +199,7 @@ TEST(LaunchConfig, IsDerivedFromTheDeviceLimits) {
             kernels::derive_launch_config(cuda::emulated_device_limits()).linear_threads);
 }
 
-TEST(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
+TEST_F(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
   const ModelConfig cfg = testing::tiny_llama();
   const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
   const cuda::CudaTransformer bad_linear(testing::test_device({96, 128}), cfg, w, Dtype::F32);
@@ -208,7 +212,7 @@ TEST(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
                   "48 threads per block; expected a multiple of 32 up to 1024");
 }
 
-TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
+TEST_F(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
   const LlamaModel model = load_llama_checkpoint(std::string(SPECDEC_SOURCE_DIR) + "/models/target");
   const Transformer reference(model.config, model.weights);
   const cuda::CudaTransformer device(testing::test_device(), model.config, model.weights, Dtype::F32);
@@ -223,7 +227,7 @@ TEST(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
   EXPECT_EQ(static_cast<int>(got.tokens.size()), 6);
 }
 
-TEST(CudaTransformer, RandomWeightsOnTheDeviceAreDeterministicAndSizedAsUploadedOnes) {
+TEST_F(CudaTransformer, RandomWeightsOnTheDeviceAreDeterministicAndSizedAsUploadedOnes) {
   // The benchmark models: weights generated into their precision on the device.
   ModelConfig cfg = testing::tiny_llama();
   cfg.attention_bias = cfg.o_proj_bias = cfg.mlp_bias = true;
@@ -245,7 +249,7 @@ TEST(CudaTransformer, RandomWeightsOnTheDeviceAreDeterministicAndSizedAsUploaded
                   "no device runtime given");
 }
 
-TEST(CudaTransformerErrors, ReportWhatIsWrong) {
+TEST_F(CudaTransformerErrors, ReportWhatIsWrong) {
   const ModelConfig cfg = testing::tiny_llama();
   const auto twin = make_twin(cfg, Dtype::F32);
   auto reference_cache = twin->reference.new_cache(8);
