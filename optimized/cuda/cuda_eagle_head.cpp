@@ -127,8 +127,8 @@ EagleHead::Output CudaEagleEngine::forward(KVCache& cache_base, const EagleHead:
     float* a = grown(rt, attn_in, uT * 2 * H);
     rms_norm(rt, st + static_cast<std::size_t>(n) * H, H, l0.input_norm.get(), a, 2 * H, T, H, lc.rms_norm_eps);
     rms_norm(rt, hh, H, hidden_norm.get(), a + H, 2 * H, T, H, lc.rms_norm_eps);
-    if (c.norm_before_residual) {
-      rms_norm(rt, hh, H, hidden_norm.get(), x, H, T, H, lc.rms_norm_eps);
+    if (c.norm_before_residual) {  // hidden_norm(h), already in attn_in's right half
+      rt.launch(kernels::GatherRows{a + H, 2 * H, nullptr, x, H, T, H});
     } else {
       rt.copy_on_device(x, hh, sizeof(float) * uT * H);
     }
