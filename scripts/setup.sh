@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config
   libeigen3-dev libhdf5-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev
-  python3 python3-numpy python3-h5py python3-matplotlib
+  # Tokenizers of real checkpoints: Oniguruma (tokenizer.json regexes), ICU, SentencePiece.
+  libonig-dev libicu-dev libsentencepiece-dev
+  python3 python3-numpy python3-h5py python3-matplotlib python3-venv
   # The training recipes (experiments/train; their smoke test is in the cpu suite): PyTorch with a
   # threaded OpenBLAS (the reference BLAS trains ~15x slower) and the corpus's King James Bible.
   python3-torch libopenblas0-pthread bible-kjv bible-kjv-text

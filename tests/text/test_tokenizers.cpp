@@ -1,0 +1,274 @@
+// The tokenizers on small hand-written tokenizer.json files whose ids can be worked out by hand:
+// BPE merge order, byte fallback, unknown-token fusing, Unigram's best path, added-token matching
+// (lstrip, rstrip, single_word, normalized), post-processor templates, tokenizer_config.json and
+// generation_config.json, streaming decoding, and a clear error for every malformed field.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "reference/core/error.hpp"
+#include "reference/io/vocabulary.hpp"
+#include "text/byte_level.hpp"
+#include "text/hf_tokenizer.hpp"
+#include "text/load_tokenizer.hpp"
+#include "text/utf8.hpp"
+
+namespace specdec::text {
+namespace {
+
+namespace fs = std::filesystem;
+using Ids = std::vector<int32_t>;
+
+class TokenizerFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("specdec-text-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& content) { std::ofstream(dir_ / name) << content; }
+  void write(const std::string& name, const nlohmann::json& j) { write(name, j.dump()); }
+  std::unique_ptr<HfTokenizer> load() { return HfTokenizer::load(dir_); }
+  std::string error_of_load() {
+    try {
+      load();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "loading " << dir_ << " succeeded, expected an error";
+    return "";
+  }
+  fs::path dir_;
+};
+
+// A byte-level BPE over the letters a, b, c and space: merges "b c" (rank 0), "a b" (1), "a bc" (2).
+nlohmann::json byte_level_bpe() {
+  return {{"version", "1.0"},
+          {"added_tokens", {{{"id", 7}, {"content", "<s>"}, {"special", true}, {"normalized", false}}}},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+          {"post_processor", nullptr},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"model",
+           {{"type", "BPE"},
+            {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"\xC4\xA0", 3}, {"bc", 4}, {"ab", 5}, {"abc", 6}}},
+            {"merges", {{"b", "c"}, "a b", {"a", "bc"}}}}}};
+}
+
+TEST_F(TokenizerFiles, BpeMergesLowestRankFirst) {
+  write("tokenizer.json", byte_level_bpe());
+  const auto t = load();
+  // "abc": b+c (rank 0) before a+b (rank 1), then a+bc. "ab": a+b. " cab": Ġ c ab (a separate word).
+  EXPECT_EQ(t->encode("abc", false), (Ids{6}));
+  EXPECT_EQ(t->encode("ab", false), (Ids{5}));
+  EXPECT_EQ(t->encode("abc cab", false), (Ids{6, 3, 2, 5}));
+  EXPECT_EQ(t->decode({6, 3, 2, 5}), "abc cab");
+  EXPECT_EQ(t->token_text(3), " ");
+  EXPECT_EQ(t->size(), 8);
+}
+
+TEST_F(TokenizerFiles, BpeLeftmostAmongEqualRanks) {
+  nlohmann::json j = byte_level_bpe();
+  j["model"]["vocab"]["aa"] = 8;
+  j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "a"})});
+  write("tokenizer.json", j);
+  EXPECT_EQ(load()->encode("aaa", false), (Ids{8, 0}));  // (aa)a, not a(aa)
+}
+
+TEST_F(TokenizerFiles, AddedTokensAndTemplate) {
+  nlohmann::json j = byte_level_bpe();
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {7}}, {"tokens", {"<s>"}}}}}}};
+  write("tokenizer.json", j);
+  const auto t = load();
+  EXPECT_EQ(t->encode("ab<s>c"), (Ids{7, 5, 7, 2}));
+  EXPECT_EQ(t->encode("ab<s>c", false), (Ids{5, 7, 2}));
+  EXPECT_EQ(t->decode({7, 5, 2}), "<s>abc");
+  EXPECT_EQ(t->decode({7, 5, 2}, true), "abc");
+  EXPECT_EQ(t->special_template().before, (Ids{7}));
+}
+
+TEST_F(TokenizerFiles, AddedTokenStripAndSingleWord) {
+  nlohmann::json j = byte_level_bpe();
+  j["added_tokens"] = {{{"id", 7}, {"content", "ab"}, {"single_word", true}, {"normalized", false}},
+                       {{"id", 8}, {"content", "c"}, {"lstrip", true}, {"rstrip", true}, {"normalized", false}}};
+  write("tokenizer.json", j);
+  const auto t = load();
+  EXPECT_EQ(t->encode("ab", false), (Ids{7}));
+  EXPECT_EQ(t->encode("abab", false), (Ids{5, 5}));  // inside a word: not the added token
+  EXPECT_EQ(t->encode("a  c  a", false), (Ids{0, 8, 0}));  // c swallows the spaces beside it
+}
+
+TEST_F(TokenizerFiles, ByteFallbackAndUnknownFusing) {
+  nlohmann::json vocab = {{"<unk>", 0}, {"\xE2\x96\x81", 1}, {"a", 2}, {"<0xC3>", 3}, {"<0xA9>", 4}};
+  nlohmann::json j = {{"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
+                                                                          {{"type", "Replace"}, {"pattern", {{"String", " "}}},
+                                                                           {"content", "\xE2\x96\x81"}}}}}},
+                      {"pre_tokenizer", nullptr},
+                      {"decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
+                                                                       {{"type", "ByteFallback"}}, {{"type", "Fuse"}},
+                                                                       {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+                      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}, {"unk_token", "<unk>"},
+                                 {"byte_fallback", true}, {"fuse_unk", true}}}};
+  write("tokenizer.json", j);
+  const auto t = load();
+  // é is not in the vocabulary but its bytes are; x and y are neither, and fuse into one <unk>.
+  EXPECT_EQ(t->encode("a \xC3\xA9xy", false), (Ids{1, 2, 1, 3, 4, 0}));
+  EXPECT_EQ(t->decode({1, 2, 1, 3, 4}), "a \xC3\xA9");
+  EXPECT_EQ(t->decode({1, 3}), kReplacementChar);  // a lone byte of a character
+  EXPECT_EQ(t->token_text(3), "<0xC3>");
+  EXPECT_EQ(t->token_text(1), " ");
+  EXPECT_EQ(t->token_text(99), "<99>");
+}
+
+TEST_F(TokenizerFiles, UnigramBestPath) {
+  // "ab" as one piece scores -1.5, a + b -2: the single piece wins; "abab" = ab ab.
+  nlohmann::json j = {{"pre_tokenizer", nullptr},
+                      {"model", {{"type", "Unigram"}, {"unk_id", 0},
+                                 {"vocab", nlohmann::json::array({nlohmann::json::array({"<unk>", 0.0}), nlohmann::json::array({"a", -1.0}),
+                                                                  nlohmann::json::array({"b", -1.0}), nlohmann::json::array({"ab", -1.5}),
+                                                                  nlohmann::json::array({"c", -3.0})})}}}};
+  write("tokenizer.json", j);
+  const auto t = load();
+  EXPECT_EQ(t->encode("abab", false), (Ids{3, 3}));
+  EXPECT_EQ(t->encode("bab", false), (Ids{2, 3}));
+  EXPECT_EQ(t->encode("axyc", false), (Ids{1, 0, 4}));  // the unknown run xy fuses
+}
+
+TEST_F(TokenizerFiles, TokenizerConfigAndGenerationConfig) {
+  write("tokenizer.json", byte_level_bpe());
+  write("tokenizer_config.json", nlohmann::json{{"bos_token", {{"content", "<s>"}}}, {"add_bos_token", true}});
+  write("generation_config.json", nlohmann::json{{"eos_token_id", {2, 3}}});
+  const auto t = load();
+  EXPECT_EQ(t->bos_id(), 7);
+  EXPECT_EQ(t->eos_ids(), (Ids{2, 3}));
+  EXPECT_EQ(t->encode("c"), (Ids{7, 2}));  // add_bos_token puts BOS first
+
+  write("tokenizer_config.json", nlohmann::json{{"bos_token", "<nope>"}});
+  const std::string e = error_of_load();
+  EXPECT_NE(e.find("tokenizer_config.json: field 'bos_token' is '<nope>', which is not a token"), std::string::npos) << e;
+}
+
+TEST_F(TokenizerFiles, StreamingNeverCutsACharacter) {
+  // Byte-level tokens for each byte of "é" (C3 A9) and of "€" (E2 82 AC).
+  nlohmann::json j = byte_level_bpe();
+  for (int b : {0xC3, 0xA9, 0xE2, 0x82, 0xAC}) j["model"]["vocab"][byte_level_char(static_cast<uint8_t>(b))] = 100 + b;
+  write("tokenizer.json", j);
+  const auto t = load();
+  TextStream s(*t);
+  EXPECT_EQ(s.push(0), "a");
+  EXPECT_EQ(s.push(100 + 0xC3), "");
+  EXPECT_EQ(s.push(100 + 0xA9), "\xC3\xA9");
+  EXPECT_EQ(s.push(100 + 0xE2), "");
+  EXPECT_EQ(s.push(100 + 0x82), "");
+  EXPECT_EQ(s.push(100 + 0xAC), "\xE2\x82\xAC");
+  EXPECT_EQ(s.push(100 + 0xE2), "");
+  EXPECT_EQ(s.finish(), kReplacementChar);  // a character that never completed
+}
+
+TEST_F(TokenizerFiles, EveryMalformedFieldIsNamed) {
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"no model", [](nlohmann::json& j) { j.erase("model"); }, "field 'model' is missing"},
+      {"WordPiece", [](nlohmann::json& j) { j["model"]["type"] = "WordPiece"; }, "field 'model.type' is 'WordPiece', a model specdec does not support"},
+      {"BertPreTokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}}; },
+       "field 'pre_tokenizer.type' is 'BertPreTokenizer', a pre-tokenizer specdec does not support"},
+      {"Precompiled", [](nlohmann::json& j) { j["normalizer"] = {{"type", "Precompiled"}}; }, "field 'normalizer.type' is 'Precompiled'"},
+      {"WordPiece decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "field 'decoder.type' is 'WordPiece'"},
+      {"merge of an unknown token", [](nlohmann::json& j) { j["model"]["merges"][1] = "a z"; }, "field 'model.merges[1]' merges 'a' and 'z', but 'z' is not in model.vocab"},
+      {"merge into an unknown token", [](nlohmann::json& j) { j["model"]["vocab"].erase("abc"); }, "field 'model.merges[2]' makes 'abc'"},
+      {"merge of three", [](nlohmann::json& j) { j["model"]["merges"][1] = "a b c"; }, "field 'model.merges[1]' is 'a b c'"},
+      {"negative id", [](nlohmann::json& j) { j["model"]["vocab"]["a"] = -1; }, "field 'model.vocab' gives token 'a' the id -1"},
+      {"duplicate id", [](nlohmann::json& j) { j["model"]["vocab"]["a"] = 1; }, "gives the id 1 to both"},
+      {"dropout", [](nlohmann::json& j) { j["model"]["dropout"] = 0.1; }, "field 'model.dropout' is 0.1"},
+      {"unknown unk", [](nlohmann::json& j) { j["model"]["unk_token"] = "<unk>"; }, "field 'model.unk_token' is '<unk>', which is not in model.vocab"},
+      {"bad regex", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(a"}}}, {"behavior", "Isolated"}}; },
+       "field 'pre_tokenizer.pattern': the regular expression does not compile"},
+      {"bad behavior", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", "a"}}}, {"behavior", "Sideways"}}; },
+       "field 'pre_tokenizer.behavior' is 'Sideways'"},
+      {"bad sequence", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {1}}}; },
+       "field 'pre_tokenizer.pretokenizers[0]' must be an object"},
+      {"undefined special", [](nlohmann::json& j) {
+         j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<x>"}}}}}}, {"special_tokens", nlohmann::json::object()}};
+       }, "names the special token '<x>', which post_processor.special_tokens does not define"},
+      {"added token without id", [](nlohmann::json& j) { j["added_tokens"][0].erase("id"); }, "field 'added_tokens[0].id' is missing"},
+      {"metaspace scheme", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "sometimes"}}; },
+       "field 'pre_tokenizer.prepend_scheme' is 'sometimes'"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = byte_level_bpe();
+    c.edit(j);
+    write("tokenizer.json", j);
+    const std::string e = error_of_load();
+    EXPECT_NE(e.find("tokenizer.json: "), std::string::npos) << c.what << ": " << e;
+    EXPECT_NE(e.find(c.expected), std::string::npos) << c.what << ": expected '" << c.expected << "' in: " << e;
+  }
+  write("tokenizer.json", std::string("{\"model\": "));
+  EXPECT_NE(error_of_load().find("tokenizer.json: not valid JSON"), std::string::npos);
+}
+
+TEST_F(TokenizerFiles, InvalidUtf8TextIsRefused) {
+  write("tokenizer.json", byte_level_bpe());
+  try {
+    load()->encode("ab\xFF");
+    FAIL() << "encoding invalid UTF-8 succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid UTF-8 (byte 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TokenizerFiles, LoadOrderAndSentencePieceErrors) {
+  specdec::Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}}).save(dir_ / "vocab.json");
+  auto bytes = load_tokenizer(dir_, 0);
+  ASSERT_NE(bytes, nullptr);
+  EXPECT_EQ(bytes->encode("A"), (Ids{0, 3 + 'A'}));  // BOS from the model config, then bytes
+  EXPECT_EQ(bytes->eos_ids(), (Ids{1}));
+  write("tokenizer.model", std::string("not a protobuf"));
+  try {
+    load_tokenizer(dir_, 0);
+    FAIL() << "a garbage tokenizer.model loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.model: not a SentencePiece model"), std::string::npos) << e.what();
+  }
+  write("tokenizer.json", byte_level_bpe());  // tokenizer.json comes first
+  EXPECT_NE(load_tokenizer(dir_, 0)->description().find("tokenizer.json (BPE, byte-level"), std::string::npos);
+  fs::remove_all(dir_ / "tokenizer.json");
+  fs::remove_all(dir_ / "tokenizer.model");
+  fs::remove_all(dir_ / "vocab.json");
+  EXPECT_EQ(load_tokenizer(dir_, 0), nullptr);
+}
+
+TEST(Utf8, LossyReplacesMaximalSubparts) {
+  EXPECT_EQ(utf8_lossy("a\xE2\x82" "b"), std::string("a") + std::string(kReplacementChar) + "b");
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), std::string(kReplacementChar) + std::string(kReplacementChar));  // overlong: two subparts
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), std::string(kReplacementChar) + std::string(kReplacementChar) + std::string(kReplacementChar));
+  EXPECT_EQ(utf8_lossy("\xF0\x9F\x99\x82"), "\xF0\x9F\x99\x82");
+  EXPECT_TRUE(ends_with_incomplete_utf8("a\xF0\x9F\x99"));
+  EXPECT_FALSE(ends_with_incomplete_utf8("a\xF0\x9F\x99\x82"));
+  EXPECT_FALSE(ends_with_incomplete_utf8("a\xFF"));
+}
+
+TEST(ByteLevel, EveryByteHasItsOwnPrintableCharacter) {
+  std::set<std::string> seen;
+  for (int b = 0; b < 256; ++b) {
+    const std::string& c = byte_level_char(static_cast<uint8_t>(b));
+    EXPECT_TRUE(seen.insert(c).second) << "byte " << b;
+    EXPECT_EQ(from_byte_level(c), std::string(1, static_cast<char>(b))) << "byte " << b;
+  }
+  EXPECT_EQ(byte_level_char(' '), "\xC4\xA0");  // Ġ
+  EXPECT_EQ(from_byte_level("x\xE2\x82\xAC"), std::nullopt);  // € is not one of the 256
+}
+
+}  // namespace
+}  // namespace specdec::text

@@ -1,0 +1,16 @@
+#pragma once
+// The tokenizer a checkpoint has, looked for beside its config.json in this order:
+// tokenizer.json (Hugging Face), tokenizer.model (SentencePiece), vocab.json (specdec's bytes).
+#include <filesystem>
+#include <memory>
+
+#include "text/tokenizer.hpp"
+
+namespace specdec::text {
+
+// model_path: a checkpoint directory or a .safetensors file in one. bos: the model config's
+// bos_token_id, which only the byte vocabulary uses. nullptr when the checkpoint has none.
+// Throws specdec::Error naming the file and field for a tokenizer that cannot be read.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_path, int32_t bos);
+
+}  // namespace specdec::text
