@@ -83,7 +83,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   bool all_agree = true;
   for (const MethodRun& r : runs) all_agree = all_agree && r.result.tokens == first;
   const auto text = [&](const std::vector<int32_t>& t) {
-    return job.target.vocabulary ? job.target.vocabulary->decode(t) : std::string();
+    return job.target.tokenizer ? job.target.tokenizer->decode(t) : std::string();
   };
   const auto al = [](const GenerationResult& g) { return g.stats.steps ? g.stats.acceptance_length() : 1.0; };
   const auto per_forward = [](const GenerationResult& g) {
@@ -103,7 +103,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
                             {"drafter_forwards", r.result.stats.drafter_forwards},
                             // measured, apart from the results (identical runs differ only here)
                             {"timing", {{"decode_tokens_per_second", r.result.decode_tokens_per_second()}}}};
-      if (job.target.vocabulary) run["output_text"] = text(r.result.tokens);
+      if (job.target.tokenizer) run["output_text"] = text(r.result.tokens);
       j["runs"].push_back(run);
     }
     io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -113,7 +113,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   const ModelConfig& c = job.target.model->config();
   io.out << "model    " << job.target.path << " (" << parameter_count(c) / 1e6 << "M parameters), "
          << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
-  if (job.target.vocabulary) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
+  if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
   io.out << "\n" << std::left << std::setw(12) << "method" << std::right << std::setw(7) << "AL" << std::setw(12)
          << "tok/forward" << std::setw(10) << "target" << std::setw(10) << "drafter" << std::setw(10) << "tok/s"
          << "  output\n";

@@ -252,7 +252,7 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   const LoadedModel& m = job.target;
   Style style;
   style.on = color == "always" || (color == "auto" && io.out_is_terminal);
-  const TokenText tt(m.vocabulary ? &*m.vocabulary : nullptr);
+  const TokenText tt(m.tokenizer.get());
 
   ExplainRun run;
   run.method = a.method;

@@ -116,14 +116,14 @@ extern const char* const kExplainPageStyle;
 extern const char* const kExplainPageScript;
 
 std::string TokenText::label(int32_t token) const {
-  if (vocabulary_) return escaped(vocabulary_->token_text(token));
+  if (tokenizer_) return escaped(tokenizer_->token_text(token));
   std::string s = "#";  // appended, not "#" + temporary: GCC 12 warns falsely (-Wrestrict) on that
   s += std::to_string(token);
   return s;
 }
 
 std::string TokenText::quoted(int32_t token) const {
-  if (!vocabulary_) {
+  if (!tokenizer_) {
     std::string s = "<";
     s += std::to_string(token);
     s += '>';
@@ -136,9 +136,9 @@ std::string TokenText::quoted(int32_t token) const {
 }
 
 std::string TokenText::text(const std::vector<int32_t>& ids) const {
-  if (vocabulary_) {
+  if (tokenizer_) {
     std::string s = "\"";
-    s += escaped(vocabulary_->decode(ids));
+    s += escaped(tokenizer_->decode(ids));
     s += '"';
     return s;
   }

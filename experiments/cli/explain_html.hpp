@@ -11,20 +11,20 @@
 #include <vector>
 
 #include "experiments/cli/explain_steps.hpp"
-#include "reference/io/vocabulary.hpp"
+#include "text/tokenizer.hpp"
 
 namespace specdec::cli {
 
 // Tokens and text shown the same way in the text and the page (escaped()).
 class TokenText {
  public:
-  explicit TokenText(const Vocabulary* vocabulary) : vocabulary_(vocabulary) {}
+  explicit TokenText(const text::Tokenizer* tokenizer) : tokenizer_(tokenizer) {}
   std::string label(int32_t token) const;                     // x (escaped), or #id without a vocabulary
   std::string quoted(int32_t token) const;                    // 'x', or <id>
   std::string text(const std::vector<int32_t>& ids) const;    // "xyz", or [1 2 3]
 
  private:
-  const Vocabulary* vocabulary_;
+  const text::Tokenizer* tokenizer_;
 };
 
 // Throws specdec::Error unless `path` can be written: its directory exists and it is not a

@@ -7,6 +7,7 @@
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/llama_checkpoint.hpp"
+#include "reference/io/vocabulary.hpp"
 #include "reference/model/presets.hpp"
 #include "reference/model/random_weights.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"

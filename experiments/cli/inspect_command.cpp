@@ -10,6 +10,7 @@
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/io/llama_checkpoint.hpp"
+#include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/presets.hpp"
 #include "traces/trace.hpp"
@@ -150,7 +151,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
   if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
   const LlamaModel m = load_llama_checkpoint(path);
   const ModelConfig& c = m.config;
-  const auto vocab = Vocabulary::find(path);
+  const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);
   nlohmann::json list = nlohmann::json::array();
   std::set<std::string> files;
   for (const std::string& name : store.names()) {
@@ -165,7 +166,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
                              {"config", model_config_to_json(c)},
                              {"parameters", parameter_count(c)},
                              {"fingerprint", weights_fingerprint(m.weights)},
-                             {"vocabulary", vocab ? "bytes" : "none"},
+                             {"tokenizer", tokenizer ? tokenizer->description() : "none"},
                              {"tensors", list}}
                   .dump()
            << "\n";
@@ -180,7 +181,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
          << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
          << "tensors     " << list.size() << " in " << files.size() << (files.size() == 1 ? " file\n" : " files\n")
          << "fingerprint " << weights_fingerprint(m.weights) << "\n"
-         << "vocabulary  " << (vocab ? "bytes (vocab.json)" : "none (prompts as token ids)") << "\n";
+         << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n";
   if (tensors) {
     for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "  " << t["file"].get<std::string>() << "\n";
   }

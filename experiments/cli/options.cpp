@@ -7,13 +7,14 @@
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
+#include "text/load_tokenizer.hpp"
 
 namespace specdec::cli {
 
 void add_decode_options(po::options_description& desc, DecodeArgs& a) {
   desc.add_options()
       ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), or a .safetensors file beside a config.json")
-      ("prompt", po::value(&a.prompt), "prompt text (models with a vocab.json)")
+      ("prompt", po::value(&a.prompt), "prompt text, encoded by the checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
       ("prompt-ids", po::value(&a.prompt_ids), "prompt as comma-separated token ids")
       ("method", po::value(&a.method)->default_value(a.method), "decoding method: sequential | draft | eagle | eagle3 | peagle")
       ("drafter", po::value(&a.drafter), "drafter checkpoint directory: a draft LM sharing the target's vocabulary (draft), or an EAGLE-1 (eagle), EAGLE-3 (eagle3) or P-EAGLE (peagle) head")
@@ -62,10 +63,11 @@ LoadedModel load_model(const std::string& path, const std::string& backend) {
   m.fingerprint = weights_fingerprint(loaded.weights);
   m.model = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
   if (backend != "reference") m.backend_model = load_backend(backend, path);
-  m.vocabulary = Vocabulary::find(path);
-  if (m.vocabulary && m.vocabulary->size() > m.model->config().vocab_size) {
-    throw Error(path + ": vocab.json needs " + std::to_string(m.vocabulary->size()) + " token ids but the model has vocab_size " +
-                std::to_string(m.model->config().vocab_size));
+  m.tokenizer = text::load_tokenizer(path, m.model->config().bos_token_id);
+  if (m.tokenizer && m.tokenizer->size() > m.model->config().vocab_size) {
+    throw Error(m.tokenizer->description() + " has token ids up to " + std::to_string(m.tokenizer->size() - 1) +
+                ", but the model's config.json has vocab_size " + std::to_string(m.model->config().vocab_size) +
+                ": the tokenizer and the model do not belong together");
   }
   return m;
 }
@@ -90,13 +92,11 @@ std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m) {
       ids.push_back(static_cast<int32_t>(v));
     }
   } else if (!a.prompt.empty()) {
-    if (!m.vocabulary) {
-      throw Error(m.path + " has no vocab.json, so text prompts cannot be encoded; give --prompt-ids instead");
+    if (!m.tokenizer) {
+      throw Error(m.path + " has no tokenizer (tokenizer.json, tokenizer.model or vocab.json), so text prompts cannot be encoded; "
+                  "give --prompt-ids instead");
     }
-    const ModelConfig& c = m.model->config();
-    if (c.bos_token_id >= 0) ids.push_back(c.bos_token_id);
-    auto text = m.vocabulary->encode(a.prompt);
-    ids.insert(ids.end(), text.begin(), text.end());
+    ids = m.tokenizer->encode(a.prompt, true);
   }
   if (ids.empty()) throw Error("no prompt: give --prompt TEXT or --prompt-ids 1,2,3");
   return ids;

@@ -9,7 +9,7 @@
 
 #include "experiments/cli/cli.hpp"
 #include "reference/decoding/generation.hpp"
-#include "reference/io/vocabulary.hpp"
+#include "text/tokenizer.hpp"
 #include "reference/model/transformer.hpp"
 #include "reference/sampling/sampling_params.hpp"
 
@@ -58,7 +58,7 @@ struct LoadedModel {
   std::unique_ptr<Transformer> model;
   std::string backend = "reference";
   std::unique_ptr<LanguageModel> backend_model;  // null for the reference backend
-  std::optional<Vocabulary> vocabulary;
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // null: prompts and outputs as token ids
   std::string fingerprint;
   std::string stored_dtype;
 
@@ -68,7 +68,8 @@ struct LoadedModel {
 // that backend too. Throws specdec::Error for an unknown or unavailable backend before reading.
 LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
 
-// The prompt as token ids: --prompt-ids "1,2,3" or --prompt TEXT (needs a vocabulary).
+// The prompt as token ids: --prompt-ids "1,2,3" (as given) or --prompt TEXT (encoded by the
+// checkpoint's tokenizer with what it adds around a prompt, typically BOS).
 std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m);
 SamplingParams sampling_params(const DecodeArgs& a);
 GenerationOptions generation_options(const DecodeArgs& a);

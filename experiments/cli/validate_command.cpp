@@ -134,7 +134,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
     j["prompt_tokens"] = prompt;
     io.out << j.dump() << "\n";
   } else {
-    validation::print_report(report, io.out);
+    validation::print_report(report, io.out, target.tokenizer.get());
   }
   return report.passed ? 0 : 1;
 }

@@ -89,7 +89,31 @@ nlohmann::json to_json(const ValidationReport& r) {
   return j;
 }
 
-void print_report(const ValidationReport& r, std::ostream& out) {
+namespace {
+
+// A token id, and its text in quotes when there is a tokenizer (control characters escaped).
+std::string shown(int32_t id, const text::Tokenizer* tokenizer) {
+  std::string s = std::to_string(id);
+  if (!tokenizer || id < 0) return s;
+  s += " '";
+  for (const unsigned char c : tokenizer->token_text(id)) {
+    if (c == '\n') {
+      s += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      s += hex;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  s += "'";
+  return s;
+}
+
+}  // namespace
+
+void print_report(const ValidationReport& r, std::ostream& out, const text::Tokenizer* tokenizer) {
   out << (r.passed ? "PASS" : "FAIL") << "  " << r.candidate << " against " << r.reference << ", method " << r.method << ": "
       << r.steps_compared << "/" << r.reference_steps << " steps, " << r.tokens_compared << " tokens equal, "
       << r.near_ties.size() << " near-tie" << (r.near_ties.size() == 1 ? "" : "s") << ", " << r.candidate_runs << " candidate run"
@@ -101,7 +125,8 @@ void print_report(const ValidationReport& r, std::ostream& out) {
     if (d.row >= 0) out << ", row " << d.row;
     out << "\n  " << d.detail << "\n";
     if (d.reference_token >= 0 || d.candidate_token >= 0) {
-      out << "  tokens: reference " << d.reference_token << ", candidate " << d.candidate_token << "; reference margin "
+      out << "  tokens: reference " << shown(d.reference_token, tokenizer) << ", candidate " << shown(d.candidate_token, tokenizer)
+          << "; reference margin "
           << g(d.margin) << (d.margin_units.empty() ? "" : " (" + d.margin_units + ")") << ", logit error " << g(d.logit_error)
           << "\n";
     }
@@ -112,6 +137,10 @@ void print_report(const ValidationReport& r, std::ostream& out) {
       out << "], candidate [";
       for (size_t i = 0; i < d.candidate_emitted.size(); ++i) out << (i ? " " : "") << d.candidate_emitted[i];
       out << "]\n";
+      if (tokenizer) {
+        out << "  emitted text: reference \"" << tokenizer->decode(d.reference_emitted) << "\", candidate \""
+            << tokenizer->decode(d.candidate_emitted) << "\"\n";
+      }
     }
   }
   for (const NearTie& t : r.near_ties) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/validation/tolerance_policy.hpp"
+#include "text/tokenizer.hpp"
 
 namespace specdec::validation {
 
@@ -76,7 +77,8 @@ struct ValidationReport {
 };
 
 nlohmann::json to_json(const ValidationReport& report);
-// Human-readable: verdict, the first divergence in full, near-ties, the quantity table.
-void print_report(const ValidationReport& report, std::ostream& out);
+// Human-readable: verdict, the first divergence in full, near-ties, the quantity table. With the
+// checkpoint's tokenizer, tokens are shown with their text as well as their ids.
+void print_report(const ValidationReport& report, std::ostream& out, const text::Tokenizer* tokenizer = nullptr);
 
 }  // namespace specdec::validation

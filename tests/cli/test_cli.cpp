@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "reference/io/vocabulary.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "traces/trace.hpp"
 
@@ -124,6 +125,62 @@ TEST_F(Cli, InspectCheckpoint) {
   EXPECT_EQ(j["tensors"].size(), 1u + 4u * 9u + 1u + 1u);  // embed, 4 layers x 9, norm, lm_head
   const CliRun text = run({"inspect", model(), "--tensors"});
   EXPECT_NE(text.out.find("model.layers.3.mlp.down_proj.weight"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, GenerateStreamPrintsTheSameText) {
+  for (const char* method : {"sequential", "draft"}) {
+    std::vector<std::string> args = {"generate", "--model", model(), "--prompt", "Hello", "--max-new-tokens", "12", "--ignore-eos",
+                                     "--method", method};
+    if (std::string(method) == "draft") args.insert(args.end(), {"--drafter", model(), "--k", "3"});
+    const CliRun plain = run(args);
+    args.push_back("--stream");
+    const CliRun streamed = run(args);
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    ASSERT_EQ(streamed.code, 0) << streamed.err;
+    const auto line = [](const std::string& out, const char* label) {
+      const std::size_t at = out.find(label);
+      return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+    };
+    EXPECT_EQ(line(streamed.out, "output   "), line(plain.out, "output   ")) << method;
+    EXPECT_EQ(line(streamed.out, "tokens   "), line(plain.out, "tokens   ")) << method;
+  }
+  const CliRun json = run({"generate", "--model", model(), "--prompt", "Hi", "--stream", "--json"});
+  EXPECT_EQ(json.code, 1);
+  EXPECT_NE(json.err.find("--stream"), std::string::npos) << json.err;
+}
+
+TEST_F(Cli, TokenizeEncodesAndDecodes) {
+  const CliRun r = run({"tokenize", "--model", model(), "--text", "Hi\xC3\xA9", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ids"], nlohmann::json({0, 'H' + 3, 'i' + 3, 0xC3 + 3, 0xA9 + 3}));  // <bos>, then bytes
+  EXPECT_EQ(j["tokens"][0], "<bos>");
+  const CliRun bare = run({"tokenize", "--model", model(), "--text", "Hi", "--no-special", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(bare.out)["ids"], nlohmann::json({'H' + 3, 'i' + 3}));
+  const CliRun d = run({"tokenize", "--model", model(), "--decode", "0,75,108", "--json"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["text"], "<bos>Hi");
+  const CliRun skipped = run({"tokenize", "--model", model(), "--decode", "0,75,108", "--skip-special"});
+  EXPECT_EQ(skipped.out, "Hi\n");
+  const CliRun text = run({"tokenize", "--model", model(), "--text", "a"});
+  EXPECT_NE(text.out.find("vocab.json (bytes, 259 token ids)"), std::string::npos) << text.out;
+  // Errors: no input, two inputs, a bad id, a directory without a tokenizer, a tokenizer too big.
+  EXPECT_EQ(run({"tokenize", "--model", model()}).code, 1);
+  EXPECT_EQ(run({"tokenize", "--model", model(), "--text", "a", "--decode", "1"}).code, 1);
+  const CliRun bad = run({"tokenize", "--model", model(), "--decode", "1,x"});
+  EXPECT_NE(bad.err.find("--decode: 'x' is not a token id"), std::string::npos) << bad.err;
+  const fs::path none = dir_ / "no-tokenizer";
+  fs::create_directories(none);
+  const CliRun missing = run({"tokenize", "--model", none.string(), "--text", "a"});
+  EXPECT_NE(missing.err.find("has no tokenizer"), std::string::npos) << missing.err;
+  const fs::path big = dir_ / "big-vocab";
+  fs::copy(model(), big);
+  Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<big>", 400}}).save(big / "vocab.json");
+  const CliRun too_big = run({"generate", "--model", big.string(), "--prompt", "a"});
+  EXPECT_EQ(too_big.code, 1);
+  EXPECT_NE(too_big.err.find("has token ids up to 400, but the model's config.json has vocab_size 259"), std::string::npos) << too_big.err;
+  const CliRun text_without = run({"generate", "--model", none.string(), "--prompt", "a"});
+  EXPECT_EQ(text_without.code, 1);
 }
 
 TEST_F(Cli, InitModelIsDeterministicAndRefusesOverwrite) {

@@ -23,6 +23,7 @@
 #include "tests/validate/perturbed_model.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_recorder.hpp"
+#include "text/byte_tokenizer.hpp"
 
 namespace specdec {
 namespace {
@@ -198,6 +199,13 @@ TEST_F(Validate, PerturbedBackendFailsAtTheStepOfTheError) {
     std::ostringstream text;
     validation::print_report(report, text);
     EXPECT_NE(text.str().find("token at step " + std::to_string(step)), std::string::npos) << text.str();
+    // With the checkpoint's tokenizer, the tokens are shown with their text too.
+    const text::ByteTokenizer tokenizer(Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<pad>", 2}}), "vocab.json", 0);
+    std::ostringstream with_text;
+    validation::print_report(report, with_text, &tokenizer);
+    const std::string shown = "tokens: reference " + std::to_string(d.reference_token) + " '" + tokenizer.token_text(d.reference_token);
+    EXPECT_NE(with_text.str().find(shown), std::string::npos) << c.method << ": " << with_text.str();
+    EXPECT_NE(with_text.str().find("emitted text: reference \""), std::string::npos) << c.method << ": " << with_text.str();
   }
 }
 
