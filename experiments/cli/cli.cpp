@@ -16,6 +16,7 @@ const std::vector<Command>& commands() {
       {"explain", "decode a prompt step by step, showing drafts, acceptance decisions and why", run_explain},
       {"record", "decode a prompt and write every step to an HDF5 trace", run_record},
       {"tokenize", "encode text with a checkpoint's tokenizer (ids and each token's text), or decode ids", run_tokenize},
+      {"forward", "one forward pass over token ids (and a drafter head's first step): logits and hidden states to HDF5", run_forward},
       {"inspect", "summarise a checkpoint directory, a .safetensors file or a trace", run_inspect},
       {"init-model", "write a deterministic random-weight Llama checkpoint of a named shape", run_init_model},
       {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},

@@ -34,6 +34,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io);
 int run_explain(const std::vector<std::string>& args, CommandIO& io);
 int run_record(const std::vector<std::string>& args, CommandIO& io);
 int run_tokenize(const std::vector<std::string>& args, CommandIO& io);
+int run_forward(const std::vector<std::string>& args, CommandIO& io);
 int run_inspect(const std::vector<std::string>& args, CommandIO& io);
 int run_init_model(const std::vector<std::string>& args, CommandIO& io);
 int run_simulate(const std::vector<std::string>& args, CommandIO& io);

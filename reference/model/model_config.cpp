@@ -251,6 +251,36 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
       c.max_window_layers = get_int(j, "max_window_layers", d->max_window_layers, source);
     }
   }
+  // transformers v5 writes Qwen2/Qwen3's per-layer attention kinds as 'layer_types' and, when
+  // the list is present, follows it rather than max_window_layers (which it only uses to fill in
+  // a missing list). specdec expresses windows as "layers >= max_window_layers slide", so a list
+  // of that form sets max_window_layers; any other pattern is refused rather than ignored.
+  if ((c.model_type == "qwen2" || c.model_type == "qwen3") && present(j, "layer_types")) {
+    const json& types = j.at("layer_types");
+    if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers) {
+      fail(source, "field 'layer_types' must list one attention type per layer (" +
+                       std::to_string(c.num_hidden_layers) + "), got " + types.dump());
+    }
+    int first_sliding = -1;  // index of the first sliding_attention layer (-1: none)
+    for (int i = 0; i < c.num_hidden_layers; ++i) {
+      const json& t = types.at(static_cast<std::size_t>(i));
+      const bool sliding = t == "sliding_attention";
+      if (!sliding && t != "full_attention") {
+        fail(source, "field 'layer_types[" + std::to_string(i) + "]' is " + t.dump() +
+                         "; expected \"full_attention\" or \"sliding_attention\"");
+      }
+      if (sliding && first_sliding < 0) first_sliding = i;
+      if (!sliding && first_sliding >= 0) {
+        fail(source, "field 'layer_types' has full_attention layer " + std::to_string(i) + " after sliding_attention layer " +
+                         std::to_string(first_sliding) + "; only full layers followed by sliding layers (max_window_layers) are supported");
+      }
+    }
+    if (first_sliding >= 0 && c.sliding_window == 0) {
+      fail(source, "field 'layer_types' marks layer " + std::to_string(first_sliding) +
+                       " as sliding_attention but no window is set (use_sliding_window false or sliding_window null)");
+    }
+    c.max_window_layers = first_sliding < 0 ? c.num_hidden_layers : first_sliding;
+  }
   if (c.sliding_window == 0) c.max_window_layers = 0;
 
   // Special tokens.

@@ -184,6 +184,32 @@ TEST(ModelConfig, Qwen2) {
   EXPECT_EQ(d.vocab_size, 151936);
 }
 
+// transformers v5 writes Qwen2/Qwen3's per-layer attention kinds as layer_types and follows the
+// list over max_window_layers; a list in that form decides the window, any other is refused.
+TEST(ModelConfig, Qwen2LayerTypes) {
+  const json windowed = with(with(qwen25_json(), "use_sliding_window", true), "num_hidden_layers", 4);
+  auto types = [](std::vector<std::string> t) { return json(t); };
+  const std::string F = "full_attention", S = "sliding_attention";
+  // max_window_layers says 21 (no layer of 4 slides); the list says layers 1.. slide: the list wins.
+  const ModelConfig c = parse(with(windowed, "layer_types", types({F, S, S, S})));
+  EXPECT_EQ(c.max_window_layers, 1);
+  EXPECT_EQ(c.layer_sliding_window(0), 0);
+  EXPECT_EQ(c.layer_sliding_window(1), 32768);
+  EXPECT_EQ(parse(with(windowed, "layer_types", types({S, S, S, S}))).layer_sliding_window(0), 32768);
+  const ModelConfig full = parse(with(windowed, "layer_types", types({F, F, F, F})));
+  for (int l = 0; l < 4; ++l) EXPECT_EQ(full.layer_sliding_window(l), 0);
+  // The list transformers computes without a window (all full) changes nothing.
+  const ModelConfig off = parse(with(with(qwen25_json(), "num_hidden_layers", 4), "layer_types", types({F, F, F, F})));
+  EXPECT_EQ(off.sliding_window, 0);
+  // Refused: patterns specdec cannot express, unknown kinds, wrong lengths, a sliding layer without a window.
+  expect_error(with(windowed, "layer_types", types({S, F, S, F})), "field 'layer_types' has full_attention layer 1 after sliding_attention layer 0");
+  expect_error(with(windowed, "layer_types", types({F, F, "chunked_attention", F})), "field 'layer_types[2]'");
+  expect_error(with(windowed, "layer_types", types({F, S})), "one attention type per layer (4)");
+  expect_error(with(with(qwen25_json(), "num_hidden_layers", 2), "layer_types", types({F, S})), "no window is set");
+  // Mistral and Llama have no per-layer kinds; transformers ignores the field there.
+  EXPECT_EQ(parse(with(mistral_json(), "layer_types", types({S}))).sliding_window, 4096);
+}
+
 TEST(ModelConfig, Qwen3) {
   const ModelConfig c = parse(qwen3_json());
   EXPECT_TRUE(c.qk_norm);
