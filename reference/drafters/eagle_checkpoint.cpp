@@ -72,6 +72,18 @@ void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
 EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("drafter head checkpoint '" + path.string() + "' does not exist");
+  // SafeAILab released most EAGLE-1 heads as a pickled pytorch_model.bin, which is not read.
+  if (fs::is_directory(path, ec) && !fs::exists(path / kWeightsFile, ec) &&
+      !fs::exists(path / "model.safetensors.index.json", ec)) {
+    for (const char* pickle : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+      if (fs::exists(path / pickle, ec)) {
+        throw Error("drafter head checkpoint '" + path.string() + "': its weights are in '" + (path / pickle).string() +
+                    "' (PyTorch pickle), which specdec does not read; convert them to model.safetensors first, e.g. "
+                    "safetensors.torch.save_file({k: v.contiguous() for k, v in torch.load(\"pytorch_model.bin\").items()}, "
+                    "\"model.safetensors\")");
+      }
+    }
+  }
   // A weight file (.safetensors or the shard index) takes its config.json from its directory.
   const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const fs::path config_path = dir / "config.json";

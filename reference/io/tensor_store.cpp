@@ -28,6 +28,9 @@ TensorStore::TensorStore(const std::filesystem::path& path) : source_(path) {
       single = path / kSingleFile;
     } else if (fs::exists(path / kIndexFile, ec)) {
       index = path / kIndexFile;
+    } else if (fs::exists(path / "pytorch_model.bin", ec) || fs::exists(path / "pytorch_model.bin.index.json", ec)) {
+      throw Error("model directory '" + path.string() + "' has its weights as pytorch_model.bin (a PyTorch pickle), which specdec " +
+                  "does not read; convert them to " + kSingleFile + " first (safetensors.torch.save_file)");
     } else {
       throw Error("model directory '" + path.string() + "' has neither " + kSingleFile + " nor " + kIndexFile);
     }

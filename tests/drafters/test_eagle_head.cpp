@@ -645,6 +645,19 @@ TEST(EagleErrors, MalformedOrMissingTensors) {
   }
 }
 
+TEST(EagleErrors, PickledWeightsAreNamedWithTheConversion) {
+  // SafeAILab's EAGLE-1 heads are mostly a config.json beside a pickled pytorch_model.bin.
+  for (const char* pickle : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+    SavedHead s("eagle1_safeailab");
+    fs::remove(s.dir / "model.safetensors");
+    testing::write_text(s.dir / pickle, "not read");
+    const std::string e = error_of([&] { load_eagle_head(s.dir, target()); });
+    EXPECT_CONTAINS(e, (s.dir / pickle).string());
+    EXPECT_CONTAINS(e, "PyTorch pickle");
+    EXPECT_CONTAINS(e, "convert them to model.safetensors");
+  }
+}
+
 TEST(EagleErrors, BadDraftVocabularyMapping) {
   SavedHead s("eagle3_safeailab");
   auto set_d2t = [&](int64_t draft_id, int64_t offset) {
