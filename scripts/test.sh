@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what is needed, build, and run the cpu test suite (GPU tests need a GPU: ctest -L gpu);
+# Install what is needed, build, and run the cpu test suite (GPU tests need a GPU: ctest -L gpu; the
+# cross-library tests in it make their pinned PyPI environment once, scripts/pyenv.sh);
 # then the I/O, decoding and fuzz regression tests again under ASan+UBSan (scripts/sanitize.sh),
 # and a short run of every libFuzzer harness (scripts/fuzz.sh --smoke).
 # SPECDEC_QUICK=1 runs the cpu suite only.
@@ -14,7 +15,7 @@ ctest --test-dir "$build" -L cpu --output-on-failure -j "$(nproc)"
 echo "== the I/O, decoding and fuzz regression tests under ASan+UBSan"
 SPECDEC_SANITIZE_TARGETS="test_traces test_safetensors test_model_config test_checkpoint test_sequential \
 test_speculative test_eagle_methods test_acceptance test_sampling fuzz_safetensors_replay fuzz_model_config_replay \
-fuzz_drafter_config_replay fuzz_tree_choices_replay fuzz_vocabulary_replay fuzz_trace_replay" \
+fuzz_drafter_config_replay fuzz_tree_choices_replay fuzz_vocabulary_replay fuzz_trace_replay test_tokenizers fuzz_tokenizer_replay" \
   "$root/scripts/sanitize.sh"
 echo "== fuzz smoke run (libFuzzer, ASan+UBSan)"
 "$root/scripts/fuzz.sh" --smoke

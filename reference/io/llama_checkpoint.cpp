@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -192,6 +193,36 @@ void check_checkpoint_weights(const ModelConfig& c, const LlamaWeights& weights,
   if (c.tie_word_embeddings) unexpected("lm_head.weight", w.lm_head.size(), "ties the word embeddings");
 }
 
+namespace {
+
+// generation_config.json's eos_token_id (an id or a list), when the file has one, replaces
+// config.json's as the tokens that end generation, as transformers' generate() does: chat models
+// list their end-of-turn tokens there.
+void apply_generation_config(const fs::path& file, ModelConfig& c) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return;
+  std::ifstream in(file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object() || !j.contains("eos_token_id") || j.at("eos_token_id").is_null()) return;
+  const nlohmann::json& v = j.at("eos_token_id");
+  std::vector<int> ids;
+  for (const nlohmann::json& e : v.is_array() ? v : nlohmann::json::array({v})) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= c.vocab_size) {
+      throw Error(file.string() + ": field 'eos_token_id' must be token ids in [0, " + std::to_string(c.vocab_size) +
+                  ") (config.json's vocab_size), got " + v.dump());
+    }
+    ids.push_back(static_cast<int>(e.get<int64_t>()));
+  }
+  c.eos_token_ids = ids;
+}
+
+}  // namespace
+
 LlamaModel load_llama_checkpoint(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("checkpoint '" + path.string() + "' does not exist");
@@ -199,6 +230,7 @@ LlamaModel load_llama_checkpoint(const fs::path& path) {
   const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
   LlamaModel model;
   model.config = load_model_config(dir / "config.json");
+  apply_generation_config(dir / "generation_config.json", model.config);
   const ModelConfig& c = model.config;
   const TensorStore store(path);
 

@@ -9,4 +9,4 @@ if [ ! -x "$python" ]; then
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PYTHONDONTWRITEBYTECODE=1
-exec "$python" -m pytest -q -p no:cacheprovider -rA "$@"
+exec "$python" -m pytest -p no:cacheprovider -rA "$@"

@@ -317,3 +317,39 @@ def test_vocab_size_disagreement(specdec, built, tmp_path):
     assert "tokenizer.json" in err and "vocab_size 300" in err, err
     err = specdec.fails("tokenize", "--model", tmp_path, "--text", "hello")
     assert "config.json" in err and "vocab_size 300" in err, err
+
+
+def test_text_prompt_with_a_transformers_checkpoint(specdec, tmp_path):
+    """A checkpoint directory as transformers saves it (model, tokenizer, generation config):
+    `specdec generate --prompt TEXT` encodes the prompt as the tokenizer does, generates what
+    transformers' generate() generates, stops where it stops (generation_config.json's
+    eos_token_id) and prints the text its tokenizer decodes."""
+    import torch
+    from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    tok = llama3()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>")
+    torch.manual_seed(7)
+    config = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, bos_token_id=fast.bos_token_id,
+                         eos_token_id=fast.eos_token_id)
+    model = LlamaForCausalLM(config).eval()
+    prompt = "def main(argv):\n    for i in"
+    auto = AutoTokenizer
+    for name, stop in (("no-stop", None), ("stop", 3)):
+        d = tmp_path / name
+        model.save_pretrained(str(d))
+        fast.save_pretrained(str(d))
+        ids = auto.from_pretrained(str(d))(prompt, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            free = model.generate(ids, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, ids.shape[1]:].tolist()
+        if stop is not None:
+            # The token generated at step `stop` becomes an end-of-turn token in generation_config.json.
+            GenerationConfig(bos_token_id=fast.bos_token_id, eos_token_id=[fast.eos_token_id, free[stop]]).save_pretrained(str(d))
+        with torch.no_grad():
+            gen = model.generate(ids, max_new_tokens=12, do_sample=False,
+                                 generation_config=GenerationConfig.from_pretrained(str(d)))[0, ids.shape[1]:].tolist()
+        out = specdec.json("generate", "--model", d, "--prompt", prompt, "--max-new-tokens", "12")
+        assert out["prompt_tokens"] == ids[0].tolist(), f"{name}: prompt ids {out['prompt_tokens']} vs {ids[0].tolist()}"
+        assert out["output_tokens"] == gen, f"{name}: specdec {out['output_tokens']} vs transformers {gen}"
+        assert out["stop_reason"] == ("eos" if stop is not None else "max_tokens"), out["stop_reason"]
+        assert out["output_text"] == auto.from_pretrained(str(d)).decode(gen), name

@@ -302,6 +302,23 @@ TEST(Checkpoint, LoadsFromWeightFilePathAndWithoutModelPrefix) {
   EXPECT_EQ(weights_fingerprint(load_llama_checkpoint(dir / "bare").weights), weights_fingerprint(w));
 }
 
+TEST(Checkpoint, GenerationConfigEosReplacesTheConfigs) {
+  ScratchDir dir("ckpt-generation-config");
+  const ModelConfig c = tiny_config();
+  save_llama_checkpoint(dir / "m", c, random_llama_weights(c, 2), Dtype::F32);
+  EXPECT_EQ(load_llama_checkpoint(dir / "m").config.eos_token_ids, c.eos_token_ids);  // no generation_config.json
+  testing::write_text(dir / "m" / "generation_config.json", "{\"eos_token_id\": [5, 7], \"do_sample\": false}");
+  EXPECT_EQ(load_llama_checkpoint(dir / "m").config.eos_token_ids, (std::vector<int>{5, 7}));
+  testing::write_text(dir / "m" / "generation_config.json", "{\"eos_token_id\": 9}");
+  EXPECT_EQ(load_llama_checkpoint(dir / "m").config.eos_token_ids, (std::vector<int>{9}));
+  testing::write_text(dir / "m" / "generation_config.json", "{\"bos_token_id\": 1}");
+  EXPECT_EQ(load_llama_checkpoint(dir / "m").config.eos_token_ids, c.eos_token_ids);
+  testing::write_text(dir / "m" / "generation_config.json", "{\"eos_token_id\": [5, 100000]}");
+  EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(dir / "m"); }), "generation_config.json: field 'eos_token_id' must be token ids in [0, ");
+  testing::write_text(dir / "m" / "generation_config.json", "{\"eos_token_id\": ");
+  EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(dir / "m"); }), "generation_config.json: not valid JSON");
+}
+
 TEST(Checkpoint, TiedModelIgnoresStoredLmHead) {
   ScratchDir dir("ckpt-tied");
   ModelConfig c = tiny_config();
