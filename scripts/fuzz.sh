@@ -27,7 +27,7 @@ elif [ -n "${1:-}" ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
 fi
-all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fuzz_vocabulary fuzz_trace)
+all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fuzz_vocabulary fuzz_trace fuzz_tokenizer)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 
