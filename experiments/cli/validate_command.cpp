@@ -1,5 +1,6 @@
 // specdec validate: run a method on a backend and compare it step by step with the reference
-// backend (--against) or with a recorded trace (--trace), under the tolerance policy of
+// backend (--against) or with a recorded trace (--trace), or check an outside engine's recorded
+// trace against the reference run live (--candidate), under the tolerance policy of
 // docs/validation.md. Exit code 0 = pass, 1 = divergence, 2 = the validation could not run
 // (bad options or inputs).
 #include <algorithm>
@@ -20,13 +21,15 @@ namespace {
 int validate(const std::vector<std::string>& args, CommandIO& io) {
   DecodeArgs a;
   a.max_new_tokens = 32;
-  std::string against = "reference", trace_path;
-  bool print_policy = false;
+  std::string against = "reference", trace_path, candidate_path;
+  bool print_policy = false, force_drafts = false;
   po::options_description desc("validate options");
   add_decode_options(desc, a);
   desc.add_options()
-      ("against", po::value(&against)->default_value(against), "backend to compare with (without --trace): reference | cpu | cuda")
+      ("against", po::value(&against)->default_value(against), "backend to compare with (without --trace): reference | cpu | cuda | plugin:PATH.so")
       ("trace", po::value(&trace_path), "compare with this recorded trace instead (specdec record); the method, prompt, sampling and length come from it, --drafter overrides the recorded drafter path")
+      ("candidate", po::value(&candidate_path), "check this trace of another engine instead: the reference (or --against) runs live under its recorded method, prompt, sampling and length and is the reference of the comparison")
+      ("force-drafts", po::bool_switch(&force_drafts), "with --candidate: use the candidate's recorded drafts and trees at every step, so that its target forwards and acceptance are checked exactly whatever drafted them (--drafter then optional)")
       ("policy", po::bool_switch(&print_policy), "print the tolerance policy (Markdown table) and exit");
   const validation::TolerancePolicy& policy = validation::TolerancePolicy::defaults();
   // --policy needs nothing else (not even the otherwise required --model).
@@ -35,21 +38,39 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   if (!parse_options(args, desc, io,
-                     "specdec validate --model DIR [--backend cpu] (--against reference | --trace TRACE.h5) [method and prompt options]")) {
+                     "specdec validate --model DIR [--backend cpu] (--against reference | --trace TRACE.h5) [method and prompt options]\n"
+                     "       specdec validate --model DIR [--drafter DIR] --candidate ENGINE.h5 [--force-drafts]")) {
     return 0;
   }
   check_backend(a.backend, "--backend");
-  if (trace_path.empty()) check_backend(against, "--against");
+  const bool candidate_mode = !candidate_path.empty();
+  if (candidate_mode && !trace_path.empty()) throw Error("give --trace (a trace of specdec) or --candidate (a trace of another engine), not both");
+  if (force_drafts && !candidate_mode) throw Error("--force-drafts needs --candidate");
+  if (candidate_mode && a.backend != "reference") {
+    throw Error("--candidate: the candidate is the trace; choose the live side with --against, not --backend");
+  }
+  if (!candidate_mode) {
+    if (trace_path.empty()) check_backend(against, "--against");
+  } else {
+    check_backend(against, "--against");
+    trace_path = candidate_path;
+  }
+  const std::string trace_option = candidate_mode ? "--candidate" : "--trace";
 
   std::optional<Trace> trace;
   SamplingParams sampling;
+  bool recorded_drafts = false;  // --force-drafts without a drafter: propose what the trace proposed
   if (!trace_path.empty()) {
-    if (!a.prompt.empty() || !a.prompt_ids.empty()) throw Error("--trace: the prompt comes from the trace; drop --prompt / --prompt-ids");
+    if (!a.prompt.empty() || !a.prompt_ids.empty()) throw Error(trace_option + ": the prompt comes from the trace; drop --prompt / --prompt-ids");
     trace = read_trace(trace_path);
     check_exactness_contract(*trace, trace_path);
     const std::string drafter_override = a.drafter;
     decode_args_from_trace_config(trace->meta.config_json, trace_path, a);
     if (!drafter_override.empty()) a.drafter = drafter_override;
+    if (force_drafts && drafter_override.empty() && trace->meta.method != "sequential") {
+      recorded_drafts = true;
+      a.drafter.clear();
+    }
     const auto sj = nlohmann::json::parse(trace->meta.sampling_json, nullptr, false);
     if (sj.is_discarded()) throw Error(trace_path + ": /meta/sampling_json is not JSON");
     try {
@@ -64,7 +85,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
     sampling = sampling_params(a);
   }
   apply_threads(a.threads);
-  check_method_args(a);
+  if (!recorded_drafts) check_method_args(a);
   const GenerationOptions options = generation_options(a);
 
   // The reference copy of every model, plus the backends compared.
@@ -72,7 +93,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   const std::vector<int32_t> prompt = trace ? trace->prompt : prompt_tokens(a, target);
   DecodeArgs reference_args = a;
   reference_args.backend = "reference";
-  const std::optional<LoadedDrafter> drafter = load_drafter(reference_args, target);
+  const std::optional<LoadedDrafter> drafter = recorded_drafts ? std::nullopt : load_drafter(reference_args, target);
   if (trace) {
     auto check = [&](const std::string& role, const std::string& path, const std::string& fingerprint) {
       const auto it = trace->meta.models.find(role);
@@ -83,7 +104,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
       }
     };
     check("target", a.model, target.fingerprint);
-    if (drafter) check("drafter", drafter->path, drafter->fingerprint);
+    if (drafter && !force_drafts) check("drafter", drafter->path, drafter->fingerprint);
   }
 
   struct Loaded {
@@ -104,7 +125,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
     if (drafter && drafter->head) b.head = owned.head ? owned.head.get() : drafter->head.get();
     return std::make_pair(b, std::move(owned));
   };
-  auto [candidate, candidate_models] = backend(a.backend);
+  auto [candidate, candidate_models] = backend(candidate_mode ? against : a.backend);
 
   validation::ValidationSetup setup;
   setup.method = a.method;
@@ -112,14 +133,18 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   setup.sampling = sampling;
   setup.options = options;
   const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
-  if (a.method != "sequential") {
+  if (recorded_drafts) {
+    setup.make_proposer = [&](const LanguageModel*, const EagleHead*) { return validation::make_trace_proposer(*trace, trace_path); };
+  } else if (a.method != "sequential") {
     setup.make_proposer = [&](const LanguageModel* draft_lm, const EagleHead* head) {
       return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm, head);
     };
   }
 
   validation::ValidationReport report;
-  if (trace) {
+  if (candidate_mode) {
+    report = validation::validate_candidate_trace(setup, candidate, *trace, "candidate " + trace_path, force_drafts, policy);
+  } else if (trace) {
     report = validation::validate_against_trace(setup, candidate, *trace, "trace " + trace_path, policy);
   } else {
     auto [reference, reference_models] = backend(against);

@@ -132,6 +132,10 @@ Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& for
 // The reference side: a live run (extras and forwards present) or a recorded trace.
 struct Reference {
   const Trace* trace = nullptr;
+  // The roles reversed: the trace is the candidate's (an outside engine's), the live side the
+  // reference. Margins and near-ties then come from the live side's rows, and the report names
+  // the sides as they are.
+  bool trace_is_candidate = false;
   const std::vector<StepExtras>* extras = nullptr;
   const std::vector<ForwardRecord>* target_forwards = nullptr;
   const std::vector<ForwardRecord>* draft_forwards = nullptr;
@@ -215,9 +219,13 @@ class StepComparer {
     base_ = Divergence{};
     base_.step = s;
     base_.position = static_cast<int32_t>(r.position);
-    base_.reference_emitted = r.emitted_tokens;
-    base_.candidate_emitted = c.emitted_tokens;
-    if (c.position != r.position) return fail("step field", "position " + std::to_string(c.position) + " vs the reference's " + std::to_string(r.position));
+    const bool swapped = ref_.trace_is_candidate;
+    base_.reference_emitted = swapped ? c.emitted_tokens : r.emitted_tokens;
+    base_.candidate_emitted = swapped ? r.emitted_tokens : c.emitted_tokens;
+    if (c.position != r.position) {
+      return fail("step field", "position " + std::to_string(swapped ? r.position : c.position) + " vs the reference's " +
+                                    std::to_string(swapped ? c.position : r.position));
+    }
 
     if (auto f = compare_draft_forwards(s)) return *f;
     if (c.draft_tokens != r.draft_tokens || c.draft_parents != r.draft_parents) return draft_divergence(s, c, r);
@@ -346,6 +354,19 @@ class StepComparer {
     t.candidate_token = n < c.draft_tokens.size() ? c.draft_tokens[n] : -1;
     t.reference = describe(r);
     t.candidate = describe(c);
+    if (ref_.trace_is_candidate) {
+      // A candidate trace records no drafter inputs, so a changed draft cannot be told from a
+      // drafter bug with self-consistent logits: it fails, unless the drafts are forced.
+      Divergence d = base_;
+      d.what = "draft";
+      d.position = t.position;
+      d.reference_token = t.candidate_token;
+      d.candidate_token = t.reference_token;
+      d.detail = "the drafts differ: reference " + t.candidate + ", candidate " + t.reference +
+                 "; a changed draft is not excused as a near-tie without the drafter's inputs (give --force-drafts when the "
+                 "candidate's drafter is not the reference's)";
+      return fail_with(d);
+    }
     if (forcing_.drafts.count(s)) {
       Divergence d = base_;
       d.what = "draft";
@@ -368,8 +389,10 @@ class StepComparer {
     else rq = trace_draft_probs(r);
     if (!rq) return std::nullopt;  // a trace with top-k draft rows: nothing exact to compare
     if (cq.empty() != rq->empty() || (!cq.empty() && cq.size() != rq->size())) {
-      return fail("draft distributions", "the candidate drafted with " + std::to_string(cq.size()) + " sampled distributions, the reference with " +
-                                             std::to_string(rq->size()));
+      const std::size_t candidate_q = ref_.trace_is_candidate ? rq->size() : cq.size();
+      const std::size_t reference_q = ref_.trace_is_candidate ? cq.size() : rq->size();
+      return fail("draft distributions", "the candidate drafted with " + std::to_string(candidate_q) + " sampled distributions, the reference with " +
+                                             std::to_string(reference_q));
     }
     (void)c;
     for (size_t k = 0; k < cq.size(); ++k) {
@@ -405,9 +428,13 @@ class StepComparer {
       if (k < step.emitted_tokens.size()) return step.emitted_tokens[k];
       return x ? x->token : -1;
     };
-    const int32_t ref_token = token(b, r);
-    const int32_t cand_token = token(a, c);
-    const double margin = b ? b->margin : kUnknown;
+    const bool swapped = ref_.trace_is_candidate;
+    // The reference's side: the trace (b), or with a candidate trace the live run (a).
+    const Decision* reference_decision = swapped ? a : b;
+    const Decision* candidate_decision = swapped ? b : a;
+    const int32_t ref_token = swapped ? token(a, c) : token(b, r);
+    const int32_t cand_token = swapped ? token(b, r) : token(a, c);
+    const double margin = reference_decision ? reference_decision->margin : kUnknown;
     const bool choice = any.kind == DecisionKind::choice;
     const double threshold = choice ? policy_.near_tie_logit_margin : policy_.near_tie_probability_margin;
     const double error = any.row >= 0 && static_cast<size_t>(any.row) < row_error.size() ? row_error[static_cast<size_t>(any.row)] : kUnknown;
@@ -420,8 +447,8 @@ class StepComparer {
       t.row = b->row;
       t.reference_token = ref_token;
       t.candidate_token = cand_token;
-      t.reference = b->describe();
-      t.candidate = a->describe();
+      t.reference = reference_decision->describe();
+      t.candidate = candidate_decision->describe();
       t.margin = margin;
       t.margin_units = choice ? "logit" : "probability";
       t.logit_error = error;
@@ -444,8 +471,8 @@ class StepComparer {
     else if (tolerance) why = "the logits are out of tolerance (" + tolerance->detail + ")";
     else if (std::isnan(margin)) why = "the reference's margin is unknown (the trace keeps top-k logits; record with --logits full)";
     else why = "the reference's margin " + g(margin) + " is not below the near-tie threshold " + g(threshold);
-    d.detail = "reference " + (b ? b->describe() : std::string("made no such decision")) + "; candidate " +
-               (a ? a->describe() : std::string("made no such decision")) + "; " + why;
+    d.detail = "reference " + (reference_decision ? reference_decision->describe() : std::string("made no such decision")) +
+               "; candidate " + (candidate_decision ? candidate_decision->describe() : std::string("made no such decision")) + "; " + why;
     return fail_with(d);
   }
 
@@ -518,7 +545,19 @@ class StepComparer {
     else if (c.bonus_token != r.bonus_token) field = "bonus_token", cv = std::to_string(c.bonus_token), rv = std::to_string(r.bonus_token);
     else if (c.random_counters != r.random_counters) field = "random_counters", cv = list(c.random_counters), rv = list(r.random_counters);
     if (field.empty()) return StepOutcome{};
-    return fail("step field", field + ": candidate " + cv + ", reference " + rv);
+    if (ref_.trace_is_candidate) std::swap(cv, rv);
+    Divergence d = base_;
+    d.what = "step field";
+    d.detail = field + ": candidate " + cv + ", reference " + rv;
+    if (field == "emitted_tokens") {
+      // The position of the first emitted token that differs.
+      std::size_t k = 0;
+      while (k < c.emitted_tokens.size() && k < r.emitted_tokens.size() && c.emitted_tokens[k] == r.emitted_tokens[k]) ++k;
+      d.position = static_cast<int32_t>(r.position + static_cast<int64_t>(k));
+      d.reference_token = k < (ref_.trace_is_candidate ? c : r).emitted_tokens.size() ? (ref_.trace_is_candidate ? c : r).emitted_tokens[k] : -1;
+      d.candidate_token = k < (ref_.trace_is_candidate ? r : c).emitted_tokens.size() ? (ref_.trace_is_candidate ? r : c).emitted_tokens[k] : -1;
+    }
+    return fail_with(d);
   }
 
   const ValidationSetup& setup_;
@@ -546,12 +585,29 @@ Matrix forced_logits(const StepRecord& r, const StepRecord& c) {
   return m;
 }
 
+// Every recorded proposal of a trace, as forcings of the live side's drafts.
+void force_recorded_drafts(const Trace& trace, const std::string& name, Forcing& forcing) {
+  for (std::size_t s = 0; s < trace.steps.size(); ++s) {
+    const StepRecord& r = trace.steps[s];
+    if (r.draft_tokens.empty()) continue;
+    const auto q = trace_draft_probs(r);
+    if (!q) {
+      throw Error(name + ": step " + std::to_string(s) + " keeps its draft distributions as top-k rows; forcing its drafts needs them in full");
+    }
+    Proposal p;
+    p.tree = DraftTree{r.draft_tokens, r.draft_parents};
+    p.draft_probs = *q;
+    forcing.drafts[static_cast<int>(s)] = std::move(p);
+  }
+}
+
 ValidationReport run_validation(const ValidationSetup& setup, const Backend& candidate, const Reference& ref, ValidationReport report,
-                                const TolerancePolicy& policy) {
+                                const TolerancePolicy& policy, bool force_drafts = false) {
   report.policy = policy;
   report.method = setup.method;
   report.reference_steps = static_cast<int>(ref.trace->steps.size());
   Forcing forcing;
+  if (force_drafts) force_recorded_drafts(*ref.trace, ref.trace_is_candidate ? report.candidate : report.reference, forcing);
   Stats stats;
   for (;;) {
     const Side cand = run_side(setup, candidate, forcing);
@@ -615,7 +671,9 @@ ValidationReport run_validation(const ValidationSetup& setup, const Backend& can
       Divergence d;
       d.step = n;
       d.what = "steps";
-      d.detail = "the candidate ran " + std::to_string(ct.steps.size()) + " steps, the reference " + std::to_string(ref.trace->steps.size());
+      const std::size_t live = ct.steps.size(), recorded = ref.trace->steps.size();
+      d.detail = "the candidate ran " + std::to_string(ref.trace_is_candidate ? recorded : live) + " steps, the reference " +
+                 std::to_string(ref.trace_is_candidate ? live : recorded);
       report.failure = d;
     } else if (ct.output != ref.trace->output || ct.stop_reason != ref.trace->stop_reason) {
       Divergence d;
@@ -632,7 +690,51 @@ ValidationReport run_validation(const ValidationSetup& setup, const Backend& can
   return report;
 }
 
+// Proposes, step by step, what a recorded trace proposed (--force-drafts without a drafter of the
+// candidate's kind): its trees and, for sampled drafts, its q rows.
+class TraceProposer final : public Proposer {
+ public:
+  TraceProposer(const Trace& trace, std::string name) : trace_(trace), name_(std::move(name)) {
+    Forcing f;
+    force_recorded_drafts(trace_, name_, f);
+    proposals_ = std::move(f.drafts);
+    for (const auto& [s, p] : proposals_) max_nodes_ = std::max(max_nodes_, p.tree.size());
+  }
+  std::string name() const override { return "recorded drafts of " + name_; }
+  int max_nodes() const override { return std::max(1, max_nodes_); }
+  Proposal propose(const DraftContext&) override {
+    const auto it = proposals_.find(++step_);
+    if (it == proposals_.end()) throw Error(name_ + " records no draft for step " + std::to_string(step_));
+    return it->second;
+  }
+
+ private:
+  const Trace& trace_;
+  std::string name_;
+  std::map<int, Proposal> proposals_;
+  int max_nodes_ = 0;
+  int step_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<Proposer> make_trace_proposer(const Trace& trace, const std::string& name) {
+  return std::make_unique<TraceProposer>(trace, name);
+}
+
+ValidationReport validate_candidate_trace(const ValidationSetup& setup, const Backend& reference, const Trace& candidate,
+                                          const std::string& candidate_name, bool force_drafts, const TolerancePolicy& policy) {
+  if (setup.prompt != candidate.prompt) throw Error("validation: the run's prompt is not the candidate trace's (" + candidate_name + ")");
+  if (candidate.steps.empty()) throw Error(candidate_name + " records no steps; there is nothing to validate");
+  check_exactness_contract(candidate, candidate_name);
+  ValidationReport report;
+  report.candidate = candidate_name;
+  report.reference = reference.name;
+  Reference ref;
+  ref.trace = &candidate;
+  ref.trace_is_candidate = true;
+  return run_validation(setup, reference, ref, std::move(report), policy, force_drafts);
+}
 
 ValidationReport validate_backends(const ValidationSetup& setup, const Backend& candidate, const Backend& reference,
                                    const TolerancePolicy& policy) {

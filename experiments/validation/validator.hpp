@@ -55,4 +55,19 @@ ValidationReport validate_against_trace(const ValidationSetup& setup, const Back
                                         const std::string& reference_name,
                                         const TolerancePolicy& policy = TolerancePolicy::defaults());
 
+// The other way round, for outside engines: `candidate` is an engine's recorded trace, and the
+// method runs live on `reference` under the trace's configuration (`setup` must hold its
+// prompt, sampling and options). Margins and near-ties come from the reference's own rows; on a
+// near-tie the reference is given the candidate's rows at that step so that the two stay
+// aligned. A draft that differs fails (the trace records no drafter inputs to excuse it); with
+// `force_drafts` every step's draft (tree and q) is the candidate's, so that its target forward
+// and acceptance are checked exactly whatever drafted them.
+ValidationReport validate_candidate_trace(const ValidationSetup& setup, const Backend& reference, const Trace& candidate,
+                                          const std::string& candidate_name, bool force_drafts,
+                                          const TolerancePolicy& policy = TolerancePolicy::defaults());
+
+// A proposer that proposes, step by step, what `trace` recorded (for forcing the drafts of a
+// candidate whose drafter specdec does not have). Throws if a sampled draft's q rows are top-k.
+std::unique_ptr<Proposer> make_trace_proposer(const Trace& trace, const std::string& name);
+
 }  // namespace specdec::validation
