@@ -64,8 +64,8 @@ BpeModel::BpeModel(const json& j, const JsonPlace& place) {
       place.at("dropout").fail("is " + d->dump() + ": BPE dropout makes encoding random; specdec needs it null or 0");
     }
   }
-  if (const json* p = optional_member(j, "continuing_subword_prefix")) prefix_ = string_member(j, "continuing_subword_prefix", place), (void)p;
-  if (const json* s = optional_member(j, "end_of_word_suffix")) suffix_ = string_member(j, "end_of_word_suffix", place), (void)s;
+  if (optional_member(j, "continuing_subword_prefix")) prefix_ = string_member(j, "continuing_subword_prefix", place);
+  if (optional_member(j, "end_of_word_suffix")) suffix_ = string_member(j, "end_of_word_suffix", place);
   fuse_unk_ = bool_member(j, "fuse_unk", false, place);
   byte_fallback_ = bool_member(j, "byte_fallback", false, place);
   ignore_merges_ = bool_member(j, "ignore_merges", false, place);

@@ -125,8 +125,9 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir)
   t->decoder_ = TokenDecoder::parse(member("decoder"), top.at("decoder"));
   parse_post_processor(member("post_processor"), top.at("post_processor"), t->template_);
   t->byte_level_ = has_component(member("decoder"), "ByteLevel") || has_component(member("pre_tokenizer"), "ByteLevel");
-  for (const int32_t id : t->template_.before) {
-    if (!t->token_string(id)) top.at("post_processor").fail("adds the id " + std::to_string(id) + ", which is not a token");
+  for (const auto* ids : {&t->template_.before, &t->template_.after}) {
+    for (const int32_t id : *ids)
+      if (!t->token_string(id)) top.at("post_processor").fail("adds the id " + std::to_string(id) + ", which is not a token");
   }
 
   // tokenizer_config.json: the named BOS/EOS, and whether BOS/EOS go around a prompt (when it

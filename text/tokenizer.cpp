@@ -24,19 +24,24 @@ bool unsettled(const std::string& text) {
 
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
-  const std::string text = tokenizer_.decode(ids_, skip_special_);
+  const std::vector<int32_t> context(ids_.begin() + static_cast<std::ptrdiff_t>(prefix_), ids_.begin() + static_cast<std::ptrdiff_t>(read_));
+  const std::vector<int32_t> window(ids_.begin() + static_cast<std::ptrdiff_t>(prefix_), ids_.end());
+  const std::string before = tokenizer_.decode(context, skip_special_);
+  const std::string text = tokenizer_.decode(window, skip_special_);
   // Held back: an unfinished character, or a decoder that rewrote what was already shown.
-  if (unsettled(text) || text.compare(0, emitted_.size(), emitted_) != 0) return "";
-  std::string fresh = text.substr(emitted_.size());
-  emitted_ = text;
-  return fresh;
+  if (text.size() <= before.size() || unsettled(text) || text.compare(0, before.size(), before) != 0) return "";
+  prefix_ = read_;
+  read_ = ids_.size();
+  return text.substr(before.size());
 }
 
 std::string TextStream::finish() {
-  const std::string text = tokenizer_.decode(ids_, skip_special_);
-  std::string rest = text.compare(0, emitted_.size(), emitted_) == 0 ? text.substr(emitted_.size()) : std::string();
-  emitted_ = text;
-  return rest;
+  const std::vector<int32_t> context(ids_.begin() + static_cast<std::ptrdiff_t>(prefix_), ids_.begin() + static_cast<std::ptrdiff_t>(read_));
+  const std::vector<int32_t> window(ids_.begin() + static_cast<std::ptrdiff_t>(prefix_), ids_.end());
+  const std::string before = tokenizer_.decode(context, skip_special_);
+  const std::string text = tokenizer_.decode(window, skip_special_);
+  prefix_ = read_ = ids_.size();
+  return text.size() > before.size() && text.compare(0, before.size(), before) == 0 ? text.substr(before.size()) : std::string();
 }
 
 }  // namespace specdec::text

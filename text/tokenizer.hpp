@@ -43,6 +43,9 @@ std::string id_text(int32_t id);
 
 // Text decoded as tokens arrive, never cut inside a UTF-8 character: push() returns the text that
 // became final with each token (nothing while a character is still incomplete), finish() the rest.
+// Each push decodes a short window (the tokens since the text last settled, after the chunk
+// before them as context), so that decoders that treat the first token specially (Metaspace,
+// Strip) give what decoding everything at once gives, in time linear in the length.
 class TextStream {
  public:
   explicit TextStream(const Tokenizer& tokenizer, bool skip_special_tokens = false)
@@ -54,7 +57,8 @@ class TextStream {
   const Tokenizer& tokenizer_;
   bool skip_special_;
   std::vector<int32_t> ids_;
-  std::string emitted_;
+  std::size_t prefix_ = 0;  // the context window starts here ...
+  std::size_t read_ = 0;    // ... and its text up to here was already returned
 };
 
 }  // namespace specdec::text

@@ -38,7 +38,7 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 
 int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
   std::string model, text, file, decode;
-  bool no_special = false, skip_special = false, json = false;
+  bool no_special = false, skip_special = false, json = false, stream = false;
   po::options_description desc("tokenize options");
   desc.add_options()
       ("model", po::value(&model)->required(), "checkpoint or tokenizer directory (tokenizer.json, tokenizer.model or vocab.json)")
@@ -47,6 +47,7 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
       ("decode", po::value(&decode), "decode these comma-separated token ids instead")
       ("no-special", po::bool_switch(&no_special), "encode without what the tokenizer adds around a prompt (BOS, ...)")
       ("skip-special", po::bool_switch(&skip_special), "decode without special tokens")
+      ("stream", po::bool_switch(&stream), "decode as a stream, token by token, as generate --stream prints (--json: the chunks)")
       ("json", po::bool_switch(&json), "print one JSON object");
   if (!parse_options(args, desc, io, "specdec tokenize --model DIR (--text TEXT | --file F | --decode IDS) [options]")) return 0;
   if ((!text.empty()) + (!file.empty()) + (!decode.empty()) != 1) throw Error("give exactly one of --text, --file or --decode");
@@ -64,9 +65,20 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
 
   if (!decode.empty()) {
     const std::vector<int32_t> ids = parse_ids(decode);
-    const std::string out = tokenizer->decode(ids, skip_special);
+    std::vector<std::string> chunks;
+    std::string out;
+    if (stream) {
+      text::TextStream s(*tokenizer, skip_special);
+      for (int32_t id : ids) chunks.push_back(s.push(id));
+      chunks.push_back(s.finish());
+      for (const std::string& c : chunks) out += c;
+    } else {
+      out = tokenizer->decode(ids, skip_special);
+    }
     if (json) {
-      io.out << nlohmann::json{{"tokenizer", tokenizer->description()}, {"ids", ids}, {"text", out}}.dump() << "\n";
+      nlohmann::json j{{"tokenizer", tokenizer->description()}, {"ids", ids}, {"text", out}};
+      if (stream) j["chunks"] = chunks;  // one per token, then what finish() gave
+      io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       io.out << out << "\n";
     }

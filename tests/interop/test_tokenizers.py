@@ -219,6 +219,22 @@ def test_decode_matches_tokenizers(name, built, specdec):
             assert got == want, f"{name}, corpus text {i}, skip_special_tokens={skip}:\n  specdec    {got!r}\n  tokenizers {want!r}"
 
 
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_streamed_decoding_equals_decoding(name, built, specdec):
+    """Decoding token by token (as generate --stream prints) gives the library's decode of the
+    whole, and no chunk ends inside a character (a chunk cut mid-character would hold U+FFFD)."""
+    directory, tok = built[name]
+    for i, text in enumerate(CORPUS):
+        ids = tok.encode(text).ids
+        if not ids:
+            continue
+        out = specdec.json("tokenize", "--model", directory, "--decode", ",".join(map(str, ids)), "--stream")
+        want = tok.decode(ids, skip_special_tokens=False)
+        assert "".join(out["chunks"]) == want, f"{name}, corpus text {i}: streamed {out['chunks'][:12]}"
+        if "\ufffd" not in want:
+            assert not any("\ufffd" in c for c in out["chunks"]), f"{name}, corpus text {i}: a chunk was cut inside a character"
+
+
 @pytest.mark.parametrize("name", ["llama3-bytelevel-bpe", "qwen2-nfc-bytelevel-bpe", "gpt2-bytelevel-bpe"])
 def test_byte_level_round_trip(name, built, specdec, tmp_path):
     """Byte-level BPE is lossless: decoding the ids gives the text back exactly (Qwen2 up to NFC)."""
