@@ -19,8 +19,8 @@ inline constexpr const char* kTraceFormat = "specdec-trace";
 // major.minor: readers refuse a newer major and accept a newer minor (ignoring what they do not
 // know). Adding an optional dataset or attribute bumps the minor; anything else bumps the major.
 inline constexpr int kTraceSchemaMajor = 1;
-inline constexpr int kTraceSchemaMinor = 1;
-std::string trace_schema_version();  // "1.1"
+inline constexpr int kTraceSchemaMinor = 2;
+std::string trace_schema_version();  // "1.2"
 
 // One model taking part in the run, by role ("target", "drafter").
 struct ModelInfo {
@@ -76,6 +76,44 @@ struct StepRecord {
   std::vector<double> accept_uniforms;     // uniforms drawn for acceptance tests, in draw order
   int32_t bonus_token = -1;                // token sampled from the target after the accepted path, -1 = none
   std::vector<std::array<uint32_t, 4>> random_counters;  // Philox4x32 counter blocks used, in order
+
+  // Optional diagnostics (schema 1.2), for naming the first layer where an engine departs from
+  // the reference. Empty in every step, or set in every step; see Trace::target_layers.
+  // Target hidden states inside this step's target forward, for the rows `layer_row_nodes`
+  // names (-1 = the root input, i.e. the last context token; j = draft node j):
+  // (R, L, U, H) row-major, R = layer_row_nodes.size(), U = Trace::target_layers.substeps.size().
+  std::vector<int32_t> layer_row_nodes;
+  std::vector<float> layer_hidden;
+  // What the drafter was fed and produced in this step, one entry per input row in call order
+  // (several rows per call for a tree level or a P-EAGLE forward).
+  std::vector<int32_t> drafter_tokens;     // (N) token ids fed to the drafter
+  std::vector<int64_t> drafter_positions;  // (N) their absolute positions
+  std::vector<int32_t> drafter_calls;      // (N) which drafter forward of the step (0, 1, ...) the row was in
+  std::vector<float> drafter_features;     // (N, Trace::drafter_io.feature_size) feature rows fed in, or empty
+  std::vector<float> drafter_hidden;       // (N, Trace::drafter_io.hidden_size) the drafter's last hidden state, or empty
+  std::vector<float> drafter_logits;       // (N, Trace::drafter_io.vocab_size) the drafter's raw logits, or empty
+};
+
+// The shape of the optional per-layer target tensors (schema 1.2). num_layers == 0: none recorded.
+struct TargetLayersLayout {
+  int64_t num_layers = 0;               // L: decoder layers, in order
+  int64_t hidden_size = 0;              // H
+  std::vector<std::string> substeps;    // U names in forward order, from layer_substep_names()
+};
+// Sub-steps a decoder layer may record, in forward order: the input RMSNorm's output, the
+// residual stream after the attention block (residual added), the post-attention RMSNorm's
+// output, the residual stream after the MLP block (= the layer's output).
+inline const std::vector<std::string>& layer_substep_names() {
+  static const std::vector<std::string> names = {"input_norm", "attention", "post_attention_norm", "mlp"};
+  return names;
+}
+
+// The widths of the optional drafter input/output rows (schema 1.2). A width of 0: not recorded.
+struct DrafterIOLayout {
+  bool present = false;       // the drafter_* step fields are recorded
+  int64_t feature_size = 0;   // F of drafter_features (EAGLE-1: H; EAGLE-3 / P-EAGLE: the fused 3H input)
+  int64_t hidden_size = 0;    // width of drafter_hidden
+  int64_t vocab_size = 0;     // width of drafter_logits (the drafter's output vocabulary)
 };
 
 // Wall-clock measurements, never part of semantic comparisons.
@@ -92,7 +130,14 @@ struct Trace {
   std::vector<int32_t> output;  // the generated tokens = the concatenation of all emitted_tokens
   std::string stop_reason;      // max_tokens | eos
   TraceTiming timing;
+  TargetLayersLayout target_layers;  // optional per-layer target tensors (StepRecord::layer_*)
+  DrafterIOLayout drafter_io;        // optional drafter inputs / outputs (StepRecord::drafter_*)
 };
+
+// The invariants of the optional 1.2 fields (per-layer target tensors, drafter inputs/outputs):
+// sizes agree with the layouts, every step or none records them. Called by validate_trace's
+// callers write_trace and read_trace; throws specdec::Error "invalid trace: <field>: <what>".
+void validate_trace_diagnostics(const Trace& trace);
 
 // Throws specdec::Error "invalid trace: <field>: <what>" for a trace that breaks the schema's
 // invariants (listed in SCHEMA.md).

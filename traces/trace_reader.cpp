@@ -7,6 +7,7 @@
 #include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
+#include "traces/trace_diagnostics.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
@@ -211,6 +212,7 @@ void read_steps(const h5::File& f, Trace& t) {
   }
   if (g.has(L::kTargetLogits)) read_logits(g, L::kTargetLogits, steps, false);
   if (g.has(L::kDraftLogits)) read_logits(g, L::kDraftLogits, steps, true);
+  read_trace_diagnostics(g, t);  // optional per-layer and drafter tensors (1.2)
 }
 
 }  // namespace
@@ -292,6 +294,7 @@ Trace read_trace_here(const std::filesystem::path& path) {
 
   try {
     validate_trace(t);
+    validate_trace_diagnostics(t);
   } catch (const Error& e) {
     throw Error(name + ": " + e.what());
   }

@@ -9,6 +9,7 @@
 #include "traces/hdf5.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "traces/trace.hpp"
+#include "traces/trace_diagnostics.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
@@ -152,6 +153,7 @@ void write_steps(h5::File& f, const Trace& t) {
 
   write_logits(steps, L::kTargetLogits, all, false);
   write_logits(steps, L::kDraftLogits, all, true);
+  write_trace_diagnostics(steps, t);  // optional per-layer and drafter tensors (1.2)
 }
 
 void write_all(h5::File& f, const Trace& t) {
@@ -192,6 +194,7 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
   const std::string name = path.string();
   try {
     validate_trace(trace);
+    validate_trace_diagnostics(trace);
   } catch (const Error& e) {
     throw Error(name + ": cannot write trace: " + e.what());
   }

@@ -23,6 +23,7 @@ const std::vector<Command>& commands() {
       {"validate", "compare a backend step by step with the reference or a recorded trace (exit 0 pass, 1 fail)", run_validate},
       {"bench", "measure bandwidth, decode speed, verify cost and every method's speedup on this machine", run_bench},
       {"sweep", "run a grid of decoding configurations over prompt sets, resumable and shardable (sweep merge joins shards)", run_sweep},
+      {"trace", "check a trace file against the schema (trace check) or compare two traces step by step (trace diff)", run_trace},
   };
   return list;
 }

@@ -41,5 +41,6 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io);
 int run_validate(const std::vector<std::string>& args, CommandIO& io);
 int run_bench(const std::vector<std::string>& args, CommandIO& io);
 int run_sweep(const std::vector<std::string>& args, CommandIO& io);
+int run_trace(const std::vector<std::string>& args, CommandIO& io);
 
 }  // namespace specdec::cli

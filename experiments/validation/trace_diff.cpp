@@ -1,0 +1,242 @@
+#include "experiments/validation/trace_diff.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "experiments/validation/row_comparison.hpp"
+
+namespace specdec::validation {
+namespace {
+
+template <class T> std::string list(const std::vector<T>& v) {
+  std::ostringstream o;
+  o << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) o << (i ? "," : "") << +v[i];
+  o << "]";
+  return o.str();
+}
+
+std::vector<double> softmax(const std::vector<float>& logq) {
+  double m = -INFINITY;
+  for (float x : logq) m = std::max(m, static_cast<double>(x));
+  std::vector<double> p(logq.size());
+  double z = 0;
+  for (std::size_t i = 0; i < logq.size(); ++i) z += p[i] = std::isfinite(m) ? std::exp(static_cast<double>(logq[i]) - m) : 0.0;
+  for (double& x : p) x = z > 0 ? x / z : 0.0;
+  return p;
+}
+
+class Differ {
+ public:
+  Differ(const Trace& a, const Trace& b, const TolerancePolicy& p) : a_(a), b_(b), policy_(p) {
+    r_.steps_a = static_cast<int>(a.steps.size());
+    r_.steps_b = static_cast<int>(b.steps.size());
+    q_logits_ = {"target logits, full rows", "NMSE per row", p.logits_nmse};
+    q_topk_ = {"target logits, top-k rows", "NMSE over the reference's top-k entries", p.logits_nmse};
+    q_lse_ = {"logsumexp, top-k rows", "absolute difference", p.logsumexp_abs};
+    q_draft_ = {"sampled draft distributions q", "max absolute difference", p.draft_probability_abs};
+  }
+
+  TraceDiffReport run() {
+    const std::size_t n = std::min(a_.steps.size(), b_.steps.size());
+    for (std::size_t s = 0; s < n && !r_.first_divergence; ++s) {
+      if (step(static_cast<int>(s))) {
+        ++r_.steps_compared;
+        r_.tokens_equal += static_cast<int>(a_.steps[s].emitted_tokens.size());
+      }
+    }
+    if (!r_.first_divergence && a_.steps.size() != b_.steps.size()) {
+      Divergence d;
+      d.step = static_cast<int>(n);
+      d.what = "steps";
+      d.detail = "A has " + std::to_string(a_.steps.size()) + " steps, B " + std::to_string(b_.steps.size());
+      r_.first_divergence = d;
+    }
+    if (!r_.first_divergence && a_.prompt != b_.prompt) fail(-1, "step field", "prompts differ: " + list(a_.prompt) + " vs " + list(b_.prompt));
+    if (!r_.first_divergence && a_.output != b_.output) fail(-1, "step field", "outputs differ");
+    if (!r_.first_divergence && a_.stop_reason != b_.stop_reason) fail(-1, "step field", "stop reasons differ: " + a_.stop_reason + " vs " + b_.stop_reason);
+    for (QuantitySummary* q : {&q_logits_, &q_topk_, &q_lse_, &q_draft_}) {
+      if (q->compared > 0) r_.quantities.push_back(*q);
+    }
+    r_.same = !r_.first_divergence;
+    return r_;
+  }
+
+ private:
+  void fail(int s, const std::string& what, const std::string& detail, double value = kUnknown, double bound = kUnknown, int row = -1) {
+    if (r_.first_divergence) return;
+    Divergence d;
+    d.step = s;
+    d.what = what;
+    d.detail = detail;
+    d.value = value;
+    d.bound = bound;
+    d.row = row;
+    if (s >= 0) {
+      d.position = static_cast<int32_t>(a_.steps[static_cast<std::size_t>(s)].position);
+      d.reference_emitted = a_.steps[static_cast<std::size_t>(s)].emitted_tokens;
+      d.candidate_emitted = b_.steps[static_cast<std::size_t>(s)].emitted_tokens;
+      const auto& ea = d.reference_emitted;
+      const auto& eb = d.candidate_emitted;
+      for (std::size_t i = 0; i < std::max(ea.size(), eb.size()); ++i) {
+        const int32_t x = i < ea.size() ? ea[i] : -1, y = i < eb.size() ? eb[i] : -1;
+        if (x != y) {
+          d.reference_token = x;
+          d.candidate_token = y;
+          break;
+        }
+      }
+    }
+    r_.first_divergence = d;
+  }
+
+  void measure(QuantitySummary& q, double v, int s, int row) {
+    ++q.compared;
+    if (!(v <= q.worst) && !std::isnan(q.worst)) {  // a NaN is the worst and stays so
+      q.worst = v;
+      q.worst_at = "step " + std::to_string(s) + " row " + std::to_string(row);
+    }
+    if (!(v <= q.bound)) q.pass = false;
+  }
+
+  template <class T>
+  bool exact(int s, const char* field, const std::vector<T>& x, const std::vector<T>& y, const char* what = "step field") {
+    if (x == y) return true;
+    fail(s, what, std::string(field) + " differ: " + list(x) + " vs " + list(y));
+    return false;
+  }
+
+  // Rows of one logits group (A reference, B candidate).
+  bool logits(int s, const std::vector<LogitRecord>& ra, const std::vector<LogitRecord>& rb, bool draft) {
+    if (ra.empty() || rb.empty()) return true;  // one trace did not record them: nothing to compare
+    if (ra.size() != rb.size()) {
+      fail(s, draft ? "draft distributions" : "target logits", std::to_string(ra.size()) + " rows vs " + std::to_string(rb.size()));
+      return false;
+    }
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+      const LogitRecord& x = ra[i];
+      const LogitRecord& y = rb[i];
+      const int row = static_cast<int>(i);
+      if (draft) {
+        if (x.is_full() && y.is_full() && x.full.size() == y.full.size()) {
+          const auto p = softmax(x.full), q = softmax(y.full);
+          double worst = 0;
+          for (std::size_t j = 0; j < p.size(); ++j) worst = std::max(worst, std::abs(p[j] - q[j]));
+          measure(q_draft_, worst, s, row);
+          if (worst > policy_.draft_probability_abs) {
+            fail(s, "draft distributions", "draft row " + std::to_string(row) + ": max |dq| " + std::to_string(worst), worst, policy_.draft_probability_abs, row);
+            return false;
+          }
+        } else if (!x.is_full() && !y.is_full() && x.summary.topk_ids != y.summary.topk_ids) {
+          fail(s, "draft distributions", "draft row " + std::to_string(row) + ": top-k ids differ", kUnknown, kUnknown, row);
+          return false;
+        }
+        continue;
+      }
+      if (x.is_full() && y.is_full()) {
+        if (x.full.size() != y.full.size()) {
+          fail(s, "target logits", "row " + std::to_string(row) + ": " + std::to_string(x.full.size()) + " vs " + std::to_string(y.full.size()) + " logits", kUnknown, kUnknown, row);
+          return false;
+        }
+        const RowDifference d = compare_rows(y.full.data(), x.full.data(), static_cast<int>(x.full.size()));
+        measure(q_logits_, d.nmse, s, row);
+        if (!(d.nmse <= policy_.logits_nmse)) {
+          fail(s, "target logits", "row " + std::to_string(row) + ": NMSE " + std::to_string(d.nmse) + " above the bound", d.nmse, policy_.logits_nmse, row);
+          return false;
+        }
+        continue;
+      }
+      // At least one summary: compare against the reference's top-k.
+      LogitSummary ref = x.is_full() ? summarize_logits(x.full.data(), static_cast<int>(x.full.size()), static_cast<int>(y.summary.topk_ids.size())) : x.summary;
+      if (y.is_full()) {
+        const SummaryDifference d = compare_to_summary(y.full.data(), static_cast<int>(y.full.size()), ref);
+        measure(q_topk_, d.topk.nmse, s, row);
+        measure(q_lse_, d.logsumexp_abs, s, row);
+        if (!(d.topk.nmse <= policy_.logits_nmse) || !(d.logsumexp_abs <= policy_.logsumexp_abs)) {
+          fail(s, "target logits", "row " + std::to_string(row) + ": top-k NMSE " + std::to_string(d.topk.nmse) + ", |dlogsumexp| " + std::to_string(d.logsumexp_abs), d.topk.nmse, policy_.logits_nmse, row);
+          return false;
+        }
+        continue;
+      }
+      const LogitSummary& cand = y.summary;
+      if (cand.topk_ids != ref.topk_ids) {
+        fail(s, "target logits", "row " + std::to_string(row) + ": top-k ids differ: " + list(ref.topk_ids) + " vs " + list(cand.topk_ids), kUnknown, kUnknown, row);
+        return false;
+      }
+      const RowDifference d = compare_rows(cand.topk_values.data(), ref.topk_values.data(), static_cast<int>(ref.topk_values.size()));
+      const double lse = std::abs(cand.logsumexp - ref.logsumexp);
+      measure(q_topk_, d.nmse, s, row);
+      measure(q_lse_, lse, s, row);
+      if (!(d.nmse <= policy_.logits_nmse) || !(lse <= policy_.logsumexp_abs)) {
+        fail(s, "target logits", "row " + std::to_string(row) + ": top-k NMSE " + std::to_string(d.nmse) + ", |dlogsumexp| " + std::to_string(lse), d.nmse, policy_.logits_nmse, row);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool step(int s) {
+    const StepRecord& x = a_.steps[static_cast<std::size_t>(s)];
+    const StepRecord& y = b_.steps[static_cast<std::size_t>(s)];
+    // The order of specdec validate: drafts, target logits, token decisions, other fields.
+    if (!exact(s, "draft tokens", x.draft_tokens, y.draft_tokens, "draft")) return false;
+    if (!exact(s, "draft parents", x.draft_parents, y.draft_parents, "draft")) return false;
+    if (!logits(s, x.draft_logits, y.draft_logits, true)) return false;
+    if (!logits(s, x.target_logits, y.target_logits, false)) return false;
+    if (!exact(s, "accept decisions", x.accept_decisions, y.accept_decisions, "token")) return false;
+    if (!exact(s, "accepted path", x.accepted_path, y.accepted_path, "token")) return false;
+    if (!exact(s, "emitted tokens", x.emitted_tokens, y.emitted_tokens, "token")) return false;
+    if (x.bonus_token != y.bonus_token) {
+      fail(s, "token", "bonus token differs: " + std::to_string(x.bonus_token) + " vs " + std::to_string(y.bonus_token));
+      return false;
+    }
+    if (x.position != y.position) {
+      fail(s, "step field", "positions differ: " + std::to_string(x.position) + " vs " + std::to_string(y.position));
+      return false;
+    }
+    if (!exact(s, "accept nodes", x.accept_nodes, y.accept_nodes)) return false;
+    if (x.accept_uniforms.size() != y.accept_uniforms.size() ||
+        (!x.accept_uniforms.empty() && std::memcmp(x.accept_uniforms.data(), y.accept_uniforms.data(), x.accept_uniforms.size() * sizeof(double)) != 0)) {
+      fail(s, "step field", "acceptance uniforms differ (bitwise)");
+      return false;
+    }
+    if (x.random_counters != y.random_counters) {
+      fail(s, "step field", "Philox counters differ");
+      return false;
+    }
+    return true;
+  }
+
+  const Trace& a_;
+  const Trace& b_;
+  const TolerancePolicy& policy_;
+  TraceDiffReport r_;
+  QuantitySummary q_logits_, q_topk_, q_lse_, q_draft_;
+};
+
+}  // namespace
+
+TraceDiffReport diff_traces(const Trace& a, const Trace& b, const TolerancePolicy& policy) { return Differ(a, b, policy).run(); }
+
+nlohmann::json to_json(const TraceDiffReport& r) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {{"result", r.same ? "same" : "divergent"}, {"steps_a", r.steps_a}, {"steps_b", r.steps_b},
+                      {"steps_compared", r.steps_compared}, {"tokens_equal", r.tokens_equal}};
+  j["quantities"] = nlohmann::json::array();
+  for (const QuantitySummary& q : r.quantities) {
+    j["quantities"].push_back({{"quantity", q.quantity}, {"rule", q.rule}, {"bound", q.bound}, {"worst", num(q.worst)},
+                               {"worst_at", q.worst_at}, {"compared", q.compared}, {"pass", q.pass}});
+  }
+  if (r.first_divergence) {
+    const Divergence& d = *r.first_divergence;
+    j["first_divergence"] = {{"step", d.step}, {"position", d.position}, {"what", d.what}, {"detail", d.detail}, {"row", d.row},
+                             {"a_token", d.reference_token}, {"b_token", d.candidate_token}, {"value", num(d.value)},
+                             {"bound", num(d.bound)}, {"a_emitted", d.reference_emitted}, {"b_emitted", d.candidate_emitted}};
+  } else {
+    j["first_divergence"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace specdec::validation

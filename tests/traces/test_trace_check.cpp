@@ -1,0 +1,390 @@
+// specdec trace check / trace diff: the golden traces pass; each kind of malformed trace gives a
+// specific problem and the right exit code; every problem of a file is listed, not just the
+// first; diff finds the step where a tampered copy departs. Also round-trips the optional
+// per-layer and drafter tensors of schema 1.2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "reference/core/error.hpp"
+#include "tests/cli/cli_runner.hpp"
+#include "tests/traces/trace_fixtures.hpp"
+#include "traces/hdf5.hpp"
+#include "traces/trace.hpp"
+#include "traces/trace_check.hpp"
+
+namespace specdec {
+namespace {
+
+namespace fs = std::filesystem;
+using trace_test::TempDir;
+
+const fs::path kGolden = fs::path(SPECDEC_SOURCE_DIR) / "traces/golden";
+const char* kSpec = "eagle3-chain_code_sample.h5";  // top-k logits, trees, uniforms, counters
+
+// A copy of a golden trace, edited in place.
+fs::path edited(const TempDir& dir, const std::function<void(h5::File&)>& edit, const std::string& golden = kSpec,
+                const std::string& name = "edited.h5") {
+  const fs::path path = dir / name;
+  fs::remove(path);
+  fs::copy_file(kGolden / golden, path);
+  h5::File f = h5::File::open_read_write(path);
+  edit(f);
+  f.close();
+  return path;
+}
+
+// The problems found, as "where: what" lines.
+std::string problems(const TraceCheckResult& r) {
+  std::string out;
+  for (const TraceProblem& p : r.problems) out += p.where + ": " + p.what + "\n";
+  return out;
+}
+
+bool has_problem(const TraceCheckResult& r, const std::string& where, const std::string& what) {
+  for (const TraceProblem& p : r.problems) {
+    if (p.where == where && p.what.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+#define EXPECT_PROBLEM(r, where, what) EXPECT_TRUE(has_problem(r, where, what)) << "wanted " << where << ": " << what << "\ngot:\n" << problems(r)
+
+void rewrite_config(h5::File& f, const std::function<void(nlohmann::json&)>& edit, const char* name = "config_json") {
+  h5::Group meta = f.open_group("meta");
+  nlohmann::json j = nlohmann::json::parse(meta.read_string(name));
+  edit(j);
+  meta.remove(name);
+  meta.write_string(name, j.dump());
+}
+
+TEST(TraceCheck, EveryGoldenTracePasses) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kGolden)) {
+    if (e.path().extension() != ".h5") continue;
+    ++n;
+    const TraceCheckResult r = check_trace_file(e.path());
+    EXPECT_TRUE(r.valid()) << e.path() << ":\n" << problems(r);
+  }
+  EXPECT_GE(n, 40);
+  const auto run = testing::run({"trace", "check", (kGolden / kSpec).string()});
+  EXPECT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("valid specdec trace (schema 1.1, 15 steps)"), std::string::npos) << run.out;
+}
+
+TEST(TraceCheck, MissingDataset) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) { f.open_group("steps").remove("positions"); }));
+  EXPECT_PROBLEM(r, "/steps/positions", "missing, expected int64 [S]");
+  const auto run = testing::run({"trace", "check", (dir / "edited.h5").string()});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.out.find((dir / "edited.h5").string() + ": /steps/positions: missing, expected int64"), std::string::npos) << run.out;
+}
+
+TEST(TraceCheck, WrongShape) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    uint64_t rows = 0, cols = 0;
+    const auto c = steps.read_matrix<uint32_t>("random_counters", &rows, &cols);
+    steps.remove("random_counters");
+    steps.write_matrix<uint32_t>("random_counters", rows * 2, 2, c.data());
+    h5::Group prompt = f.open_group("prompt");
+    const auto p = prompt.read_vector<int32_t>("tokens");
+    prompt.remove("tokens");
+    prompt.write_matrix<int32_t>("tokens", 1, p.size(), p.data());
+  }));
+  EXPECT_PROBLEM(r, "/steps/random_counters", "has 2 columns, expected 4");
+  EXPECT_PROBLEM(r, "/prompt/tokens", "shape (1, 147), expected int32 [P] (a 1-D dataset)");
+}
+
+TEST(TraceCheck, WrongDtype) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group out = f.open_group("output");
+    const auto t = out.read_vector<int32_t>("tokens");
+    out.remove("tokens");
+    out.write_vector<int64_t>("tokens", std::vector<int64_t>(t.begin(), t.end()));
+  }));
+  EXPECT_PROBLEM(r, "/output/tokens", "dtype is int64, expected int32");
+}
+
+TEST(TraceCheck, BadOrUnsupportedVersion) {
+  TempDir dir;
+  auto version = [&](const char* v) {
+    return check_trace_file(edited(dir, [v](h5::File& f) { f.write_attribute("schema_version", std::string(v)); }));
+  };
+  EXPECT_PROBLEM(version("one"), "/ @schema_version", "expected \"<major>.<minor>\"");
+  EXPECT_PROBLEM(version("2.0"), "/ @schema_version", "unsupported version, expected 1.0 to 1.2");
+  EXPECT_PROBLEM(version("1.3"), "/ @schema_version", "unsupported version");
+  EXPECT_TRUE(version("1.2").valid());
+  EXPECT_TRUE(version("1.0").valid());
+}
+
+TEST(TraceCheck, MissingAndUnknownConfigKeys) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    rewrite_config(f, [](nlohmann::json& j) {
+      j.erase("max_new_tokens");
+      j["bogus"] = 1;
+      j["method"].erase("tree");
+    });
+    rewrite_config(f, [](nlohmann::json& j) { j["temprature"] = 0.5; }, "sampling_json");
+  }));
+  EXPECT_PROBLEM(r, "/meta/config_json", "missing run-config key 'max_new_tokens'");
+  EXPECT_PROBLEM(r, "/meta/config_json", "unknown run-config key 'bogus'");
+  EXPECT_PROBLEM(r, "/meta/config_json method", "missing method-config key 'tree'");
+  EXPECT_PROBLEM(r, "/meta/sampling_json", "unknown sampling key 'temprature'");
+  EXPECT_GE(r.problems.size(), 4u) << problems(r);
+}
+
+TEST(TraceCheck, StepIndexGap) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    auto p = steps.read_vector<int64_t>("positions");
+    for (std::size_t i = 3; i < p.size(); ++i) p[i] += 1;
+    steps.remove("positions");
+    steps.write_vector<int64_t>("positions", p);
+  }));
+  EXPECT_PROBLEM(r, "/steps/positions", "step 3 has position");
+  EXPECT_PROBLEM(r, "/steps/positions", "(prompt length + tokens emitted by earlier steps)");
+}
+
+TEST(TraceCheck, StepCountsDisagree) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    auto b = steps.read_vector<int32_t>("bonus_token");
+    b.pop_back();
+    steps.remove("bonus_token");
+    steps.write_vector<int32_t>("bonus_token", b);
+  }));
+  EXPECT_PROBLEM(r, "/steps/bonus_token", "entries, expected one per step (15)");
+}
+
+TEST(TraceCheck, TokenIdOutOfRange) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    auto e = steps.read_vector<int32_t>("emitted_tokens");
+    e[0] = 9999;
+    steps.remove("emitted_tokens");
+    steps.write_vector<int32_t>("emitted_tokens", e);
+    h5::Group out = f.open_group("output");
+    auto o = out.read_vector<int32_t>("tokens");
+    o[0] = 9999;
+    out.remove("tokens");
+    out.write_vector<int32_t>("tokens", o);
+  }));
+  EXPECT_PROBLEM(r, "/steps/emitted_tokens step 0", "token id 9999, expected 0 <= id < vocab_size 259");
+  EXPECT_PROBLEM(r, "/output/tokens", "token id 9999");
+}
+
+TEST(TraceCheck, BadFingerprint) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    f.open_group("meta/models/target").write_attribute("fingerprint", std::string("sha256:abc"));
+  }));
+  EXPECT_PROBLEM(r, "/meta/models/target @fingerprint", "expected \"fnv1a64:\" and 16 lower-case hex digits");
+}
+
+TEST(TraceCheck, ListsEveryProblemNotTheFirst) {
+  TempDir dir;
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    f.write_attribute("schema_version", std::string("9.9"));
+    f.write_attribute("created_utc", std::string("yesterday"));
+    f.open_group("steps").remove("accept_uniforms_offsets");
+    f.open_group("steps").remove("draft_parents");
+    f.open_group("output").remove("stop_reason");
+  }));
+  EXPECT_PROBLEM(r, "/ @schema_version", "unsupported");
+  EXPECT_PROBLEM(r, "/ @created_utc", "expected ISO 8601");
+  EXPECT_PROBLEM(r, "/steps/accept_uniforms_offsets", "missing");
+  EXPECT_PROBLEM(r, "/steps/draft_parents", "missing");
+  EXPECT_PROBLEM(r, "/output/stop_reason", "missing");
+  const auto run = testing::run({"trace", "check", "--json", (dir / "edited.h5").string()});
+  EXPECT_EQ(run.code, 1);
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j.size(), r.problems.size());
+  EXPECT_EQ(j[0]["file"], (dir / "edited.h5").string());
+  EXPECT_TRUE(j[0].contains("where") && j[0].contains("what"));
+}
+
+TEST(TraceCheck, InvariantsOfTheReaderAreProblemsToo) {
+  TempDir dir;
+  // Parents that do not precede their children: found by read_trace's invariants.
+  const auto r = check_trace_file(edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    auto p = steps.read_vector<int32_t>("draft_parents");
+    p[0] = 3;
+    steps.remove("draft_parents");
+    steps.write_vector<int32_t>("draft_parents", p);
+  }));
+  EXPECT_FALSE(r.valid());
+  EXPECT_NE(problems(r).find("draft_parents"), std::string::npos) << problems(r);
+}
+
+TEST(TraceCheck, TruncatedAndNotHdf5) {
+  TempDir dir;
+  {
+    std::ifstream in(kGolden / kSpec, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "truncated.h5", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  const auto t = check_trace_file(dir / "truncated.h5");
+  EXPECT_FALSE(t.valid());
+  ASSERT_FALSE(t.problems.empty());
+  const auto rt = testing::run({"trace", "check", (dir / "truncated.h5").string()});
+  EXPECT_FALSE(t.opened);  // libhdf5 refuses a file shorter than its superblock says
+  EXPECT_PROBLEM(t, "/", "truncated file");
+  EXPECT_EQ(rt.code, 2);
+  EXPECT_NE(rt.out.find("truncated.h5: /: cannot open HDF5 file"), std::string::npos) << rt.out;
+
+  std::ofstream(dir / "text.h5") << "this is not HDF5\n";
+  const auto n = check_trace_file(dir / "text.h5");
+  EXPECT_FALSE(n.opened);
+  EXPECT_PROBLEM(n, "/", "not an HDF5 file");
+  EXPECT_EQ(testing::run({"trace", "check", (dir / "text.h5").string()}).code, 2);
+  EXPECT_EQ(testing::run({"trace", "check", (dir / "absent.h5").string()}).code, 2);
+  EXPECT_EQ(testing::run({"trace", "frobnicate"}).code, 2);
+}
+
+TEST(TraceDiff, ATraceEqualsItself) {
+  const std::string g = (kGolden / kSpec).string();
+  const auto run = testing::run({"trace", "diff", g, g});
+  EXPECT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("SAME"), std::string::npos);
+  EXPECT_NE(run.out.find("steps compared 15 of 15"), std::string::npos) << run.out;
+  const auto j = nlohmann::json::parse(testing::run({"trace", "diff", "--json", g, g}).out);
+  EXPECT_EQ(j["result"], "same");
+  EXPECT_EQ(j["tokens_equal"], 32);
+  EXPECT_TRUE(j["first_divergence"].is_null());
+}
+
+TEST(TraceDiff, FindsTheTamperedStep) {
+  TempDir dir;
+  const std::string g = (kGolden / kSpec).string();
+  // A logit of step 4's first row moved well beyond the policy.
+  const fs::path logits = edited(dir, [](h5::File& f) {
+    h5::Group tl = f.open_group("steps/target_logits");
+    const auto off = tl.read_vector<int64_t>("row_offsets");
+    uint64_t rows = 0, cols = 0;
+    auto v = tl.read_matrix<float>("topk_values", &rows, &cols);
+    v[static_cast<std::size_t>(off[4]) * cols] += 1.0f;
+    tl.remove("topk_values");
+    tl.write_matrix<float>("topk_values", rows, cols, v.data());
+  }, kSpec, "logits.h5");
+  auto run = testing::run({"trace", "diff", "--json", g, logits.string()});
+  EXPECT_EQ(run.code, 1) << run.out << run.err;
+  auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["first_divergence"]["step"], 4);
+  EXPECT_EQ(j["first_divergence"]["what"], "target logits");
+  EXPECT_EQ(j["steps_compared"], 4);
+  // An acceptance uniform of step 6 changed: an exact field.
+  const fs::path uniforms = edited(dir, [](h5::File& f) {
+    h5::Group steps = f.open_group("steps");
+    const auto off = steps.read_vector<int64_t>("accept_uniforms_offsets");
+    auto u = steps.read_vector<double>("accept_uniforms");
+    u[static_cast<std::size_t>(off[6])] = 0.123456;
+    steps.remove("accept_uniforms");
+    steps.write_vector<double>("accept_uniforms", u);
+  }, kSpec, "uniforms.h5");
+  run = testing::run({"trace", "diff", g, uniforms.string()});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.out.find("first divergence: step 6"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("acceptance uniforms"), std::string::npos) << run.out;
+  // Unusable input: 2.
+  std::ofstream(dir / "text.h5") << "no";
+  EXPECT_EQ(testing::run({"trace", "diff", g, (dir / "text.h5").string()}).code, 2);
+  EXPECT_EQ(testing::run({"trace", "diff", g, (kGolden / "sequential_code_greedy.h5").string()}).code, 2);
+}
+
+// Schema 1.2: per-layer target tensors and drafter inputs/outputs round-trip and are checked.
+Trace with_diagnostics() {
+  Trace t = trace_test::speculative_trace(11);
+  t.target_layers = {3, 4, {"attention", "mlp"}};
+  t.drafter_io = {true, 8, 4, 40};
+  float x = 0.5f;
+  for (StepRecord& s : t.steps) {
+    s.layer_row_nodes = {-1};
+    for (std::size_t j = 0; j < s.draft_tokens.size(); ++j) s.layer_row_nodes.push_back(static_cast<int32_t>(j));
+    s.layer_hidden.resize(s.layer_row_nodes.size() * 3 * 2 * 4);
+    for (float& v : s.layer_hidden) v = (x += 0.25f);
+    s.drafter_tokens = {s.emitted_tokens[0], 7};
+    s.drafter_positions = {s.position, s.position + 1};
+    s.drafter_calls = {0, 1};
+    s.drafter_features.assign(2 * 8, 0.125f);
+    s.drafter_hidden.assign(2 * 4, -1.5f);
+    s.drafter_logits.assign(2 * 40, 0.75f);
+  }
+  return t;
+}
+
+TEST(TraceDiagnostics, RoundTripAndCheck) {
+  TempDir dir;
+  const Trace t = with_diagnostics();
+  write_trace(dir / "d.h5", t);
+  const Trace back = read_trace(dir / "d.h5");
+  EXPECT_EQ(back.meta.schema_version, "1.2");
+  EXPECT_EQ(back.target_layers.num_layers, 3);
+  EXPECT_EQ(back.target_layers.hidden_size, 4);
+  EXPECT_EQ(back.target_layers.substeps, (std::vector<std::string>{"attention", "mlp"}));
+  EXPECT_TRUE(back.drafter_io.present);
+  EXPECT_EQ(back.drafter_io.feature_size, 8);
+  EXPECT_EQ(back.drafter_io.hidden_size, 4);
+  EXPECT_EQ(back.drafter_io.vocab_size, 40);
+  ASSERT_EQ(back.steps.size(), t.steps.size());
+  for (std::size_t s = 0; s < t.steps.size(); ++s) {
+    EXPECT_EQ(back.steps[s].layer_row_nodes, t.steps[s].layer_row_nodes);
+    EXPECT_EQ(back.steps[s].layer_hidden, t.steps[s].layer_hidden);
+    EXPECT_EQ(back.steps[s].drafter_tokens, t.steps[s].drafter_tokens);
+    EXPECT_EQ(back.steps[s].drafter_positions, t.steps[s].drafter_positions);
+    EXPECT_EQ(back.steps[s].drafter_calls, t.steps[s].drafter_calls);
+    EXPECT_EQ(back.steps[s].drafter_features, t.steps[s].drafter_features);
+    EXPECT_EQ(back.steps[s].drafter_hidden, t.steps[s].drafter_hidden);
+    EXPECT_EQ(back.steps[s].drafter_logits, t.steps[s].drafter_logits);
+  }
+  // Without them (old traces), nothing is written and nothing read.
+  write_trace(dir / "plain.h5", trace_test::speculative_trace(11));
+  const Trace plain = read_trace(dir / "plain.h5");
+  EXPECT_EQ(plain.target_layers.num_layers, 0);
+  EXPECT_FALSE(plain.drafter_io.present);
+  h5::File f = h5::File::open_read_only(dir / "plain.h5");
+  EXPECT_FALSE(f.has("steps/target_layers"));
+  EXPECT_FALSE(f.has("steps/drafter_io"));
+}
+
+TEST(TraceDiagnostics, InconsistentOnesAreRefused) {
+  TempDir dir;
+  Trace t = with_diagnostics();
+  t.steps[1].layer_hidden.pop_back();
+  EXPECT_THROW(write_trace(dir / "x.h5", t), Error);
+  t = with_diagnostics();
+  t.target_layers.substeps = {"mlp", "attention"};
+  EXPECT_THROW(write_trace(dir / "x.h5", t), Error);
+  t = with_diagnostics();
+  t.steps[0].layer_row_nodes = {-1, 5};  // step 0 has no draft nodes
+  t.steps[0].layer_hidden.resize(2 * 3 * 2 * 4);
+  EXPECT_THROW(write_trace(dir / "x.h5", t), Error);
+  t = with_diagnostics();
+  t.steps[2].drafter_calls = {0, 2};
+  EXPECT_THROW(write_trace(dir / "x.h5", t), Error);
+  // A file whose hidden rows disagree with its attributes fails check with a specific problem.
+  write_trace(dir / "d.h5", with_diagnostics());
+  {
+    h5::File f = h5::File::open_read_write(dir / "d.h5");
+    f.open_group("steps/target_layers").write_attribute("num_layers", int64_t{5});
+    f.open_group("steps/target_layers").write_attribute("substeps", std::string("attention,frobnicate"));
+    f.close();
+  }
+  const auto r = check_trace_file(dir / "d.h5");
+  EXPECT_PROBLEM(r, "/steps/target_layers/hidden", "rows (R x num_layers x substeps)");
+  EXPECT_PROBLEM(r, "/steps/target_layers @substeps", "unknown sub-step 'frobnicate'");
+}
+
+}  // namespace
+}  // namespace specdec
