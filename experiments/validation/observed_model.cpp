@@ -8,8 +8,8 @@ bool ForwardRecord::same_request(const ForwardRecord& o) const {
   return tokens == o.tokens && positions == o.positions && cache_length == o.cache_length;
 }
 
-ObservedModel::ObservedModel(const LanguageModel& inner, bool keep_logits, const int* step)
-    : inner_(inner), keep_logits_(keep_logits), step_(step) {}
+ObservedModel::ObservedModel(const LanguageModel& inner, bool keep_logits, const int* step, bool layer_states)
+    : inner_(inner), keep_logits_(keep_logits), step_(step), layer_states_(layer_states) {}
 
 ForwardResult ObservedModel::forward(KVCache& cache, const ForwardRequest& request) const {
   ForwardRecord rec;
@@ -18,7 +18,16 @@ ForwardResult ObservedModel::forward(KVCache& cache, const ForwardRequest& reque
   rec.tokens = request.tokens;
   rec.positions = request.positions;
   rec.cache_length = cache.length();
-  ForwardResult out = inner_.forward(cache, request);
+  ForwardResult out;
+  if (layer_states_ && !request.layer_states) {
+    ForwardRequest with = request;
+    with.layer_states = true;
+    out = inner_.forward(cache, with);
+    rec.layer_states = std::move(out.layer_states);
+    out.layer_states.clear();
+  } else {
+    out = inner_.forward(cache, request);
+  }
   if (keep_logits_) rec.logits = out.logits;
   rec.final_hidden = out.final_hidden;
   rec.aux_hidden = out.aux_hidden;

@@ -18,6 +18,7 @@ struct ForwardRecord {
   int cache_length = 0;             // cache length before the forward
   Matrix logits;                    // (R, V) as the backend returned them; empty unless kept
   Matrix final_hidden, aux_hidden;  // as returned (empty when not requested)
+  std::vector<Matrix> layer_states; // ForwardResult::layer_states, when the wrapper asks for them
 
   // Same input: tokens, positions and cache length.
   bool same_request(const ForwardRecord& other) const;
@@ -28,7 +29,9 @@ class ObservedModel final : public LanguageModel {
   // `inner` must outlive this wrapper. Forwards are stamped with *step when `step` is given
   // (drafter forwards: the step being drafted), else with their index (target forwards: forward
   // i is step i, the prefill being step 0).
-  ObservedModel(const LanguageModel& inner, bool keep_logits, const int* step = nullptr);
+  // With `layer_states`, every forward also asks the backend for its per-layer states and keeps
+  // them (for localising a divergence); the caller's results are unchanged.
+  ObservedModel(const LanguageModel& inner, bool keep_logits, const int* step = nullptr, bool layer_states = false);
 
   const ModelConfig& config() const override { return inner_.config(); }
   std::unique_ptr<KVCache> new_cache(int capacity) const override { return inner_.new_cache(capacity); }
@@ -44,6 +47,7 @@ class ObservedModel final : public LanguageModel {
   const LanguageModel& inner_;
   bool keep_logits_;
   const int* step_;
+  bool layer_states_;
   std::map<int, Matrix> replacements_;
   mutable std::vector<ForwardRecord> records_;
 };

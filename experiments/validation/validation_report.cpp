@@ -75,7 +75,11 @@ nlohmann::json to_json(const ValidationReport& r) {
                     {"value", number(d.value)},
                     {"bound", number(d.bound)},
                     {"reference_emitted", d.reference_emitted},
-                    {"candidate_emitted", d.candidate_emitted}};
+                    {"candidate_emitted", d.candidate_emitted},
+                    {"layer", d.layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer)},
+                    {"substep", d.substep.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.substep)},
+                    {"layer_row", d.layer_row < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer_row)},
+                    {"layer_nmse", number(d.layer_value)}};
   } else {
     j["failure"] = nullptr;
   }
@@ -131,6 +135,10 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
           << "\n";
     }
     if (!std::isnan(d.value)) out << "  measured " << g(d.value) << ", bound " << g(d.bound) << "\n";
+    if (d.layer >= 0) {
+      out << "  first out of tolerance inside the target forward: layer " << d.layer << ", " << d.substep << " (row " << d.layer_row
+          << ", NMSE " << g(d.layer_value) << ", bound " << g(r.policy.hidden_nmse) << ")\n";
+    }
     if (!d.reference_emitted.empty() || !d.candidate_emitted.empty()) {
       out << "  emitted: reference [";
       for (size_t i = 0; i < d.reference_emitted.size(); ++i) out << (i ? " " : "") << d.reference_emitted[i];

@@ -48,6 +48,13 @@ struct Divergence {
   double value = kUnknown;        // tolerance failures: the measured value ...
   double bound = kUnknown;        // ... and its bound
   std::vector<int32_t> reference_emitted, candidate_emitted;  // the step's emitted tokens
+  // Localisation (a candidate trace with per-layer target states): the first layer and sub-step
+  // of the step's target forward whose state is out of tolerance, in forward order; -1 / "" when
+  // none is, or the trace records none.
+  int layer = -1;
+  std::string substep;     // input_norm | attention | post_attention_norm | mlp
+  int layer_row = -1;      // the forward's row (0 = the first token of the forward) where it is worst
+  double layer_value = kUnknown;  // its NMSE, against the hidden-state bound
 };
 
 // How one compared quantity fared: the worst value seen against its bound.

@@ -61,7 +61,8 @@ ValidationReport validate_against_trace(const ValidationSetup& setup, const Back
 // near-tie the reference is given the candidate's rows at that step so that the two stay
 // aligned. A draft that differs fails (the trace records no drafter inputs to excuse it); with
 // `force_drafts` every step's draft (tree and q) is the candidate's, so that its target forward
-// and acceptance are checked exactly whatever drafted them.
+// and acceptance are checked exactly whatever drafted them. The trace's exactness contract is not
+// checked: an outside engine's numbers are held to the tolerance policy, not compared bitwise.
 ValidationReport validate_candidate_trace(const ValidationSetup& setup, const Backend& reference, const Trace& candidate,
                                           const std::string& candidate_name, bool force_drafts,
                                           const TolerancePolicy& policy = TolerancePolicy::defaults());

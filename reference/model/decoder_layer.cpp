@@ -85,9 +85,15 @@ Matrix mlp(const LayerWeights& w, const Matrix& x) {
 }
 
 Matrix decoder_layer(const LayerWeights& w, const ModelConfig& c, const Rope& rope, const Matrix& residual,
-                     const Matrix& attn_in, DenseKVCache& cache, int layer, const TokenBlock& block) {
+                     const Matrix& attn_in, DenseKVCache& cache, int layer, const TokenBlock& block, LayerSubsteps* substeps) {
   Matrix h = residual + self_attention(w, c, rope, attn_in, cache, layer, block);
-  return h + mlp(w, ops::rms_norm(h, w.post_attention_layernorm, c.rms_norm_eps));
+  Matrix mlp_in = ops::rms_norm(h, w.post_attention_layernorm, c.rms_norm_eps);
+  Matrix out = h + mlp(w, mlp_in);
+  if (substeps) {
+    substeps->attention = std::move(h);
+    substeps->post_attention_norm = std::move(mlp_in);
+  }
+  return out;
 }
 
 }  // namespace specdec

@@ -40,8 +40,16 @@ Matrix self_attention(const LayerWeights& w, const ModelConfig& c, const Rope& r
 // SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)). x: (T, H) -> (T, H).
 Matrix mlp(const LayerWeights& w, const Matrix& x);
 
-// residual + attention(attn_in), then + mlp(post_attention_norm(·)). residual: (T, H).
+// What a layer's residual stream was between its blocks (ForwardRequest::layer_states).
+struct LayerSubsteps {
+  Matrix attention;            // (T, H) residual + attention(attn_in)
+  Matrix post_attention_norm;  // (T, H) its RMSNorm, the MLP's input
+};
+
+// residual + attention(attn_in), then + mlp(post_attention_norm(·)). residual: (T, H). With
+// `substeps`, the two intermediate states are kept there.
 Matrix decoder_layer(const LayerWeights& w, const ModelConfig& c, const Rope& rope, const Matrix& residual,
-                     const Matrix& attn_in, DenseKVCache& cache, int layer, const TokenBlock& block);
+                     const Matrix& attn_in, DenseKVCache& cache, int layer, const TokenBlock& block,
+                     LayerSubsteps* substeps = nullptr);
 
 }  // namespace specdec

@@ -27,6 +27,9 @@ struct ForwardRequest {
   // (a GPU then sends R ids to the host instead of R·V floats). A row with a NaN or nothing above
   // -inf is refused as argmax refuses it.
   bool argmax_only = false;
+  // Return the residual stream inside every layer (ForwardResult::layer_states), for naming the
+  // first layer where another engine departs. The reference backend returns them; others may not.
+  bool layer_states = false;
 
   // A causal chain of tokens continuing the cache, with logits for every row.
   static ForwardRequest chain(std::vector<int32_t> tokens);
@@ -37,7 +40,13 @@ struct ForwardResult {
   std::vector<int32_t> argmax;  // (logit_rows.size()) with argmax_only
   Matrix final_hidden;  // (T, H) when requested
   Matrix aux_hidden;    // (T, aux_layers.size() · H), concatenated in the order requested
+  // With layer_states: L · 4 matrices (T, H), entry 4·l + u for layer l and sub-step u of
+  // kLayerStateNames: the input norm's output, the stream after the attention block (residual
+  // added), the post-attention norm's output, the stream after the MLP block (the layer's output).
+  std::vector<Matrix> layer_states;
 };
+
+inline constexpr const char* kLayerStateNames[4] = {"input_norm", "attention", "post_attention_norm", "mlp"};
 
 class LanguageModel {
  public:

@@ -87,10 +87,21 @@ ForwardResult Transformer::forward(KVCache& cache_base, const ForwardRequest& re
       if (request.aux_layers[a] == index) result.aux_hidden.middleCols(static_cast<Eigen::Index>(a) * H, H) = state;
   };
 
+  if (request.layer_states) result.layer_states.reserve(static_cast<std::size_t>(4 * L));
   for (int l = 0; l < L; ++l) {
     record_aux(l, x);
     const LayerWeights& w = weights_.layers[l];
-    x = decoder_layer(w, c, rope_, x, ops::rms_norm(x, w.input_layernorm, c.rms_norm_eps), *cache, l, block);
+    Matrix attn_in = ops::rms_norm(x, w.input_layernorm, c.rms_norm_eps);
+    if (!request.layer_states) {
+      x = decoder_layer(w, c, rope_, x, attn_in, *cache, l, block);
+      continue;
+    }
+    LayerSubsteps sub;
+    x = decoder_layer(w, c, rope_, x, attn_in, *cache, l, block, &sub);
+    result.layer_states.push_back(std::move(attn_in));
+    result.layer_states.push_back(std::move(sub.attention));
+    result.layer_states.push_back(std::move(sub.post_attention_norm));
+    result.layer_states.push_back(x);
   }
   Matrix h = ops::rms_norm(x, weights_.norm, c.rms_norm_eps);  // h: (T, H) after the final norm
   record_aux(L, h);

@@ -110,6 +110,40 @@ TEST(Transformer, AuxHiddenStatesFollowHuggingFaceIndexing) {
     EXPECT_TRUE(bitwise_equal(out.aux_hidden.block(t, H, 1, H), model.weights().embed_tokens.middleRows(tokens[t], 1)));
 }
 
+// Layer states: each layer's output is the next layer's input state (aux hidden l + 1), the input
+// norm and post-attention norm are the norms of the states they follow, and asking for them
+// changes no logit.
+TEST(Transformer, LayerStatesAreTheResidualStreamBetweenBlocks) {
+  for (const auto& fixture : fixture_configs()) {
+    const ModelConfig& cfg = fixture.config;
+    Transformer model = make_model(cfg, kSeed);
+    const auto tokens = random_tokens(5, cfg.vocab_size, kSeed + 11);
+    const int L = cfg.num_hidden_layers;
+    ForwardRequest plain = ForwardRequest::chain(tokens);
+    for (int l = 0; l <= L; ++l) plain.aux_layers.push_back(l);
+    ForwardRequest with = plain;
+    with.layer_states = true;
+    auto c1 = model.new_cache(8), c2 = model.new_cache(8);
+    const ForwardResult a = model.forward(*c1, plain);
+    const ForwardResult b = model.forward(*c2, with);
+    EXPECT_TRUE(bitwise_equal(a.logits, b.logits)) << fixture.name;
+    EXPECT_TRUE(a.layer_states.empty()) << fixture.name;
+    ASSERT_EQ(b.layer_states.size(), static_cast<std::size_t>(4 * L)) << fixture.name;
+    const int H = cfg.hidden_size;
+    for (int l = 0; l < L; ++l) {
+      const LayerWeights& w = model.weights().layers[static_cast<std::size_t>(l)];
+      const Matrix& input = b.aux_hidden.middleCols(static_cast<Eigen::Index>(l) * H, H);
+      EXPECT_TRUE(bitwise_equal(b.layer_states[4 * l], ops::rms_norm(input, w.input_layernorm, cfg.rms_norm_eps))) << fixture.name << " layer " << l;
+      EXPECT_TRUE(bitwise_equal(b.layer_states[4 * l + 2], ops::rms_norm(b.layer_states[4 * l + 1], w.post_attention_layernorm, cfg.rms_norm_eps)))
+          << fixture.name << " layer " << l;
+      if (l + 1 < L) {
+        EXPECT_TRUE(bitwise_equal(b.layer_states[4 * l + 3], b.aux_hidden.middleCols(static_cast<Eigen::Index>(l + 1) * H, H)))
+            << fixture.name << " layer " << l;
+      }
+    }
+  }
+}
+
 // GQA is grouping, not something else: duplicating each KV head for its query heads gives an
 // equivalent multi-head model whose outputs match to rounding.
 TEST(Transformer, GroupedQueryAttentionEqualsExpandedMultiHead) {

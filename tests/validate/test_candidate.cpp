@@ -5,8 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "experiments/validation/observed_model.hpp"
+#include "experiments/validation/run_recorder.hpp"
+#include "experiments/validation/validator.hpp"
+#include "reference/decoding/sequential.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "reference/model/transformer.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/scratch_dir.hpp"
 #include "traces/trace.hpp"
@@ -187,6 +195,62 @@ TEST_F(CandidateTraces, ForcedDraftsCheckTargetAndAcceptanceWhateverDrafted) {
   const auto j = validate_json({"--model", kModels + "target", "--candidate", wrong, "--force-drafts"}, 1);
   EXPECT_EQ(j["failure"]["step"], step) << j.dump();
   EXPECT_EQ(j["failure"]["position"], r.position + static_cast<int64_t>(k)) << j.dump();
+}
+
+// An engine whose layer `layer` computes one block wrong: its trace, with its per-layer states,
+// fails at the first step, naming that layer and the sub-step where its state first departs.
+TEST(CandidateLocalisation, TheFirstLayerAndSubStepOutOfToleranceAreNamed) {
+  const LlamaModel loaded = load_llama_checkpoint(kModels + "target");
+  const Transformer reference(loaded.config, loaded.weights);
+  struct Case {
+    const char* what;
+    int layer;
+    const char* substep;
+    std::function<void(LayerWeights&)> perturb;
+  };
+  const std::vector<Case> cases = {
+      {"attention output projection", 3, "attention", [](LayerWeights& w) { w.o_proj *= 1.2f; }},
+      {"MLP down projection", 1, "mlp", [](LayerWeights& w) { w.down_proj *= 1.2f; }},
+      {"input norm weight", 5, "input_norm", [](LayerWeights& w) { w.input_layernorm *= 1.2f; }},
+      {"post-attention norm weight", 2, "post_attention_norm", [](LayerWeights& w) { w.post_attention_layernorm *= 1.2f; }},
+  };
+  const int L = loaded.config.num_hidden_layers, H = loaded.config.hidden_size;
+  for (const Case& c : cases) {
+    LlamaWeights weights = loaded.weights;
+    c.perturb(weights.layers[static_cast<std::size_t>(c.layer)]);
+    const Transformer engine(loaded.config, weights);
+    validation::ValidationSetup setup;
+    setup.prompt = {0, 68, 113, 103, 35, 74, 114, 103};
+    setup.options.max_new_tokens = 6;
+    setup.options.stop_at_eos = false;
+    // The engine's run, with its per-layer states at the row each step decides from.
+    const validation::ObservedModel observed(engine, false, nullptr, true);
+    validation::RunRecorder recorder(TraceMeta{}, setup.sampling, 0);
+    decode_sequential(observed, setup.prompt, setup.sampling, setup.options, &recorder);
+    Trace t = recorder.take().trace;
+    t.target_layers = {L, H, {"input_norm", "attention", "post_attention_norm", "mlp"}};
+    ASSERT_EQ(observed.records().size(), t.steps.size()) << c.what;
+    for (std::size_t s = 0; s < t.steps.size(); ++s) {
+      const validation::ForwardRecord& f = observed.records()[s];
+      const Eigen::Index row = static_cast<Eigen::Index>(f.tokens.size()) - 1;
+      t.steps[s].layer_row_nodes = {-1};
+      for (int l = 0; l < L; ++l)
+        for (int u = 0; u < 4; ++u) {
+          const Matrix& m = f.layer_states[static_cast<std::size_t>(4 * l + u)];
+          t.steps[s].layer_hidden.insert(t.steps[s].layer_hidden.end(), m.row(row).data(), m.row(row).data() + H);
+        }
+    }
+    const validation::ValidationReport r =
+        validation::validate_candidate_trace(setup, {"reference", &reference}, t, "candidate", false);
+    ASSERT_FALSE(r.passed) << c.what;
+    EXPECT_EQ(r.failure->step, 0) << c.what;
+    EXPECT_EQ(r.failure->layer, c.layer) << c.what << ": " << r.failure->detail;
+    EXPECT_EQ(r.failure->substep, c.substep) << c.what << ": " << r.failure->detail;
+    std::ostringstream text;
+    validation::print_report(r, text);
+    EXPECT_NE(text.str().find("first out of tolerance inside the target forward: layer " + std::to_string(c.layer) + ", " + c.substep),
+              std::string::npos) << text.str();
+  }
 }
 
 TEST_F(CandidateTraces, OptionErrors) {
