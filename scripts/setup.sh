@@ -9,6 +9,8 @@ packages=(
   # Tokenizers of real checkpoints: Oniguruma (tokenizer.json regexes), ICU, SentencePiece.
   libonig-dev libicu-dev libsentencepiece-dev
   python3 python3-numpy python3-h5py python3-matplotlib python3-venv
+  # The Python module (python/): pybind11 and the headers it builds against; pytest runs its tests.
+  python3-dev python3-pybind11 python3-pytest
   # The training recipes (experiments/train; their smoke test is in the cpu suite): PyTorch with a
   # threaded OpenBLAS (the reference BLAS trains ~15x slower) and the corpus's King James Bible.
   python3-torch libopenblas0-pthread bible-kjv bible-kjv-text

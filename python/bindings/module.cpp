@@ -1,0 +1,740 @@
+// specdec._core: the reference (and every backend of this build) for Python. Models, drafters,
+// forwards with explicit positions, masks and a KV cache, and decoding, recording and validation
+// through the same code as the command line (experiments/cli). numpy arrays in and out; every
+// specdec::Error surfaces as specdec.Error with its message. docs/python.md is the user's guide.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <algorithm>
+#include <boost/program_options/errors.hpp>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/cli/cli.hpp"
+#include "experiments/cli/method_runner.hpp"
+#include "experiments/cli/options.hpp"
+#include "experiments/runtime/backend.hpp"
+#include "experiments/runtime/method_spec.hpp"
+#include "reference/core/error.hpp"
+#include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/model/ops.hpp"
+#include "specdec/version.hpp"
+
+namespace py = pybind11;
+
+namespace specdec::python {
+
+namespace {
+
+// ---- conversions ---------------------------------------------------------------------------------
+
+py::object json_to_python(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// Text that need not be valid UTF-8 (a byte-level model can stop inside a character): invalid
+// bytes become U+FFFD, as in `specdec generate --json`.
+py::str utf8_text(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+// A 1-D array of integers (list, tuple or numpy array of an integer dtype) as int32 values.
+std::vector<int32_t> int_vector(const py::handle& obj, const std::string& name) {
+  if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj)) {
+    throw Error(name + " must be a sequence of integer ids, not a string");
+  }
+  py::array a;
+  try {
+    a = py::module_::import("numpy").attr("asarray")(obj);
+  } catch (const py::error_already_set& e) {
+    throw Error(name + " must be a 1-D sequence of integers (" + std::string(e.what()) + ")");
+  }
+  const char kind = a.dtype().kind();
+  if (a.ndim() != 1) {
+    throw Error(name + " must be 1-D, got an array of " + std::to_string(a.ndim()) + " dimensions");
+  }
+  if (a.size() > 0 && kind != 'i' && kind != 'u') {
+    throw Error(name + " must hold integers, got dtype " + dtype_name(a));
+  }
+  auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!v) throw Error(name + ": cannot read as int64");
+  std::vector<int32_t> out;
+  out.reserve(static_cast<size_t>(v.size()));
+  const int64_t* p = v.data();
+  for (py::ssize_t i = 0; i < v.size(); ++i) {
+    if (p[i] < std::numeric_limits<int32_t>::min() || p[i] > std::numeric_limits<int32_t>::max()) {
+      throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) + " does not fit in int32");
+    }
+    out.push_back(static_cast<int32_t>(p[i]));
+  }
+  if (kind == 'u' && a.size() > 0) {
+    // uint64 values past int64 wrap in the cast above; recheck against the original.
+    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    for (py::ssize_t i = 0; i < u.size(); ++i) {
+      if (u.data()[i] > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(u.data()[i]) + " does not fit in int32");
+      }
+    }
+  }
+  return out;
+}
+
+py::array_t<float> to_numpy(const Matrix& m) {
+  py::array_t<float> out({static_cast<py::ssize_t>(m.rows()), static_cast<py::ssize_t>(m.cols())});
+  if (m.size() > 0) std::memcpy(out.mutable_data(), m.data(), sizeof(float) * static_cast<size_t>(m.size()));
+  return out;
+}
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+// ---- objects -------------------------------------------------------------------------------------
+
+struct Model {
+  cli::LoadedModel m;
+};
+
+struct Cache {
+  std::shared_ptr<Model> model;
+  std::unique_ptr<KVCache> cache;
+};
+
+struct Drafter {
+  std::shared_ptr<Model> target;
+  cli::LoadedDrafter d;
+  std::string method;  // draft | eagle | eagle3 | peagle
+  std::string kind;    // draft_lm | eagle1 | eagle3 | peagle
+};
+
+struct Tokenizer {
+  std::shared_ptr<const text::Tokenizer> t;
+};
+
+// What generate returns.
+struct Generation {
+  std::vector<int32_t> tokens;
+  std::string stop_reason;
+  std::optional<std::string> text;
+  std::vector<int32_t> prompt;
+  GenerationStats stats;
+
+  double acceptance_length() const { return stats.steps ? stats.acceptance_length() : 1.0; }
+  double tokens_per_target_forward() const {
+    return stats.target_forwards ? static_cast<double>(tokens.size()) / stats.target_forwards : 0.0;
+  }
+  py::dict stats_dict() const {
+    py::dict d;
+    d["generated_tokens"] = tokens.size();
+    d["target_forwards"] = stats.target_forwards;
+    d["steps"] = stats.steps;
+    d["drafter_forwards"] = stats.drafter_forwards;
+    d["drafted_tokens"] = stats.drafted_tokens;
+    d["accepted_tokens"] = stats.accepted_tokens;
+    d["acceptance_length"] = acceptance_length();
+    d["acceptance_by_depth"] = stats.acceptance_by_depth();
+    d["tokens_per_target_forward"] = tokens_per_target_forward();
+    return d;
+  }
+};
+
+// ---- models and forwards -------------------------------------------------------------------------
+
+std::shared_ptr<Model> load_model(const std::filesystem::path& fs_path, const std::string& backend) {
+  const std::string path = fs_path.string();
+  auto m = std::make_shared<Model>();
+  py::gil_scoped_release release;
+  m->m = cli::load_model(path, backend);
+  return m;
+}
+
+std::shared_ptr<Cache> new_cache(const std::shared_ptr<Model>& model, int capacity) {
+  if (capacity < 1) throw Error("cache capacity must be >= 1 (got " + std::to_string(capacity) + ")");
+  auto c = std::make_shared<Cache>();
+  c->model = model;
+  c->cache = model->m.forward_model().new_cache(capacity);
+  return c;
+}
+
+// Model.forward(tokens, positions=None, mask=None, cache=None, hidden_states=False, logit_rows=None)
+py::object forward(const std::shared_ptr<Model>& model, const py::object& tokens_obj, const py::object& positions_obj,
+                   const py::object& mask_obj, const std::shared_ptr<Cache>& cache_arg, bool hidden_states,
+                   const py::object& logit_rows_obj) {
+  const ModelConfig& c = model->m.model->config();
+  ForwardRequest req;
+  req.tokens = int_vector(tokens_obj, "tokens");
+  const int T = static_cast<int>(req.tokens.size());
+  if (T == 0) throw Error("tokens is empty: a forward needs at least one token");
+  for (int t = 0; t < T; ++t) {
+    if (req.tokens[t] < 0 || req.tokens[t] >= c.vocab_size) {
+      throw Error("tokens[" + std::to_string(t) + "] = " + std::to_string(req.tokens[t]) + " is outside the vocabulary [0, " +
+                  std::to_string(c.vocab_size) + ")");
+    }
+  }
+  std::shared_ptr<Cache> cache = cache_arg;
+  if (cache && cache->model != model) {
+    throw Error("cache was made by another model's new_cache(); a cache belongs to the model that made it");
+  }
+  if (!cache) cache = new_cache(model, T);
+  const int C = cache->cache->length();
+  if (C + T > cache->cache->capacity()) {
+    throw Error("the cache holds " + std::to_string(C) + " of " + std::to_string(cache->cache->capacity()) + " slots; " +
+                std::to_string(T) + " more tokens do not fit (make it with a larger capacity)");
+  }
+  if (!positions_obj.is_none()) {
+    req.positions = int_vector(positions_obj, "positions");
+    if (static_cast<int>(req.positions.size()) != T) {
+      throw Error("positions has " + std::to_string(req.positions.size()) + " entries for " + std::to_string(T) +
+                  " tokens; give one absolute position per token");
+    }
+    for (int t = 0; t < T; ++t) {
+      if (req.positions[t] < 0 || req.positions[t] >= c.max_position_embeddings) {
+        throw Error("positions[" + std::to_string(t) + "] = " + std::to_string(req.positions[t]) + " is outside [0, " +
+                    std::to_string(c.max_position_embeddings) + ") (max_position_embeddings)");
+      }
+    }
+  } else if (C + T > c.max_position_embeddings) {
+    throw Error("positions " + std::to_string(C) + ".." + std::to_string(C + T - 1) + " pass max_position_embeddings " +
+                std::to_string(c.max_position_embeddings));
+  }
+  if (!mask_obj.is_none()) {
+    py::array a = py::module_::import("numpy").attr("asarray")(mask_obj);
+    if (a.dtype().kind() != 'b') {
+      throw Error("mask must be a boolean array (True = may attend), got dtype " + dtype_name(a));
+    }
+    if (a.ndim() != 2 || a.shape(0) != T || a.shape(1) != C + T) {
+      std::string shape;
+      for (py::ssize_t d = 0; d < a.ndim(); ++d) {
+        if (d) shape += ", ";
+        shape += std::to_string(a.shape(d));
+      }
+      throw Error("mask has shape (" + shape + "), expected (" + std::to_string(T) + ", " + std::to_string(C + T) +
+                  "): (new tokens, cached tokens " + std::to_string(C) + " + new tokens)");
+    }
+    auto b = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(a);
+    AttentionMask mask(T, C + T);
+    for (int r = 0; r < T; ++r) {
+      bool any = false;
+      for (int col = 0; col < C + T; ++col) {
+        const bool v = b.data()[static_cast<size_t>(r) * (C + T) + col];
+        if (v) mask.set(r, col, true);
+        any = any || v;
+      }
+      if (!any) throw Error("mask row " + std::to_string(r) + " allows no key: every token must attend to something");
+    }
+    req.mask = std::move(mask);
+  }
+  if (logit_rows_obj.is_none()) {
+    for (int t = 0; t < T; ++t) req.logit_rows.push_back(t);
+  } else {
+    for (int32_t r : int_vector(logit_rows_obj, "logit_rows")) {
+      if (r < 0 || r >= T) throw Error("logit_rows: row " + std::to_string(r) + " is outside [0, " + std::to_string(T) + ")");
+      req.logit_rows.push_back(r);
+    }
+  }
+  const int L = c.num_hidden_layers, H = c.hidden_size;
+  if (hidden_states) {
+    for (int l = 0; l <= L; ++l) req.aux_layers.push_back(l);
+  }
+  ForwardResult r;
+  {
+    py::gil_scoped_release release;
+    r = model->m.forward_model().forward(*cache->cache, req);
+  }
+  if (r.logits.rows() != static_cast<Eigen::Index>(req.logit_rows.size()) || r.logits.cols() != c.vocab_size) {
+    throw Error("backend " + model->m.backend + " returned logits of the wrong shape");
+  }
+  py::array_t<float> logits = to_numpy(r.logits);
+  if (!hidden_states) return logits;
+  if (r.aux_hidden.rows() != T || r.aux_hidden.cols() != static_cast<Eigen::Index>(L + 1) * H) {
+    throw Error("backend " + model->m.backend + " returned hidden states of the wrong shape");
+  }
+  // (T, (L+1)·H) → (L+1, T, H), as `specdec forward` writes /hidden.
+  py::array_t<float> hidden({static_cast<py::ssize_t>(L + 1), static_cast<py::ssize_t>(T), static_cast<py::ssize_t>(H)});
+  float* h = hidden.mutable_data();
+  for (int l = 0; l <= L; ++l)
+    for (int t = 0; t < T; ++t)
+      for (int k = 0; k < H; ++k) h[(static_cast<size_t>(l) * T + t) * H + k] = r.aux_hidden(t, l * H + k);
+  return py::make_tuple(logits, hidden);
+}
+
+// ---- drafters ------------------------------------------------------------------------------------
+
+std::string method_for_head(EagleKind kind) {
+  switch (kind) {
+    case EagleKind::eagle1: return "eagle";
+    case EagleKind::eagle3: return "eagle3";
+    case EagleKind::peagle: return "peagle";
+  }
+  return "eagle";
+}
+
+std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, const std::shared_ptr<Model>& target,
+                                      const py::object& method_obj) {
+  const std::string path = fs_path.string();
+  if (!target) throw Error("load_drafter: target must be a Model from specdec.load_model");
+  std::string method = method_obj.is_none() ? "" : canonical_method_name(method_obj.cast<std::string>());
+  if (!method.empty() && (method == "sequential" || std::find(method_names().begin(), method_names().end(), method) == method_names().end())) {
+    throw Error("load_drafter: method must be draft, eagle, eagle3 or peagle, not '" + method_obj.cast<std::string>() + "'");
+  }
+  auto d = std::make_shared<Drafter>();
+  d->target = target;
+  py::gil_scoped_release release;
+  if (method.empty()) {
+    // Which kind of drafter the directory holds: an EAGLE-family head (its kind from config.json
+    // and tensor names), else a draft language model.
+    std::string head_error;
+    try {
+      const EagleHead probe = load_eagle_head(path, *target->m.model);
+      method = method_for_head(probe.config().kind);
+    } catch (const Error& e) {
+      head_error = e.what();
+    }
+    if (method.empty()) {
+      try {
+        cli::LoadedModel probe = cli::load_model(path, "reference");
+        method = "draft";
+      } catch (const Error& e) {
+        throw Error(path + " is neither an EAGLE-family head (" + head_error + ") nor a draft language model (" + e.what() + ")");
+      }
+    }
+  }
+  cli::DecodeArgs a;
+  a.model = target->m.path;
+  a.method = method;
+  a.drafter = path;
+  a.backend = target->m.backend;
+  std::optional<cli::LoadedDrafter> loaded = cli::load_drafter(a, target->m);
+  d->d = std::move(*loaded);
+  d->method = method;
+  d->kind = method == "draft" ? "draft_lm" : eagle_kind_name(d->d.head->config().kind);
+  return d;
+}
+
+// ---- decoding ------------------------------------------------------------------------------------
+
+struct MethodArgs {
+  py::object method, drafter;
+  int k, depth, tree_top_k, total_tokens;
+  std::string tree;
+  bool force_depth;
+  std::string sampling;
+  double temperature;
+  int top_k;
+  double top_p;
+  uint64_t seed;
+  int max_new_tokens;
+  bool ignore_eos;
+};
+
+// The prompt: a string (encoded by the model's tokenizer, with what it adds before a prompt) or ids.
+std::vector<int32_t> prompt_ids(const Model& model, const py::object& prompt) {
+  const ModelConfig& c = model.m.model->config();
+  std::vector<int32_t> ids;
+  if (py::isinstance<py::str>(prompt)) {
+    if (!model.m.tokenizer) {
+      throw Error(model.m.path + " has no tokenizer (tokenizer.json, tokenizer.model or vocab.json), so text prompts cannot be "
+                  "encoded; give token ids instead");
+    }
+    ids = model.m.tokenizer->encode(prompt.cast<std::string>(), true);
+  } else {
+    ids = int_vector(prompt, "prompt");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= c.vocab_size) {
+        throw Error("prompt[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not a token id in [0, " +
+                    std::to_string(c.vocab_size) + ")");
+      }
+    }
+  }
+  if (ids.empty()) throw Error("the prompt is empty");
+  return ids;
+}
+
+// DecodeArgs from the keyword arguments; the drafter as a path (a.drafter) or a loaded Drafter.
+cli::DecodeArgs decode_args(const std::string& model_path, const std::string& backend, const MethodArgs& m,
+                            std::shared_ptr<Drafter>* drafter_out) {
+  cli::DecodeArgs a;
+  a.model = model_path;
+  a.backend = backend;
+  std::shared_ptr<Drafter> drafter;
+  if (!m.drafter.is_none()) {
+    if (py::isinstance<Drafter>(m.drafter)) {
+      drafter = m.drafter.cast<std::shared_ptr<Drafter>>();
+      a.drafter = drafter->d.path;
+    } else if (py::isinstance<py::str>(m.drafter) || py::hasattr(m.drafter, "__fspath__")) {
+      a.drafter = py::module_::import("os").attr("fspath")(m.drafter).cast<std::string>();
+    } else {
+      throw Error("drafter must be a Drafter (specdec.load_drafter) or a checkpoint path, not " +
+                  py::str(py::type::of(m.drafter).attr("__name__")).cast<std::string>());
+    }
+  }
+  if (m.method.is_none()) {
+    if (!drafter && !a.drafter.empty()) {
+      throw Error("drafter " + a.drafter + " is a path: say which method drafts with it (method=\"draft\" | \"eagle\" | "
+                  "\"eagle3\" | \"peagle\"), or pass specdec.load_drafter(path, model), whose kind is detected");
+    }
+    a.method = drafter ? drafter->method : "sequential";
+  } else {
+    if (!py::isinstance<py::str>(m.method)) throw Error("method must be a string: sequential, draft, eagle, eagle3 or peagle");
+    a.method = canonical_method_name(m.method.cast<std::string>());
+  }
+  if (std::find(method_names().begin(), method_names().end(), a.method) == method_names().end()) {
+    throw Error("unknown method '" + m.method.cast<std::string>() + "'; expected sequential, draft, eagle, eagle3 or peagle");
+  }
+  if (drafter && a.method != "sequential" && drafter->method != a.method) {
+    throw Error("method " + a.method + " cannot draft with " + drafter->d.path + ", which is a " + drafter->kind +
+                " drafter (method " + drafter->method + ")");
+  }
+  if (a.method == "sequential") a.drafter.clear();
+  a.k = m.k;
+  a.tree = m.tree;
+  a.depth = m.depth;
+  a.tree_top_k = m.tree_top_k;
+  a.total_tokens = m.total_tokens;
+  a.force_depth = m.force_depth;
+  a.sampling = m.sampling;
+  a.temperature = m.temperature;
+  a.top_k = m.top_k;
+  a.top_p = m.top_p;
+  a.seed = m.seed;
+  a.max_new_tokens = m.max_new_tokens;
+  a.ignore_eos = m.ignore_eos;
+  if (drafter_out) *drafter_out = a.method == "sequential" ? nullptr : drafter;
+  return a;
+}
+
+Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
+  if (!model) throw Error("generate: model must be a Model from specdec.load_model");
+  std::shared_ptr<Drafter> drafter;
+  const cli::DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
+  if (drafter && drafter->target != model) {
+    throw Error("the drafter was loaded for another target (" + drafter->target->m.path +
+                "); load it with specdec.load_drafter(path, model) for this model");
+  }
+  cli::check_method_args(a);
+  const SamplingParams sampling = cli::sampling_params(a);
+  const GenerationOptions options = cli::generation_options(a);
+  Generation g;
+  g.prompt = prompt_ids(*model, prompt);
+  GenerationResult r;
+  {
+    py::gil_scoped_release release;
+    r = cli::run_method(a, model->m, g.prompt, sampling, options, nullptr, drafter ? &drafter->d : nullptr);
+  }
+  g.tokens = std::move(r.tokens);
+  g.stop_reason = r.stop_reason;
+  g.stats = r.stats;
+  if (model->m.tokenizer) g.text = model->m.tokenizer->decode(g.tokens);
+  return g;
+}
+
+// Runs a subcommand of the command line and returns its --json output as a dict.
+py::object run_json_command(cli::CommandFn fn, const std::vector<std::string>& args, const std::string& name,
+                            int* exit_code = nullptr) {
+  std::ostringstream out, err;
+  cli::CommandIO io{out, err, false};
+  int rc = 0;
+  {
+    py::gil_scoped_release release;
+    rc = fn(args, io);
+  }
+  if (exit_code) *exit_code = rc;
+  const auto j = nlohmann::json::parse(out.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    std::string message = err.str();
+    const std::string prefix = "specdec " + name + ": error: ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    throw Error(message.empty() ? name + " failed (exit code " + std::to_string(rc) + ")" : message);
+  }
+  return json_to_python(j);
+}
+
+// The command-line arguments of a run: model, prompt, method and sampling.
+std::vector<std::string> run_args(const std::string& model_path, const std::string& backend, const py::object& prompt,
+                                  const Model* loaded, const MethodArgs& m) {
+  const cli::DecodeArgs a = decode_args(model_path, backend, m, nullptr);
+  std::vector<std::string> args = {"--model", a.model, "--backend", a.backend};
+  if (!prompt.is_none()) {
+    if (py::isinstance<py::str>(prompt)) {
+      args.insert(args.end(), {"--prompt", prompt.cast<std::string>()});
+    } else {
+      std::vector<int32_t> ids;
+      if (loaded) {
+        ids = prompt_ids(*loaded, prompt);
+      } else {
+        ids = int_vector(prompt, "prompt");
+        if (ids.empty()) throw Error("the prompt is empty");
+      }
+      args.insert(args.end(), {"--prompt-ids", join_ids(ids)});
+    }
+  }
+  auto num = [](double x) {
+    std::ostringstream s;
+    s.precision(17);
+    s << x;
+    return s.str();
+  };
+  args.insert(args.end(), {"--method", a.method, "--k", std::to_string(a.k), "--tree", a.tree, "--depth", std::to_string(a.depth),
+                           "--tree-top-k", std::to_string(a.tree_top_k), "--total-tokens", std::to_string(a.total_tokens),
+                           "--sampling", a.sampling, "--temperature", num(a.temperature), "--top-k", std::to_string(a.top_k),
+                           "--top-p", num(a.top_p), "--seed", std::to_string(a.seed), "--max-new-tokens",
+                           std::to_string(a.max_new_tokens), "--json"});
+  if (!a.drafter.empty()) args.insert(args.end(), {"--drafter", a.drafter});
+  if (a.force_depth) args.push_back("--force-depth");
+  if (a.ignore_eos) args.push_back("--ignore-eos");
+  return args;
+}
+
+// A model argument: a Model (its path and backend) or a checkpoint path.
+std::pair<std::string, std::shared_ptr<Model>> model_arg(const py::object& model, const std::string& fn) {
+  if (py::isinstance<Model>(model)) {
+    auto m = model.cast<std::shared_ptr<Model>>();
+    return {m->m.path, m};
+  }
+  if (py::isinstance<py::str>(model)) return {model.cast<std::string>(), nullptr};
+  const py::object fspath = py::module_::import("os").attr("fspath");
+  try {
+    return {fspath(model).cast<std::string>(), nullptr};
+  } catch (const py::error_already_set&) {
+    throw Error(fn + ": model must be a Model (specdec.load_model) or a checkpoint path");
+  }
+}
+
+py::object record(const py::object& model, const py::object& prompt, const std::string& out, const std::string& logits,
+                  int logit_top_k, const py::object& backend_obj, const MethodArgs& m) {
+  auto [path, loaded] = model_arg(model, "record");
+  if (prompt.is_none()) throw Error("record: a prompt is needed (token ids or text)");
+  const std::string backend = !backend_obj.is_none() ? backend_obj.cast<std::string>() : loaded ? loaded->m.backend : "reference";
+  std::vector<std::string> args = run_args(path, backend, prompt, loaded.get(), m);
+  args.insert(args.end(), {"--out", out, "--logits", logits, "--logit-top-k", std::to_string(logit_top_k)});
+  return run_json_command(cli::run_record, args, "record");
+}
+
+py::object validate(const py::object& model, const py::object& prompt, const py::object& trace, const std::string& against,
+                    const py::object& backend_obj, const MethodArgs& m) {
+  auto [path, loaded] = model_arg(model, "validate");
+  const std::string backend = !backend_obj.is_none() ? backend_obj.cast<std::string>() : loaded ? loaded->m.backend : "reference";
+  std::vector<std::string> args;
+  if (trace.is_none()) {
+    if (prompt.is_none()) throw Error("validate: give a prompt (token ids or text), or a trace to compare with");
+    args = run_args(path, backend, prompt, loaded.get(), m);
+    args.insert(args.end(), {"--against", against});
+  } else {
+    if (!prompt.is_none()) throw Error("validate: the prompt comes from the trace; do not give one with trace=");
+    const std::string trace_path = py::module_::import("os").attr("fspath")(trace).cast<std::string>();
+    args = {"--model", path, "--backend", backend, "--trace", trace_path, "--json"};
+    // The method, sampling and length come from the trace; a drafter path overrides the
+    // recorded one (the trace's path may be relative to another directory).
+    if (py::isinstance<Drafter>(m.drafter)) {
+      args.insert(args.end(), {"--drafter", m.drafter.cast<std::shared_ptr<Drafter>>()->d.path});
+    } else if (!m.drafter.is_none()) {
+      args.insert(args.end(), {"--drafter", py::module_::import("os").attr("fspath")(m.drafter).cast<std::string>()});
+    }
+  }
+  int rc = 0;
+  py::object report = run_json_command(cli::run_validate, args, "validate", &rc);
+  if (rc == 2) throw Error("validate could not run");
+  report["passed"] = py::bool_(rc == 0);  // the exit code: 0 pass, 1 divergence
+  return report;
+}
+
+}  // namespace
+
+}  // namespace specdec::python
+
+using namespace specdec;
+using namespace specdec::python;
+
+PYBIND11_MODULE(_core, mod) {
+  mod.doc() = "specdec: the reference implementation of speculative decoding (models, drafters, decoding, traces)";
+  mod.attr("__version__") = kVersion;
+
+  static py::exception<Error> error(mod, "Error", PyExc_RuntimeError);
+  error.doc() = "A user-facing failure of specdec: the message says what was wrong, where, and what was expected.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      error(e.what());
+    } catch (const boost::program_options::error& e) {
+      error(e.what());
+    } catch (const nlohmann::json::exception& e) {
+      error(e.what());
+    }
+  });
+
+  py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(mod, "Tokenizer", "The checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
+      .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return t.t->encode(s, add_special_tokens); },
+           py::arg("text"), py::arg("add_special_tokens") = true,
+           "Token ids of `text`; with add_special_tokens also what the checkpoint puts before a prompt (BOS)")
+      .def("decode",
+           [](const Tokenizer& t, const py::object& ids, bool skip) { return utf8_text(t.t->decode(int_vector(ids, "ids"), skip)); },
+           py::arg("ids"), py::arg("skip_special_tokens") = false, "Text of `ids` (bytes that are not valid UTF-8 become U+FFFD)")
+      .def("decode_bytes",
+           [](const Tokenizer& t, const py::object& ids, bool skip) { return py::bytes(t.t->decode(int_vector(ids, "ids"), skip)); },
+           py::arg("ids"), py::arg("skip_special_tokens") = false, "The decoded UTF-8 bytes, exactly")
+      .def("token_text", [](const Tokenizer& t, int32_t id) { return utf8_text(t.t->token_text(id)); }, py::arg("id"))
+      .def("token_id", [](const Tokenizer& t, const std::string& token) { return t.t->token_id(token); }, py::arg("token"))
+      .def_property_readonly("description", [](const Tokenizer& t) { return t.t->description(); })
+      .def_property_readonly("bos_id", [](const Tokenizer& t) { return t.t->bos_id(); })
+      .def_property_readonly("eos_ids", [](const Tokenizer& t) { return t.t->eos_ids(); })
+      .def("__len__", [](const Tokenizer& t) { return t.t->size(); })
+      .def("__repr__", [](const Tokenizer& t) { return "<specdec.Tokenizer " + t.t->description() + ">"; });
+
+  py::class_<Cache, std::shared_ptr<Cache>>(mod, "Cache", "A KV cache of one sequence, made by Model.new_cache(capacity)")
+      .def_property_readonly("length", [](const Cache& c) { return c.cache->length(); }, "slots in use")
+      .def_property_readonly("capacity", [](const Cache& c) { return c.cache->capacity(); })
+      .def("__len__", [](const Cache& c) { return c.cache->length(); })
+      .def("truncate", [](Cache& c, int n) { c.cache->truncate(n); }, py::arg("length"),
+           "Forget every slot at index >= length (roll back rejected tokens)")
+      .def("gather", [](Cache& c, int start, const py::object& slots) {
+             std::vector<int> s;
+             for (int32_t v : int_vector(slots, "slots")) s.push_back(v);
+             c.cache->gather(start, s);
+           }, py::arg("start"), py::arg("slots"),
+           "Move the listed slots, in order, to [start, start + len(slots)) and make that the length (keep a tree's accepted path)")
+      .def("__repr__", [](const Cache& c) {
+        return "<specdec.Cache " + std::to_string(c.cache->length()) + "/" + std::to_string(c.cache->capacity()) + ">";
+      });
+
+  py::class_<Model, std::shared_ptr<Model>>(mod, "Model", "A target checkpoint loaded by specdec.load_model")
+      .def_property_readonly("path", [](const Model& m) { return m.m.path; })
+      .def_property_readonly("backend", [](const Model& m) { return m.m.backend; })
+      .def_property_readonly("fingerprint", [](const Model& m) { return m.m.fingerprint; })
+      .def_property_readonly("stored_dtype", [](const Model& m) { return m.m.stored_dtype; })
+      .def_property_readonly("config", [](const Model& m) { return json_to_python(model_config_to_json(m.m.model->config())); },
+                             "config.json as specdec reads it (a dict)")
+      .def_property_readonly("vocab_size", [](const Model& m) { return m.m.model->config().vocab_size; })
+      .def_property_readonly("num_layers", [](const Model& m) { return m.m.model->config().num_hidden_layers; })
+      .def_property_readonly("hidden_size", [](const Model& m) { return m.m.model->config().hidden_size; })
+      .def_property_readonly("max_position_embeddings", [](const Model& m) { return m.m.model->config().max_position_embeddings; })
+      .def_property_readonly("tokenizer", [](const Model& m) -> py::object {
+            if (!m.m.tokenizer) return py::none();
+            return py::cast(std::make_shared<Tokenizer>(Tokenizer{m.m.tokenizer}));
+          }, "the checkpoint's Tokenizer, or None when it has none")
+      .def("new_cache", &new_cache, py::arg("capacity"), "An empty KV cache for up to `capacity` tokens")
+      .def("forward", &forward, py::arg("tokens"), py::kw_only(), py::arg("positions") = py::none(), py::arg("mask") = py::none(),
+           py::arg("cache") = nullptr, py::arg("hidden_states") = false, py::arg("logit_rows") = py::none(),
+           "Appends `tokens` (T) to `cache` (a fresh one when None) and returns the float32 logits (R, V) of `logit_rows`\n"
+           "(default: every row). positions: (T) absolute positions (default: cache length + t). mask: (T, C + T) bool,\n"
+           "row t's allowed keys among the C cached and T new slots (default: causal). hidden_states=True returns\n"
+           "(logits, hidden) with hidden (L+1, T, H) as Hugging Face's output_hidden_states ([L] after the final norm).")
+      .def("__repr__", [](const Model& m) {
+        const ModelConfig& c = m.m.model->config();
+        return "<specdec.Model " + m.m.path + " (" + c.architecture + ", " + std::to_string(c.num_hidden_layers) + " layers, vocab " +
+               std::to_string(c.vocab_size) + ", backend " + m.m.backend + ")>";
+      });
+
+  py::class_<Drafter, std::shared_ptr<Drafter>>(mod, "Drafter", "A draft LM or an EAGLE-1 / EAGLE-3 / P-EAGLE head bound to a target")
+      .def_property_readonly("path", [](const Drafter& d) { return d.d.path; })
+      .def_property_readonly("method", [](const Drafter& d) { return d.method; }, "the method it drafts for: draft | eagle | eagle3 | peagle")
+      .def_property_readonly("kind", [](const Drafter& d) { return d.kind; }, "draft_lm | eagle1 | eagle3 | peagle")
+      .def_property_readonly("fingerprint", [](const Drafter& d) { return d.d.fingerprint; })
+      .def_property_readonly("config", [](const Drafter& d) { return json_to_python(nlohmann::json::parse(d.d.config_json)); })
+      .def_property_readonly("target", [](const Drafter& d) { return d.target; })
+      .def_property_readonly("layout", [](const Drafter& d) -> py::object {
+        if (!d.d.head) return py::none();
+        return py::str(d.d.head->config().layout);
+      })
+      .def_property_readonly("trained_depth", [](const Drafter& d) -> py::object {
+        if (!d.d.head || d.d.head->config().kind != EagleKind::peagle) return py::none();
+        return py::int_(d.d.head->config().trained_depth);
+      })
+      .def("__repr__", [](const Drafter& d) { return "<specdec.Drafter " + d.d.path + " (" + d.kind + ")>"; });
+
+  py::class_<Generation>(mod, "Generation", "What specdec.generate returns")
+      .def_readonly("tokens", &Generation::tokens, "generated token ids (the prompt excluded)")
+      .def_readonly("prompt_tokens", &Generation::prompt)
+      .def_readonly("stop_reason", &Generation::stop_reason, "max_tokens | eos")
+      .def_property_readonly("text", [](const Generation& g) -> py::object {
+        if (!g.text) return py::none();
+        return utf8_text(*g.text);
+      })
+      .def_property_readonly("target_forwards", [](const Generation& g) { return g.stats.target_forwards; })
+      .def_property_readonly("drafter_forwards", [](const Generation& g) { return g.stats.drafter_forwards; })
+      .def_property_readonly("steps", [](const Generation& g) { return g.stats.steps; })
+      .def_property_readonly("drafted_tokens", [](const Generation& g) { return g.stats.drafted_tokens; })
+      .def_property_readonly("accepted_tokens", [](const Generation& g) { return g.stats.accepted_tokens; })
+      .def_property_readonly("acceptance_length", &Generation::acceptance_length)
+      .def_property_readonly("acceptance_by_depth", [](const Generation& g) { return g.stats.acceptance_by_depth(); })
+      .def_property_readonly("tokens_per_target_forward", &Generation::tokens_per_target_forward)
+      .def_property_readonly("prefill_ms", [](const Generation& g) { return g.stats.prefill_ns / 1e6; })
+      .def_property_readonly("decode_ms", [](const Generation& g) { return g.stats.decode_ns / 1e6; })
+      .def_property_readonly("stats", &Generation::stats_dict, "the statistics as `specdec generate --json` prints them")
+      .def("__repr__", [](const Generation& g) {
+        std::ostringstream s;
+        s << "<specdec.Generation " << g.tokens.size() << " tokens, stop " << g.stop_reason << ", " << g.stats.target_forwards
+          << " target forwards, AL " << g.acceptance_length() << ">";
+        return s.str();
+      });
+
+  mod.def("load_model", &load_model, py::arg("path"), py::arg("backend") = "reference",
+          "Loads a Hugging Face-style checkpoint (config.json + safetensors) on a backend: reference | cpu | cuda");
+  mod.def("load_drafter", &load_drafter, py::arg("path"), py::arg("target"), py::arg("method") = py::none(),
+          "Loads a draft LM or an EAGLE-1 / EAGLE-3 / P-EAGLE head for `target` (kind detected, or method= draft | eagle | eagle3 | peagle)");
+  mod.def("backends", [] {
+    std::vector<std::string> out;
+    for (const std::string& b : known_backends())
+      if (backend_available(b)) out.push_back(b);
+    return out;
+  }, "The backends this build can run here");
+  mod.def("set_num_threads", [](int n) { cli::apply_threads(n); }, py::arg("n"), "Worker threads (results do not depend on it)");
+
+  // The method and sampling keywords shared by generate, record and validate.
+#define SPECDEC_METHOD_PARAMS                                                                                   \
+  const py::object &method, const py::object &drafter, int k, const std::string &tree, int depth, int tree_top_k, \
+      int total_tokens, bool force_depth, const std::string &sampling, double temperature, int top_k, double top_p, \
+      uint64_t seed, int max_new_tokens, bool ignore_eos
+#define SPECDEC_METHOD_VALUES \
+  MethodArgs { method, drafter, k, depth, tree_top_k, total_tokens, tree, force_depth, sampling, temperature, top_k, top_p, seed, max_new_tokens, ignore_eos }
+#define SPECDEC_METHOD_ARGS(max_new)                                                                                         \
+  py::arg("method") = py::none(), py::arg("drafter") = py::none(), py::arg("k") = 4, py::arg("tree") = "chain",              \
+      py::arg("depth") = 7, py::arg("tree_top_k") = 10, py::arg("total_tokens") = 60, py::arg("force_depth") = false,        \
+      py::arg("sampling") = "greedy", py::arg("temperature") = 1.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,            \
+      py::arg("seed") = 0, py::arg("max_new_tokens") = max_new, py::arg("ignore_eos") = false
+
+  mod.def("generate",
+          [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS) {
+            return generate(model, prompt, SPECDEC_METHOD_VALUES);
+          },
+          py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32),
+          "Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the drafter's\n"
+          "method, else sequential), as `specdec generate` does. Returns a Generation.");
+  mod.def("record",
+          [](const py::object& model, const py::object& prompt, const std::filesystem::path& out, const std::string& logits,
+             int logit_top_k, const py::object& backend, SPECDEC_METHOD_PARAMS) {
+            return record(model, prompt, out.string(), logits, logit_top_k, backend, SPECDEC_METHOD_VALUES);
+          },
+          py::arg("model"), py::arg("prompt"), py::kw_only(), py::arg("out"), py::arg("logits") = "topk", py::arg("logit_top_k") = 20,
+          py::arg("backend") = py::none(), SPECDEC_METHOD_ARGS(32),
+          "Decodes and writes every step to an HDF5 trace `out`, as `specdec record` does; returns its summary as a dict.");
+  mod.def("validate",
+          [](const py::object& model, const py::object& prompt, const py::object& trace, const std::string& against,
+             const py::object& backend, SPECDEC_METHOD_PARAMS) {
+            return validate(model, prompt, trace, against, backend, SPECDEC_METHOD_VALUES);
+          },
+          py::arg("model"), py::arg("prompt") = py::none(), py::kw_only(), py::arg("trace") = py::none(),
+          py::arg("against") = "reference", py::arg("backend") = py::none(), SPECDEC_METHOD_ARGS(32),
+          "Compares a backend with the reference (against=) or with a recorded trace (trace=), as `specdec validate` does;\n"
+          "returns its report as a dict (validation::to_json, as --json prints it) with passed = True | False added.");
+#undef SPECDEC_METHOD_PARAMS
+#undef SPECDEC_METHOD_VALUES
+#undef SPECDEC_METHOD_ARGS
+}
