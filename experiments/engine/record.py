@@ -1,0 +1,111 @@
+"""Writes an engine run as a specdec candidate trace (traces/SCHEMA.md, 1.2): every required field,
+full target logits rows, log q rows of sampled drafts, and the optional diagnostics that let
+`specdec validate --candidate` name the first layer out of tolerance: the target's hidden state
+after every decoder layer's sub-steps (input_norm, attention, post_attention_norm, mlp) in every
+target forward (the prefill's last prompt row; every row of a verify forward: the pending token
+and each draft node), and the drafter's inputs and outputs.
+
+Written with the project's pure-Python writer, python/specdec/trace_writer.py (h5py only).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from specdec import trace_writer  # noqa: E402
+
+ENGINE_NAME = "pytorch-outside-engine"
+SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
+
+_fingerprint_cache = {}
+
+
+def reference_fingerprints(specdec, model_dir, method, drafter_dir):
+    """The fingerprints specdec gives the target and drafter weights (FNV-1a over the loaded
+    tensors, reference/io/fingerprint.hpp), read from a one-token trace that `specdec record`
+    writes, together with the exactness contract version that specdec computes under (which
+    `specdec validate --candidate` requires a trace to carry). Returns {"target": ...,
+    "drafter": ..., "exactness_contract": ...}; "unknown" / None where specdec is unavailable."""
+    key = (os.path.abspath(model_dir), method, os.path.abspath(drafter_dir))
+    if key in _fingerprint_cache:
+        return _fingerprint_cache[key]
+    out = {"target": "unknown", "drafter": "unknown", "exactness_contract": None}
+    if specdec and os.path.exists(specdec):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "fp.h5")
+            r = subprocess.run([specdec, "record", "--model", model_dir, "--method", method, "--drafter", drafter_dir,
+                                "--prompt-ids", "0,1", "--max-new-tokens", "1", "--out", path],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                with h5py.File(path, "r") as f:
+                    out["exactness_contract"] = f.attrs.get("exactness_contract")
+                    for role in ("target", "drafter"):
+                        out[role] = f["meta/models"][role].attrs["fingerprint"]
+                        if isinstance(out[role], bytes):
+                            out[role] = out[role].decode()
+    _fingerprint_cache[key] = out
+    return out
+
+
+def _config_text(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        return json.dumps(json.load(f), separators=(",", ":"), sort_keys=True)
+
+
+def trace_dict(engine, run, fingerprints=None):
+    """The run as plain Python/numpy data, one entry per schema object."""
+    fp = fingerprints or {"target": "unknown", "drafter": "unknown"}
+    steps = run["steps"]
+    name = ENGINE_NAME if engine.bug is None else f"{ENGINE_NAME} (bug {engine.bug})"
+    config = {"method": engine.method_json(), "backend": ENGINE_NAME, "engine": name, "threads": 1, "max_new_tokens": run["max_new_tokens"],
+              "stop_at_eos": run["stop_at_eos"], "sequence": 0, "logits": "full"}
+    return {
+        "method": engine.method,
+        "seed": engine.sampling.seed,
+        "config_json": json.dumps(config, separators=(",", ":")),
+        "sampling_json": json.dumps(engine.sampling.to_json(), separators=(",", ":")),
+        "models": {
+            "target": {"path": engine.model_dir, "fingerprint": fp["target"], "config_json": _config_text(engine.model_dir)},
+            "drafter": {"path": engine.drafter_dir, "fingerprint": fp["drafter"], "config_json": _config_text(engine.drafter_dir)},
+        },
+        "prompt": run["prompt"], "output": run["output"], "stop_reason": run["stop_reason"],
+        "steps": steps,
+        "exactness_contract": fp.get("exactness_contract"),
+        "num_layers": engine.tshape.num_hidden_layers, "hidden_size": engine.tshape.hidden_size,
+        "vocab_size": engine.tshape.vocab_size,
+    }
+
+
+def write_trace(path, engine, run, fingerprints=None):
+    """Writes the candidate trace of `run` (Engine.generate's result) to `path` with the project's
+    writer, python/specdec/trace_writer.py (atomically: a temporary name renamed into place)."""
+    t = trace_dict(engine, run, fingerprints)
+    models = {role: trace_writer.ModelInfo(m["path"], m["fingerprint"], m["config_json"]) for role, m in t["models"].items()}
+    extra = {"exactness_contract": str(t["exactness_contract"])} if t["exactness_contract"] else {}
+    w = trace_writer.TraceWriter(t["method"], t["prompt"], t["seed"], json.loads(t["sampling_json"]),
+                                 json.loads(t["config_json"]), models, specdec_version=ENGINE_NAME, **extra)
+    w.set_target_layers(t["num_layers"], t["hidden_size"], SUBSTEPS)
+    io = [s["drafter"] for s in t["steps"] if s.get("drafter") is not None]
+    if io:
+        w.set_drafter_io(io[0]["features"].shape[1], io[0]["hidden"].shape[1], io[0]["logits"].shape[1])
+    for s in t["steps"]:
+        d = s.get("drafter") or {}
+        w.add_step(s["emitted"], target_logits=np.asarray(s["target_logits"], np.float32),
+                   draft_tokens=s.get("draft_tokens"), draft_parents=s.get("draft_parents"),
+                   accepted_path=s.get("accepted_path"), accept_decisions=s.get("accept_decisions"),
+                   accept_nodes=s.get("accept_nodes"), accept_uniforms=s.get("accept_uniforms"),
+                   bonus_token=s["bonus_token"], random_counters=s.get("random_counters"),
+                   draft_logits=s.get("draft_logq"), draft_logit_nodes=s.get("draft_row_nodes"),
+                   layer_row_nodes=s["layer_row_nodes"], layer_hidden=s["layer_hidden"],
+                   drafter_tokens=d.get("tokens"), drafter_positions=d.get("positions"), drafter_calls=d.get("calls"),
+                   drafter_features=d.get("features"), drafter_hidden=d.get("hidden"), drafter_logits=d.get("logits"))
+    w.write(path, stop_reason=t["stop_reason"], logits="full")
+    return path
