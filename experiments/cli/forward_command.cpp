@@ -125,7 +125,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
       ("prompt-ids", po::value(&a.prompt_ids), "tokens as comma-separated ids (positions 0..T-1)")
       ("prompt", po::value(&a.prompt), "prompt text instead (models with a vocab.json)")
       ("out", po::value(&out), "HDF5 file to write (replaced atomically)")
-      ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation: reference | cpu (optimized, when built)")
+      ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation: reference | cpu (optimized, when built) | plugin:PATH.so (a plug-in backend)")
       ("drafter", po::value(&a.drafter), "EAGLE-1 / EAGLE-3 / P-EAGLE head directory: also write its teacher-forced first step")
       ("k", po::value(&a.k)->default_value(a.k), "P-EAGLE: parallel depth K (K-1 mask slots)")
       ("force-depth", po::bool_switch(&a.force_depth), "P-EAGLE: allow K beyond the depth the head was trained for")

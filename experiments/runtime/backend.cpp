@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "experiments/runtime/plugin_backend.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/transformer.hpp"
@@ -25,7 +26,7 @@ std::string available_list() {
   std::string s;
   for (const std::string& n : known_backends())
     if (backend_available(n)) s += (s.empty() ? "" : ", ") + n;
-  return s;
+  return s + ", plugin:PATH.so";
 }
 
 // Bytes of every tensor one single-token forward reads, at `bytes_per_value` per weight.
@@ -77,6 +78,14 @@ const std::vector<std::string>& known_backends() {
 
 bool backend_available(const std::string& name) {
   if (name == "reference") return true;
+  if (plugin::is_plugin_backend(name)) {
+    try {
+      plugin::load_plugin(name);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return true;
 #endif
@@ -87,6 +96,14 @@ bool backend_available(const std::string& name) {
 }
 
 void check_backend(const std::string& name, const std::string& option) {
+  if (plugin::is_plugin_backend(name)) {
+    try {
+      plugin::load_plugin(name);
+    } catch (const Error& e) {
+      throw Error(option + " '" + name + "': " + e.what());
+    }
+    return;
+  }
   const auto& known = known_backends();
   if (std::find(known.begin(), known.end(), name) == known.end()) {
     throw Error(option + " '" + name + "' is not a backend; available backends: " + available_list());
@@ -102,6 +119,7 @@ void check_backend(const std::string& name, const std::string& option) {
 
 std::unique_ptr<LanguageModel> load_backend(const std::string& name, const std::filesystem::path& path) {
   check_backend(name, "backend");
+  if (plugin::is_plugin_backend(name)) return plugin::load_plugin_model(name, path);
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::load_cpu_transformer(path);
 #endif
@@ -118,6 +136,7 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
   if (precision != Dtype::F32 && precision != Dtype::BF16 && precision != Dtype::F16) {
     throw Error("backend " + name + ": weight precision " + dtype_name(precision) + " is not supported; expected F32, BF16 or F16");
   }
+  if (plugin::is_plugin_backend(name)) return plugin::make_plugin_model(name, config, weights, precision);
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return std::make_unique<cpu::CpuTransformer>(config, weights, precision);
 #endif
@@ -133,6 +152,7 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
 
 EagleHead bind_head(const std::string& name, const EagleHead& head) {
   check_backend(name, "backend");
+  if (plugin::is_plugin_backend(name)) return plugin::bind_plugin_head(name, head);
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_eagle_head(head);
 #endif
@@ -143,6 +163,7 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {
+  if (const double b = plugin::plugin_weight_bytes(model); b >= 0) return b;
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (const auto* c = dynamic_cast<const cpu::CpuTransformer*>(&model)) return static_cast<double>(c->weight_bytes_per_step());
 #endif
@@ -154,6 +175,7 @@ double weight_bytes_per_step(const LanguageModel& model) {
 }
 
 std::string backend_name(const LanguageModel& model) {
+  if (std::string p = plugin::plugin_model_name(model); !p.empty()) return p;
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (dynamic_cast<const cpu::CpuTransformer*>(&model)) return "cpu";
 #endif

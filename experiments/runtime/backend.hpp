@@ -1,7 +1,8 @@
 #pragma once
 // The forward implementations a run can choose with --backend: "reference" (reference/model, fp32,
 // the truth), "cpu" (optimized/cpu, when this build has it) and "cuda" (optimized/cuda: the
-// target and draft LM on a GPU, or with SPECDEC_CUDA_DEVICE=emulator on the CPU grid emulator). Decoding algorithms take a
+// target and draft LM on a GPU, or with SPECDEC_CUDA_DEVICE=emulator on the CPU grid emulator) and
+// "plugin:PATH.so" (a shared library of the user's, plugin_api.hpp / plugin_backend.hpp). Decoding algorithms take a
 // `const LanguageModel&`, so a backend is just another LanguageModel. EAGLE heads stay bound to
 // the reference Transformer for the target's embeddings and LM head and compute on a backend
 // through bind_head.
@@ -17,13 +18,16 @@
 
 namespace specdec {
 
-// Every backend name specdec knows, available in this build or not: {"reference", "cpu", "cuda"}.
+// Every built-in backend name specdec knows, available in this build or not: {"reference", "cpu",
+// "cuda"}. Besides these, any "plugin:PATH" names a plug-in backend.
 const std::vector<std::string>& known_backends();
 // Whether this build can run `name` here ("cpu" needs the specdec_optimized_cpu library, "cuda"
-// a usable GPU or SPECDEC_CUDA_DEVICE=emulator).
+// a usable GPU or SPECDEC_CUDA_DEVICE=emulator; "plugin:PATH" a library that loads and passes the
+// plug-in checks).
 bool backend_available(const std::string& name);
 // Throws specdec::Error when `name` is unknown or not built, naming `option` (e.g. "--backend")
-// and listing the backends this build has.
+// and listing the backends this build has; for "plugin:PATH", when the library cannot be loaded
+// or fails the plug-in checks (the message says which).
 void check_backend(const std::string& name, const std::string& option);
 
 // Loads the checkpoint at `path` (directory or .safetensors / index file) into backend `name`.
@@ -47,7 +51,7 @@ double weight_bytes_per_step(const LanguageModel& model);
 // (cuda_eagle_head.hpp), both bitwise equal.
 EagleHead bind_head(const std::string& name, const EagleHead& head);
 
-// "reference", "cpu", "cuda" or "other" for a model built by this file's functions.
+// "reference", "cpu", "cuda", "plugin:NAME" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);
 
 }  // namespace specdec
