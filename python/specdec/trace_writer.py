@@ -4,12 +4,12 @@ For engines that cannot link specdec's C++ library: record what each decoding st
 ``write()`` a trace that ``specdec trace check`` accepts and ``specdec validate --trace`` replays
 against the reference. This module does not import the compiled extension ``specdec._core``.
 
-    from specdec.trace_writer import TraceWriter, ModelInfo, weights_fingerprint
+    from specdec.trace_writer import TraceWriter, ModelInfo, checkpoint_fingerprint
 
     w = TraceWriter("sequential", prompt=[5, 17, 42], seed=0,
                     sampling={"mode": "greedy", "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0},
                     config={"max_new_tokens": 8, "stop_at_eos": True},
-                    models={"target": ModelInfo("models/target", weights_fingerprint_of("models/target"),
+                    models={"target": ModelInfo("models/target", checkpoint_fingerprint("models/target"),
                                                 open("models/target/config.json").read())})
     for token, logits in my_engine_steps():
         w.add_step([token], target_logits=logits[None, :])
