@@ -20,6 +20,6 @@ fi
 # detect_leaks: LeakSanitizer as well; abort_on_error keeps the report and fails the test.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# The cross-library tests (label interop) drive the specdec binary from Python; they run in the
-# main build.
-ctest --test-dir "$build" -L cpu -LE interop --output-on-failure -j "$(nproc)" "$@"
+# The cross-library and Python tests (labels interop, python) drive the specdec binary and the
+# Python module from Python; they run in the main build.
+ctest --test-dir "$build" -L cpu -LE "interop|python" --output-on-failure -j "$(nproc)" "$@"
