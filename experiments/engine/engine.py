@@ -489,15 +489,5 @@ def log_q(q):
         return np.where(q > 0, np.log(np.where(q > 0, q, 1.0)), -np.inf).astype(np.float32)
 
 
-def load_head(kind, model_dir, target):
-    c = json.load(open(os.path.join(model_dir, "config.json")))
-    head = heads.EagleHead(kind, target, c["num_hidden_layers"] if kind == "peagle" else 1)
-    tensors = export.read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    with torch.no_grad():
-        for name, p in heads.head_tensors(kind, head).items():
-            if name == "mask_hidden":
-                head.mask_hidden.copy_(tensors[name].reshape(-1))
-            else:
-                p.copy_(tensors[name])
-    head.eval()
-    return head
+# The heads load as the PyTorch cross-check loads them (one loader for both).
+from crosscheck import load_head  # noqa: E402,F401
