@@ -9,11 +9,8 @@ Written with the project's pure-Python writer, python/specdec/trace_writer.py (h
 """
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
-import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,29 +25,32 @@ SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 _fingerprint_cache = {}
 
 
-def reference_fingerprints(specdec, model_dir, method, drafter_dir):
-    """The fingerprints specdec gives the target and drafter weights (FNV-1a over the loaded
-    tensors, reference/io/fingerprint.hpp), read from a one-token trace that `specdec record`
-    writes, together with the exactness contract version that specdec computes under (which
-    `specdec validate --candidate` requires a trace to carry). Returns {"target": ...,
-    "drafter": ..., "exactness_contract": ...}; "unknown" / None where specdec is unavailable."""
-    key = (os.path.abspath(model_dir), method, os.path.abspath(drafter_dir))
+# The head kind each speculative method drafts with (specdec record refuses another).
+_HEAD_KINDS = {"eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle"}
+
+
+def reference_fingerprints(model_dir, method, drafter_dir):
+    """The fingerprints specdec gives the target and drafter weights (traces/SCHEMA.md
+    "Fingerprints"), computed by the trace writer in Python without running specdec:
+    checkpoint_fingerprint for the target and for a draft LM, head_fingerprint for an EAGLE-family
+    head; and the exactness contract version that specdec computes under (which
+    `specdec validate --candidate` requires a trace to carry), the writer's EXACTNESS_CONTRACT,
+    its copy of reference/core/exact_math.hpp kContractVersion (tests/python/test_trace_writer.py
+    checks it against what `specdec record` writes). Returns {"target": ..., "drafter": ..., "exactness_contract": ...}; raises
+    ValueError for a checkpoint specdec would refuse or a head of another kind than `method` needs."""
+    key = (os.path.abspath(model_dir), method, os.path.abspath(drafter_dir) if drafter_dir else None)
     if key in _fingerprint_cache:
         return _fingerprint_cache[key]
-    out = {"target": "unknown", "drafter": "unknown", "exactness_contract": None}
-    if specdec and os.path.exists(specdec):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "fp.h5")
-            r = subprocess.run([specdec, "record", "--model", model_dir, "--method", method, "--drafter", drafter_dir,
-                                "--prompt-ids", "0,1", "--max-new-tokens", "1", "--out", path],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                with h5py.File(path, "r") as f:
-                    out["exactness_contract"] = f.attrs.get("exactness_contract")
-                    for role in ("target", "drafter"):
-                        out[role] = f["meta/models"][role].attrs["fingerprint"]
-                        if isinstance(out[role], bytes):
-                            out[role] = out[role].decode()
+    out = {"target": trace_writer.checkpoint_fingerprint(model_dir), "drafter": "unknown",
+           "exactness_contract": trace_writer.EXACTNESS_CONTRACT}
+    if method == "draft":
+        out["drafter"] = trace_writer.checkpoint_fingerprint(drafter_dir)
+    elif method in _HEAD_KINDS:
+        kind = trace_writer.head_config(drafter_dir, target=model_dir).kind
+        if kind != _HEAD_KINDS[method]:
+            raise ValueError(f"{drafter_dir} holds a head of kind {kind}; method {method} needs {_HEAD_KINDS[method]}")
+        # As specdec loads the head: tensors it does not read are not part of its fingerprint.
+        out["drafter"] = trace_writer.head_fingerprint(drafter_dir, target=model_dir, allow_unused=True)
     _fingerprint_cache[key] = out
     return out
 

@@ -42,15 +42,13 @@ def main(argv=None):
     p.add_argument("--ignore-eos", action="store_true")
     p.add_argument("--bug", choices=engine.BUGS)
     p.add_argument("--out", required=True)
-    p.add_argument("--specdec", default=os.path.join(record.ROOT, "build", "specdec"),
-                   help="specdec binary, asked once for the weights' fingerprints")
     a = p.parse_args(argv)
     tree = None if a.tree == "chain" else json.loads(a.tree)
     s = engine.Sampling(a.sampling, a.temperature, a.top_k, a.top_p, a.seed)
     e = engine.Engine(a.model, a.drafter, a.method, k=a.k, tree=tree, sampling=s, bug=a.bug)
     prompt = encode(a.prompt) if a.prompt is not None else [int(x) for x in a.prompt_ids.split(",")]
     run = e.generate(prompt, a.max_new_tokens, stop_at_eos=not a.ignore_eos)
-    fp = record.reference_fingerprints(a.specdec, a.model, a.method, a.drafter)
+    fp = record.reference_fingerprints(a.model, a.method, a.drafter)
     record.write_trace(a.out, e, run, fp)
     print(json.dumps({"trace": a.out, "output_tokens": run["output"], "steps": len(run["steps"]),
                       "stop_reason": run["stop_reason"]}))

@@ -73,7 +73,7 @@ def write(cfg, path, bug=None):
     try:
         e = make_engine(cfg, bug)
         run = e.generate(encode(PROMPT), NEW_TOKENS)
-        record.write_trace(path, e, run, record.reference_fingerprints(SPECDEC, MODEL, cfg["method"], cfg["drafter"]))
+        record.write_trace(path, e, run, record.reference_fingerprints(MODEL, cfg["method"], cfg["drafter"]))
     finally:
         os.chdir(cwd)
     return run

@@ -3,7 +3,10 @@
 A trace it writes for a real reference run (the steps of a `specdec record` run, re-emitted through
 the writer, with full and top-k logits) passes `specdec trace check` and `specdec validate --trace`;
 its fingerprints and top-k summaries equal specdec's; the optional per-layer and drafter tensors
-of schema 1.2 pass check; deliberately wrong files fail check with the right message.
+of schema 1.2 pass check; deliberately wrong files fail check with the right message. Drafter
+head fingerprints computed in Python (head_fingerprint) equal the ones specdec records, for the
+bundled heads and for heads rewritten in the other layouts and dtypes specdec reads; a head it
+cannot hash as specdec loads it is refused with the file named.
 
 Run (ctest does this, label cpu): SPECDEC_BIN=build/specdec PYTHONPATH=python \
   /usr/bin/python3 -m pytest tests/python/test_trace_writer.py
@@ -11,6 +14,7 @@ Run (ctest does this, label cpu): SPECDEC_BIN=build/specdec PYTHONPATH=python \
 import json
 import os
 import subprocess
+import struct
 
 import h5py
 import numpy as np
@@ -230,3 +234,332 @@ def test_the_schemas_bare_h5py_writer_passes_check(tmp_path, monkeypatch):
     exec(schema_block("import h5py, numpy as np\ns = h5py.string_dtype"), ns)
     code, text = specdec("trace", "check", str(tmp_path / "run.h5"))
     assert code == 0, text
+
+
+# ---------------------------------------------------------------------------------------------
+# Drafter head fingerprints (head_fingerprint) against specdec's.
+
+needs_specdec = pytest.mark.skipif(not os.path.exists(SPECDEC), reason="specdec is not built")
+TARGET = os.path.join(ROOT, "models", "target")
+HEADS = {"eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle"}  # method -> bundled head
+GOLDEN_HEAD_TRACES = {"eagle1": "eagle-chain_code_greedy.h5", "eagle3": "eagle3-chain_code_greedy.h5",
+                      "peagle": "peagle-chain_code_greedy.h5"}
+
+# safetensors dtype -> numpy dtype of the stored values (BF16 and F8 arrays hold the raw bits).
+ST_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "BF16": "<u2", "F8_E5M2": "u1", "F8_E4M3": "u1",
+             "BOOL": "u1", "U8": "u1", "I8": "i1", "I16": "<i2", "U16": "<u2", "I32": "<i4", "U32": "<u4",
+             "I64": "<i8", "U64": "<u8"}
+
+
+def save_safetensors(path, tensors):
+    """tensors: {name: (dtype, array)} in file order."""
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, (dtype, a) in tensors.items():
+        b = np.ascontiguousarray(a, dtype=ST_DTYPES.get(dtype, "u1")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def bundled(head):
+    """(config dict, {name: float32 array}) of a bundled head."""
+    d = os.path.join(ROOT, "models", head)
+    with open(os.path.join(d, "config.json")) as f:
+        config = json.load(f)
+    return config, dict(tw.load_safetensors(os.path.join(d, "model.safetensors")))
+
+
+def write_head(d, config, tensors, shards=None):
+    """A head directory; tensors {name: (dtype, array)}; `shards` [[names], ...] writes a shard index."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    if not shards:
+        save_safetensors(os.path.join(d, "model.safetensors"), tensors)
+        return str(d)
+    weight_map = {}
+    for i, names in enumerate(shards):
+        shard = "model-%05d-of-%05d.safetensors" % (i + 1, len(shards))
+        save_safetensors(os.path.join(d, shard), {n: tensors[n] for n in names})
+        weight_map.update({n: shard for n in names})
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": weight_map}, f)
+    return str(d)
+
+
+def as_f32(t):
+    return {n: ("F32", a) for n, a in t.items()}
+
+
+def bf16_bits(a):
+    return (np.asarray(a, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def e5m2_bits(a):  # the upper byte of the half
+    return (np.asarray(a, np.float32).astype(np.float16).view(np.uint16) >> 8).astype(np.uint8)
+
+
+def e4m3_bits(a):
+    """The nearest finite F8_E4M3 bytes."""
+    codes = np.array([b for b in range(256) if b not in (0x7F, 0xFF)])
+    values = tw._e4m3_table()[codes]
+    order = np.argsort(values, kind="stable")
+    v, c = values[order], codes[order]
+    x = np.asarray(a, np.float32)
+    hi = np.clip(np.searchsorted(v, x), 1, len(v) - 1)
+    pick = np.where(np.abs(v[hi] - x) < np.abs(v[hi - 1] - x), hi, hi - 1)
+    return c[pick].astype(np.uint8)
+
+
+def recorded_fingerprint(method, head_dir, tmp_path):
+    out = str(tmp_path / ("fp_%s.h5" % os.path.basename(head_dir)))
+    code, text = specdec("record", "--model", "models/target", "--method", method, "--drafter", head_dir,
+                         "--prompt-ids", "0,1", "--max-new-tokens", "1", "--out", out)
+    assert code == 0, text
+    with h5py.File(out, "r") as f:
+        return f["meta/models/drafter"].attrs["fingerprint"], f.attrs["exactness_contract"]
+
+
+def test_head_fingerprints_equal_the_golden_traces():
+    for head, trace in GOLDEN_HEAD_TRACES.items():
+        with h5py.File(os.path.join(GOLDEN, trace), "r") as f:
+            want = f["meta/models/drafter"].attrs["fingerprint"]
+        assert tw.head_fingerprint(os.path.join(ROOT, "models", head)) == want, head
+        assert tw.head_fingerprint(os.path.join(ROOT, "models", head), target=TARGET) == want, head
+
+
+@needs_specdec
+@pytest.mark.parametrize("method", sorted(HEADS))
+def test_head_fingerprints_equal_specdecs_for_the_bundled_heads(tmp_path, method):
+    head = os.path.join("models", HEADS[method])
+    want, contract = recorded_fingerprint(method, head, tmp_path)
+    assert tw.head_fingerprint(os.path.join(ROOT, head)) == want
+    # experiments/engine/record.py writes the writer's contract version without asking specdec.
+    assert contract == tw.EXACTNESS_CONTRACT
+
+
+def test_head_fingerprint_over_tensors_in_memory():
+    d = os.path.join(ROOT, "models", "peagle")
+    config, t = bundled("peagle")
+    c = tw.parse_head_config(config, sorted(t), "peagle config")
+    assert (c.kind, c.layout, c.num_layers, c.feature_width()) == ("peagle", "aws", 2, 576)
+    t16 = {n: a.astype(np.float16) for n, a in t.items()}
+    assert tw.eagle_head_fingerprint(t, c) == tw.head_fingerprint(d)
+    widened = {n: a.astype(np.float32) for n, a in t16.items()}
+    assert tw.eagle_head_fingerprint(t16, c) == tw.eagle_head_fingerprint(widened, c)
+
+
+def reference_fingerprints_module():
+    import importlib.util
+    path = os.path.join(ROOT, "experiments", "engine", "record.py")
+    spec = importlib.util.spec_from_file_location("engine_record", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_the_engines_reference_fingerprints_need_no_specdec():
+    record = reference_fingerprints_module()
+    for method, head in (("eagle", "eagle1"), ("peagle", "peagle")):
+        with h5py.File(os.path.join(GOLDEN, GOLDEN_HEAD_TRACES[head]), "r") as f:
+            want = {role: g.attrs["fingerprint"] for role, g in f["meta/models"].items()}
+        fp = record.reference_fingerprints(TARGET, method, os.path.join(ROOT, "models", head))
+        assert fp == {"target": want["target"], "drafter": want["drafter"], "exactness_contract": tw.EXACTNESS_CONTRACT}
+    with pytest.raises(ValueError, match="holds a head of kind eagle1; method peagle needs peagle"):
+        record.reference_fingerprints(TARGET, "peagle", os.path.join(ROOT, "models", "eagle1"))
+
+
+def variant_eagle3_bf16_sharded(d):
+    config, t = bundled("eagle3")
+    names = sorted(t)
+    tensors = {n: ("BF16", bf16_bits(a)) for n, a in t.items()}
+    return "eagle3", write_head(d, config, tensors, shards=[names[:5], names[5:]])
+
+
+def draft_vocab_head(d, d2t_dtype, with_t2d, string_size):
+    config, t = bundled("eagle3")
+    ids = np.sort(np.random.default_rng(3).choice(259, size=200, replace=False))
+    config["draft_vocab_size"] = "200" if string_size else 200  # released configs may hold strings
+    tensors = as_f32(t)
+    tensors["lm_head.weight"] = ("F32", t["lm_head.weight"][ids])
+    tensors["d2t"] = (d2t_dtype, ids - np.arange(200))
+    if with_t2d:
+        mask = np.zeros(259, np.uint8)
+        mask[ids] = 1
+        tensors["t2d"] = ("BOOL", mask)
+    return "eagle3", write_head(d, config, tensors)
+
+
+def variant_eagle3_draft_vocab_d2t_t2d(d):
+    return draft_vocab_head(d, "I64", True, False)
+
+
+def variant_eagle3_draft_vocab_d2t_without_t2d(d):
+    return draft_vocab_head(d, "I32", False, True)
+
+
+def variant_eagle3_fc_bias_f8_f64_f16(d):
+    config, t = bundled("eagle3")
+    rng = np.random.default_rng(4)
+    tensors = {n: ("F16", a.astype(np.float16)) for n, a in t.items()}
+    tensors["fc.weight"] = ("F8_E4M3", e4m3_bits(t["fc.weight"] * 8))
+    tensors["lm_head.weight"] = ("F8_E5M2", e5m2_bits(t["lm_head.weight"]))
+    for n in ("norm.weight", "midlayer.hidden_norm.weight", "midlayer.input_layernorm.weight"):
+        tensors[n] = ("F64", t[n].astype(np.float64) + 1e-9)
+    tensors["fc.bias"] = ("F32", rng.standard_normal(192).astype(np.float32) * 0.02)
+    return "eagle3", write_head(d, config, tensors)
+
+
+def variant_peagle_speculators_qwen3_f16(d):
+    config, t = bundled("peagle")
+    rng = np.random.default_rng(5)
+    layer = {k: config[k] for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                                    "num_key_value_heads", "head_dim", "vocab_size", "rms_norm_eps", "rope_theta",
+                                    "max_position_embeddings")}
+    layer.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", attention_bias=False)
+    spec = {"architectures": ["PEagleSpeculator"], "speculators_model_type": "peagle",
+            "transformer_layer_config": layer, "draft_vocab_size": 259, "target_hidden_size": 192,
+            "eagle_aux_hidden_state_layer_ids": [5, 2, 4], "mask_token_id": 2, "norm_before_residual": False,
+            "speculators_config": {"algorithm": "peagle", "proposal_methods": [{"proposal_type": "greedy",
+                                                                               "speculative_tokens": 8}]}}
+    tensors = {}
+    for n, a in t.items():
+        n = n.replace("midlayer.", "layers.0.")
+        tensors[n] = ("F16", (a.reshape(1, 1, -1) if n == "mask_hidden" else a).astype(np.float16))
+    for i in range(2):
+        for n in ("q_norm", "k_norm"):
+            norm = (1 + 0.1 * rng.standard_normal(32)).astype(np.float16)
+            tensors["layers.%d.self_attn.%s.weight" % (i, n)] = ("F16", norm)
+    return "peagle", write_head(d, spec, tensors)
+
+
+def variant_eagle1_biases_own_embeddings_f64_unused(d):
+    config, t = bundled("eagle1")
+    rng = np.random.default_rng(6)
+    config.update(attention_bias=True, mlp_bias=True)
+    tensors = {n: ("F64", a.astype(np.float64)) for n, a in t.items()}
+    p = "layers.0."
+    for n, size in (("self_attn.q_proj", 192), ("self_attn.k_proj", 64), ("self_attn.v_proj", 64),
+                    ("self_attn.o_proj", 192), ("mlp.gate_proj", 512), ("mlp.up_proj", 512), ("mlp.down_proj", 192)):
+        tensors[p + n + ".bias"] = ("F32", rng.standard_normal(size).astype(np.float32) * 0.02)
+    emb = tw.load_safetensors(os.path.join(TARGET, "model.safetensors"))["model.embed_tokens.weight"]
+    tensors["embed_tokens.weight"] = ("BF16", bf16_bits(emb))
+    tensors[p + "self_attn.rotary_emb.inv_freq"] = ("F32", np.ones(16, np.float32))  # specdec ignores it
+    return "eagle", write_head(d, config, tensors)
+
+
+VARIANTS = {name[len("variant_"):]: f for name, f in dict(globals()).items() if name.startswith("variant_")}
+
+
+@needs_specdec
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_head_fingerprints_equal_specdecs_for_other_layouts_and_dtypes(tmp_path, variant):
+    method, d = VARIANTS[variant](str(tmp_path / variant))
+    want, _ = recorded_fingerprint(method, d, tmp_path)
+    unused = "unused" in variant
+    assert tw.head_fingerprint(d, target=TARGET, allow_unused=unused) == want
+    if unused:
+        with pytest.raises(ValueError, match="unexpected tensor 'layers.0.self_attn.rotary_emb.inv_freq'"):
+            tw.head_fingerprint(d)
+
+
+def edit_eagle1_extra_tensor(config, t):
+    t["lm_head.weight"] = ("F32", np.zeros((259, 192), np.float32))
+    return "unexpected tensor 'lm_head.weight' for an eagle1 head in the safeailab layout"
+
+
+def edit_eagle3_int_weight(config, t):
+    t["fc.weight"] = ("I32", np.zeros((192, 576), np.int32))
+    return "tensor 'fc.weight' has dtype I32, expected a floating-point dtype"
+
+
+def edit_eagle3_float_d2t(config, t):
+    config["draft_vocab_size"] = 259
+    t["d2t"] = ("F32", np.zeros(259, np.float32))
+    return "tensor 'd2t' has dtype F32, expected an integer or BOOL dtype"
+
+
+def edit_eagle3_unknown_dtype(config, t):
+    t["norm.weight"] = ("F4", np.zeros(96, np.uint8))
+    return "tensor 'norm.weight': unknown dtype 'F4'"
+
+
+def edit_eagle3_misshaped(config, t):
+    t["fc.weight"] = ("F32", t["fc.weight"][1][:, :384])
+    return "tensor 'fc.weight' has shape [192, 384], expected [192, 576]"
+
+
+def edit_eagle3_missing(config, t):
+    del t["norm.weight"]
+    return "missing tensor 'norm.weight' (expected for an eagle3 head in the safeailab layout)"
+
+
+def edit_eagle3_prefixed_names(config, t):
+    for n in list(t):
+        t["model." + n] = t.pop(n)
+    del config["draft_vocab_size"]
+    return "cannot tell which drafter head this is"
+
+
+def edit_eagle3_duplicate_d2t(config, t):
+    config["draft_vocab_size"] = 200
+    t["lm_head.weight"] = ("F32", t["lm_head.weight"][1][:200])
+    t["d2t"] = ("I64", np.zeros(200, np.int64) - np.minimum(np.arange(200), 1))  # 0 and 1 both map to 0
+    return "tensor 'd2t' maps two draft ids to target id 0"
+
+
+def edit_eagle3_t2d_disagrees(config, t):
+    config["draft_vocab_size"] = 200
+    t["lm_head.weight"] = ("F32", t["lm_head.weight"][1][:200])
+    t["d2t"] = ("I64", np.zeros(200, np.int64))
+    mask = np.zeros(259, np.uint8)
+    mask[1:201] = 1
+    t["t2d"] = ("BOOL", mask)
+    return "tensor 't2d' disagrees with 'd2t' at target id 0"
+
+
+def edit_eagle3_unsupported_option(config, t):
+    config["norm_before_fc"] = True
+    return "option 'norm_before_fc' = true is not supported"
+
+
+EDITS = {name[len("edit_"):]: f for name, f in dict(globals()).items() if name.startswith("edit_")}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_head_fingerprint_refuses_what_it_cannot_hash_as_specdec_does(tmp_path, edit):
+    config, t = bundled(edit.split("_")[0])
+    tensors = as_f32(t)
+    what = EDITS[edit](config, tensors)
+    d = write_head(str(tmp_path / edit), config, tensors)
+    with pytest.raises(ValueError) as e:
+        tw.head_fingerprint(d, target=TARGET)
+    message = str(e.value)
+    assert what in message, message
+    assert d in message, message  # names the file (or the directory)
+    if os.path.exists(SPECDEC) and "unexpected tensor" not in what:
+        method = {"eagle1": "eagle", "eagle3": "eagle3"}[edit.split("_")[0]]
+        code, text = specdec("record", "--model", "models/target", "--method", method, "--drafter", d,
+                             "--prompt-ids", "0,1", "--max-new-tokens", "1", "--out", str(tmp_path / "x.h5"))
+        assert code != 0, text  # specdec refuses it too
+
+
+def test_head_fingerprint_ignores_unused_tensors_only_when_asked(tmp_path):
+    config, t = bundled("eagle1")
+    tensors = as_f32(t)
+    edit_eagle1_extra_tensor(config, tensors)
+    d = write_head(str(tmp_path / "extra"), config, tensors)
+    assert tw.head_fingerprint(d, allow_unused=True) == tw.head_fingerprint(os.path.join(ROOT, "models", "eagle1"))
+
+
+def test_head_fingerprint_refuses_a_pickled_head(tmp_path):
+    d = tmp_path / "pickled"
+    d.mkdir()
+    (d / "config.json").write_text(open(os.path.join(ROOT, "models", "eagle1", "config.json")).read())
+    (d / "pytorch_model.bin").write_bytes(b"\x80\x02")
+    with pytest.raises(ValueError, match="PyTorch pickle"):
+        tw.head_fingerprint(str(d))
