@@ -33,7 +33,11 @@ import heads  # noqa: E402
 import philox  # noqa: E402
 from llama import rope_cos_sin  # noqa: E402
 
-BUGS = ("rope_layer3", "tree_mask_off_by_one", "residual_rule")
+# Deliberate bugs, for showing what validation names: a wrong RoPE sign on target layer 3; a tree
+# attention mask that lets a node see its next sibling; a wrong residual in rejection sampling; the
+# drafter's fc loaded without its bias (its outputs depart while its inputs agree); and each
+# drafter pair fed the feature of the pair before (its inputs are wrong).
+BUGS = ("rope_layer3", "tree_mask_off_by_one", "residual_rule", "drafter_no_fc_bias", "drafter_feature_lag")
 SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 
 
@@ -172,6 +176,9 @@ class Engine:
         self.tshape = self.target.shape
         kind = "eagle1" if method == "eagle" else "peagle"
         self.head = load_head(kind, drafter_dir, self.target)
+        if bug == "drafter_no_fc_bias":
+            with torch.no_grad():
+                self.head.fc.bias.zero_()
         self.head_config = json.load(open(os.path.join(drafter_dir, "config.json")))
         self.target_config = json.load(open(os.path.join(model_dir, "config.json")))
         self.eos = self.target_config.get("eos_token_id")
@@ -229,7 +236,7 @@ class Engine:
         (logits (R, V), out (R, H), kv incl. the new rows, number of real rows)."""
         rows = list(range(self.pairs, committed))
         tokens = [seq[i + 1] for i in rows] + list(extra_tokens)
-        feats = self.feats[rows]
+        feats = self.feats[[max(0, i - 1) for i in rows] if self.bug == "drafter_feature_lag" else rows]
         if extra_feats is not None:
             feats = torch.cat([feats, extra_feats], dim=0)
         positions = rows + list(extra_positions)

@@ -18,6 +18,7 @@ ForwardResult ObservedModel::forward(KVCache& cache, const ForwardRequest& reque
   rec.tokens = request.tokens;
   rec.positions = request.positions;
   rec.cache_length = cache.length();
+  rec.logit_rows = request.logit_rows;
   ForwardResult out;
   if (layer_states_ && !request.layer_states) {
     ForwardRequest with = request;

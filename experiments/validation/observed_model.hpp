@@ -16,6 +16,7 @@ struct ForwardRecord {
   std::vector<int32_t> tokens;      // (T) the request's tokens
   std::vector<int32_t> positions;   // (T) the request's positions (empty = continuing the cache)
   int cache_length = 0;             // cache length before the forward
+  std::vector<int> logit_rows;      // the rows whose logits came back, in the order of `logits`
   Matrix logits;                    // (R, V) as the backend returned them; empty unless kept
   Matrix final_hidden, aux_hidden;  // as returned (empty when not requested)
   std::vector<Matrix> layer_states; // ForwardResult::layer_states, when the wrapper asks for them

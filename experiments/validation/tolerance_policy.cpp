@@ -46,8 +46,13 @@ std::vector<PolicyRow> policy_table(const TolerancePolicy& p) {
       {"near-tie, sampled decision (acceptance test, residual or bonus draw, sequential sample)",
        "excused if the reference's uniform u lies closer than this to the boundary it was tested against (probability units)", g(p.near_tie_probability_margin),
        "a logit error e moves a probability p by about p·e"},
+      {"drafter rows of a candidate trace: features fed in, hidden states returned", "NMSE per row", g(p.hidden_nmse),
+       "the drafter's inputs and outputs, recorded by the engine, against the reference drafter's"},
+      {"drafter rows of a candidate trace: logits returned", "NMSE per row", g(p.logits_nmse), "as the target's logits"},
       {"draft divergence", "excused as a drafter near-tie if every drafter input compared so far is within tolerance", "-",
        "the drafting code is the same on both sides, so only inputs within tolerance reach it"},
+      {"draft divergence, candidate trace", "excused as a drafter near-tie if the trace's drafter rows of the step agree within tolerance and, for greedy chains, the reference drafter's margin is below",
+       g(p.near_tie_logit_margin), "without the rows a changed draft cannot be told from a drafter bug with self-consistent logits"},
       {"near-ties per run", "at most", std::to_string(p.max_near_ties),
        "rounding explains a few flips; many mean a systematic difference"},
   };

@@ -67,6 +67,7 @@ nlohmann::json to_json(const ValidationReport& r) {
                     {"what", d.what},
                     {"detail", d.detail},
                     {"row", d.row},
+                    {"drafter_call", d.drafter_call < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.drafter_call)},
                     {"reference_token", tokens_or_null(d.reference_token)},
                     {"candidate_token", tokens_or_null(d.candidate_token)},
                     {"margin", number(d.margin)},
@@ -126,7 +127,8 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
     const Divergence& d = *r.failure;
     out << "first divergence: " << d.what;
     if (d.step >= 0) out << " at step " << d.step << ", position " << d.position;
-    if (d.row >= 0) out << ", row " << d.row;
+    if (d.drafter_call >= 0) out << ", drafter row " << d.row << " (drafter forward " << d.drafter_call << " of the step)";
+    else if (d.row >= 0) out << ", row " << d.row;
     out << "\n  " << d.detail << "\n";
     if (d.reference_token >= 0 || d.candidate_token >= 0) {
       out << "  tokens: reference " << shown(d.reference_token, tokenizer) << ", candidate " << shown(d.candidate_token, tokenizer)

@@ -37,9 +37,11 @@ struct Divergence {
   int step = -1;                  // -1: not tied to a step (step count, output)
   int32_t position = -1;
   std::string what;               // "token", "target logits", "hidden states", "draft LM logits",
-                                  // "draft distributions", "draft", "step field", "steps", "near-ties"
+                                  // "draft distributions", "draft", "drafter inputs", "drafter hidden",
+                                  // "drafter logits", "step field", "steps", "near-ties"
   std::string detail;             // one line in words
-  int row = -1;
+  int row = -1;                   // target logits row; for "drafter ..." the step's drafter row
+  int drafter_call = -1;          // "drafter ...": the reference's drafter forward of that row
   int32_t reference_token = -1;
   int32_t candidate_token = -1;
   double margin = kUnknown;

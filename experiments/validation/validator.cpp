@@ -10,7 +10,9 @@
 #include <tuple>
 #include <type_traits>
 
+#include "experiments/validation/drafter_rows.hpp"
 #include "experiments/validation/forced_proposer.hpp"
+#include "experiments/validation/observed_head.hpp"
 #include "experiments/validation/observed_model.hpp"
 #include "experiments/validation/row_comparison.hpp"
 #include "experiments/validation/run_recorder.hpp"
@@ -35,6 +37,9 @@ std::vector<QuantityInfo> quantity_infos(const TolerancePolicy& p) {
           {"logsumexp", "absolute difference", p.logsumexp_abs},
           {"hidden states", "NMSE per row", p.hidden_nmse},
           {"draft LM logits", "NMSE per row", p.logits_nmse},
+          {"drafter features", "NMSE per row", p.hidden_nmse},
+          {"drafter hidden states", "NMSE per row", p.hidden_nmse},
+          {"drafter logits", "NMSE per row", p.logits_nmse},
           {"draft distributions q", "max absolute difference", p.draft_probability_abs}};
 }
 
@@ -100,9 +105,14 @@ struct Side {
   RecordedRun run;
   std::vector<ForwardRecord> target_forwards;
   std::vector<ForwardRecord> draft_forwards;
+  std::vector<HeadForwardRecord> head_forwards;  // kept when the run observes its drafter's rows
+  std::vector<int32_t> draft_to_target;           // the head's draft id -> target id; empty = identity
 };
 
-Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& forcing, bool layer_states = false) {
+// `layer_states`: keep the target's per-layer states; `drafter_rows`: keep every drafter forward's
+// inputs and outputs (to compare with a candidate trace's recorded drafter rows).
+Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& forcing, bool layer_states = false,
+              bool drafter_rows = false) {
   if (!b.target) throw Error("validation: backend '" + b.name + "' has no target model");
   int draft_step = 0;
   ObservedModel target(*b.target, false, nullptr, layer_states);
@@ -113,7 +123,11 @@ Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& for
   meta.method = setup.method;
   meta.seed = setup.sampling.seed;
   RunRecorder recorder(meta, setup.sampling, setup.options.sequence);
-  std::unique_ptr<Proposer> inner = setup.make_proposer ? setup.make_proposer(draft ? &*draft : nullptr, b.head) : nullptr;
+  std::shared_ptr<const ObservedHeadEngine> head_observer;
+  std::optional<EagleHead> observed_head;
+  if (b.head && drafter_rows) observed_head.emplace(observe_head(*b.head, &draft_step, head_observer));
+  const EagleHead* head = observed_head ? &*observed_head : b.head;
+  std::unique_ptr<Proposer> inner = setup.make_proposer ? setup.make_proposer(draft ? &*draft : nullptr, head) : nullptr;
   if (!inner) {
     decode_sequential(target, setup.prompt, setup.sampling, setup.options, &recorder);
   } else {
@@ -126,6 +140,10 @@ Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& for
   side.run = recorder.take();
   side.target_forwards = target.records();
   if (draft) side.draft_forwards = draft->records();
+  if (head_observer) side.head_forwards = head_observer->records();
+  if (b.head && drafter_rows) {
+    for (int d = 0; d < b.head->config().draft_vocab; ++d) side.draft_to_target.push_back(b.head->to_target(d));
+  }
   return side;
 }
 
@@ -213,7 +231,10 @@ class StepComparer {
 
   StepOutcome compare(int s) {
     StepOutcome out = compare_step(s);
-    if (out.kind == StepOutcome::Kind::fail && out.failure.step == s) localise(s, out.failure);
+    // Drafter failures are localised by their drafter row; the target forward that follows a
+    // differing draft differs for that reason alone.
+    const bool drafter = out.failure.what == "draft" || out.failure.what.rfind("drafter", 0) == 0;
+    if (out.kind == StepOutcome::Kind::fail && out.failure.step == s && !drafter) localise(s, out.failure);
     return out;
   }
 
@@ -286,7 +307,9 @@ class StepComparer {
     }
 
     if (auto f = compare_draft_forwards(s)) return *f;
-    if (c.draft_tokens != r.draft_tokens || c.draft_parents != r.draft_parents) return draft_divergence(s, c, r);
+    const bool drafts_differ = c.draft_tokens != r.draft_tokens || c.draft_parents != r.draft_parents;
+    if (auto f = compare_drafter_rows_of(s, c, r, drafts_differ)) return *f;
+    if (drafts_differ) return draft_divergence(s, c, r);
     if (auto f = compare_draft_probs(s, c, r)) return *f;
 
     // Target logits, row by row (not at a step whose rows were forced: they are the reference's).
@@ -391,6 +414,71 @@ class StepComparer {
     return std::nullopt;
   }
 
+  // A candidate trace that records its drafter's rows (traces/SCHEMA.md, "Drafter inputs and
+  // outputs"), at a step whose draft was not forced: its rows against the live reference's. Rows
+  // out of tolerance fail, naming the row, its forward and what departed (the inputs: another
+  // engine fed its drafter other target states, tokens or positions; the outputs: its drafter
+  // computes differently). When every row agrees, drafter_rows_agree_ is set: a differing draft is
+  // then a drafter near-tie, not a bug.
+  std::optional<StepOutcome> compare_drafter_rows_of(int s, const StepRecord& c, const StepRecord& r, bool drafts_differ) {
+    drafter_rows_agree_ = false;
+    drafter_margin_ = kUnknown;
+    if (!ref_.trace_is_candidate || !ref_.trace->drafter_io.present || forcing_.drafts.count(s)) return std::nullopt;
+    const std::vector<DrafterRow> recorded = trace_drafter_rows(*ref_.trace, r);
+    if (recorded.empty()) return std::nullopt;
+    const std::vector<DrafterRow> live = live_drafter_rows(s, cand_.head_forwards, cand_.draft_forwards);
+    // The candidate's drafted tokens from the first node where the drafts differ.
+    std::vector<int32_t> diverged;
+    size_t n = 0;
+    if (drafts_differ) {
+      while (n < c.draft_tokens.size() && n < r.draft_tokens.size() && c.draft_tokens[n] == r.draft_tokens[n] &&
+             c.draft_parents[n] == r.draft_parents[n])
+        ++n;
+      diverged.assign(r.draft_tokens.begin() + static_cast<std::ptrdiff_t>(std::min(n, r.draft_tokens.size())), r.draft_tokens.end());
+    }
+    const DrafterComparison cmp = compare_drafter_rows(recorded, live, policy_, drafts_differ ? &diverged : nullptr,
+                                                       [&](const std::string& q, double v, const std::string& at) {
+                                                         stats_.add(q, s, v, "step " + std::to_string(s) + " " + at);
+                                                       });
+    if (cmp.mismatch) {
+      const DrafterMismatch& m = *cmp.mismatch;
+      Divergence d = base_;
+      d.what = m.what;
+      d.row = m.row;
+      d.drafter_call = m.call;
+      if (m.position >= 0) d.position = static_cast<int32_t>(m.position);
+      d.value = m.value;
+      d.bound = m.bound;
+      d.detail = m.detail;
+      return fail_with(d);
+    }
+    drafter_rows_agree_ = true;
+    // Greedy chains (EAGLE, P-EAGLE): node j is drafted from the step's j-th drafter row with
+    // logits; the margin is the reference drafter's logit gap there between its token and the
+    // candidate's (unknown for trees and sampled drafts, where ranks and draws decide).
+    bool chain = true;
+    for (size_t i = 0; i < c.draft_parents.size(); ++i) chain = chain && c.draft_parents[i] == static_cast<int32_t>(i) - 1;
+    if (drafts_differ && chain && setup_.sampling.mode == SamplingParams::Mode::greedy && n < c.draft_tokens.size() &&
+        n < r.draft_tokens.size()) {
+      const int32_t ref_token = c.draft_tokens[n], cand_token = r.draft_tokens[n];
+      auto draft_id = [&](int32_t target_id) -> int {
+        if (cand_.draft_to_target.empty()) return target_id;
+        const auto it = std::find(cand_.draft_to_target.begin(), cand_.draft_to_target.end(), target_id);
+        return it == cand_.draft_to_target.end() ? -1 : static_cast<int>(it - cand_.draft_to_target.begin());
+      };
+      const int a = draft_id(ref_token), b = draft_id(cand_token);
+      size_t with_logits = 0;
+      for (const DrafterRow& row : live) {
+        if (!row.logits) continue;
+        if (with_logits++ != n) continue;
+        if (a >= 0 && b >= 0 && a < row.vocab && b < row.vocab && std::max_element(row.logits, row.logits + row.vocab) - row.logits == a)
+          drafter_margin_ = static_cast<double>(row.logits[a]) - static_cast<double>(row.logits[b]);
+        break;
+      }
+    }
+    return std::nullopt;
+  }
+
   StepOutcome draft_divergence(int s, const StepRecord& c, const StepRecord& r) {
     size_t n = 0;
     while (n < c.draft_tokens.size() && n < r.draft_tokens.size() && c.draft_tokens[n] == r.draft_tokens[n] &&
@@ -412,17 +500,43 @@ class StepComparer {
     t.candidate_token = n < c.draft_tokens.size() ? c.draft_tokens[n] : -1;
     t.reference = describe(r);
     t.candidate = describe(c);
+    if (ref_.trace_is_candidate && drafter_rows_agree_) {
+      // The drafter was given the same inputs and returned the same outputs within tolerance: the
+      // draft token differs where the drafter's decision is close, unless its margin says not.
+      t.margin = drafter_margin_;
+      t.margin_units = std::isnan(drafter_margin_) ? "" : "logit";
+      if (!std::isnan(drafter_margin_) && !(drafter_margin_ < policy_.near_tie_logit_margin)) {
+        Divergence d = base_;
+        d.what = "draft";
+        d.position = t.position;
+        d.reference_token = t.candidate_token;
+        d.candidate_token = t.reference_token;
+        d.margin = drafter_margin_;
+        d.margin_units = "logit";
+        d.detail = "the drafts differ: reference " + t.candidate + ", candidate " + t.reference +
+                   "; the drafter's inputs and outputs agree within tolerance, but the reference drafter's margin " + g(drafter_margin_) +
+                   " is not below the near-tie threshold " + g(policy_.near_tie_logit_margin) + " (the candidate chose its draft wrongly)";
+        return fail_with(d);
+      }
+      std::swap(t.reference, t.candidate);
+      std::swap(t.reference_token, t.candidate_token);
+      StepOutcome o;
+      o.kind = StepOutcome::Kind::near_tie;
+      o.tie = t;
+      o.force_draft = true;
+      return o;
+    }
     if (ref_.trace_is_candidate) {
-      // A candidate trace records no drafter inputs, so a changed draft cannot be told from a
-      // drafter bug with self-consistent logits: it fails, unless the drafts are forced.
+      // Without the drafter's rows, a changed draft cannot be told from a drafter bug with
+      // self-consistent logits: it fails, unless the drafts are forced.
       Divergence d = base_;
       d.what = "draft";
       d.position = t.position;
       d.reference_token = t.candidate_token;
       d.candidate_token = t.reference_token;
       d.detail = "the drafts differ: reference " + t.candidate + ", candidate " + t.reference +
-                 "; a changed draft is not excused as a near-tie without the drafter's inputs (give --force-drafts when the "
-                 "candidate's drafter is not the reference's)";
+                 "; a changed draft is not excused as a near-tie unless the trace records the drafter's inputs and outputs "
+                 "(give --force-drafts when the candidate's drafter is not the reference's)";
       return fail_with(d);
     }
     if (forcing_.drafts.count(s)) {
@@ -640,6 +754,8 @@ class StepComparer {
   const Forcing& forcing_;
   Stats& stats_;
   Divergence base_;
+  bool drafter_rows_agree_ = false;  // this step's recorded drafter rows agree with the reference's
+  double drafter_margin_ = kUnknown;
 };
 
 // The rows a forced target forward returns at step s: the reference's, or, from a top-k trace,
@@ -684,7 +800,8 @@ ValidationReport run_validation(const ValidationSetup& setup, const Backend& can
   Stats stats;
   for (;;) {
     const bool layer_states = ref.trace_is_candidate && ref.trace->target_layers.num_layers > 0;
-    const Side cand = run_side(setup, candidate, forcing, layer_states);
+    const bool drafter_rows = ref.trace_is_candidate && ref.trace->drafter_io.present;
+    const Side cand = run_side(setup, candidate, forcing, layer_states, drafter_rows);
     ++report.candidate_runs;
     StepComparer comparer(setup, policy, cand, ref, forcing, stats);
     const int n = static_cast<int>(std::min(cand.run.trace.steps.size(), ref.trace->steps.size()));

@@ -3,7 +3,8 @@
 The correct engine's candidate traces (EAGLE-1 chain and tree, P-EAGLE chain; greedy and sample)
 must pass `specdec validate --candidate` and equal `specdec generate` token for token; each of
 three deliberately bugged variants must fail, the report naming the step, the position and, for
-the two bugs inside the target's forward, the first layer out of tolerance. Its Philox uniforms
+the two bugs inside the target's forward, the first layer out of tolerance; two drafter bugs fail
+naming the step, the drafter row and whether its inputs or its outputs departed. Its Philox uniforms
 must be the reference's bit for bit.
 
 Run: /usr/bin/python3 -m pytest tests/python/test_outside_engine.py  (SPECDEC_BIN=path/to/specdec
@@ -49,6 +50,12 @@ BUGS = {
     "tree_mask_off_by_one": (dict(EAGLE1, tree=TREE), 1, 0),  # the first verify forward, from layer 0
     "residual_rule": (dict(EAGLE1, k=4, sampling="sample", seed=7), None, None),  # the first differing residual draw
 }
+# Drafter bugs: bug -> (configuration, what the report names, the step, the drafter row); the
+# trace records the drafter's inputs and outputs, so the report says which of them departed.
+DRAFTER_BUGS = {
+    "drafter_no_fc_bias": (dict(EAGLE1, k=4), "drafter hidden", 1, 0),  # the first catch-up row's output
+    "drafter_feature_lag": (dict(EAGLE1, k=4), "drafter inputs", 1, 1),  # row 1 is fed row 0's feature
+}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(SPECDEC), reason="specdec is not built")
 
@@ -85,7 +92,7 @@ def traces(tmp_path_factory):
     out = {}
     for name, cfg in CONFIGS.items():
         out[name] = (str(d / f"{name}.h5"), write(cfg, str(d / f"{name}.h5")), cfg)
-    for bug, (cfg, _, _) in BUGS.items():
+    for bug, (cfg, *_) in list(BUGS.items()) + list(DRAFTER_BUGS.items()):
         out[bug] = (str(d / f"{bug}.h5"), write(cfg, str(d / f"{bug}.h5"), bug), cfg)
     return out
 
@@ -194,3 +201,22 @@ def test_bugged_engine_fails_at_the_right_place(traces, bug):
         assert layer_named(report, text, layer), text
         if "substep" in f:
             assert f["substep"] == "attention", text  # both bugs live in the attention block
+
+
+@pytest.mark.parametrize("bug", list(DRAFTER_BUGS))
+def test_drafter_bug_is_named_with_its_row(traces, bug):
+    """A drafter bug fails at the step and drafter row where it first shows, naming what departed:
+    the outputs (inputs agreeing) or the inputs."""
+    path, run, cfg = traces[bug]
+    _, what, step, row = DRAFTER_BUGS[bug]
+    rc, report, text = validate(path, cfg)
+    assert rc == 1, text
+    f = report["failure"]
+    assert f["what"] == what, text
+    assert f["step"] == step and f["row"] == row and f["drafter_call"] == 0, text
+    assert f["position"] == row, text  # catch-up row i is the pair (f_i, t_{i+1}) at position i
+    assert f"drafter row {row} (drafter forward 0 of the step)" in text, text
+    assert f["layer"] is None, text  # not a target layer: the drafter's row names the place
+    # Forcing the engine's drafts checks its target and acceptance alone: they are correct.
+    rc, report, text = validate(path, cfg, force_drafts=True)
+    assert rc == 0, text

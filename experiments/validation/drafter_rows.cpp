@@ -1,0 +1,176 @@
+#include "experiments/validation/drafter_rows.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "experiments/validation/row_comparison.hpp"
+
+namespace specdec::validation {
+
+namespace {
+
+std::string g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<DrafterRow> trace_drafter_rows(const Trace& trace, const StepRecord& step) {
+  std::vector<DrafterRow> rows;
+  const DrafterIOLayout& io = trace.drafter_io;
+  if (!io.present) return rows;
+  const size_t n = step.drafter_tokens.size();
+  for (size_t i = 0; i < n; ++i) {
+    DrafterRow r;
+    r.call = i < step.drafter_calls.size() ? step.drafter_calls[i] : 0;
+    r.token = step.drafter_tokens[i];
+    r.position = i < step.drafter_positions.size() ? step.drafter_positions[i] : -1;
+    if (io.feature_size > 0 && step.drafter_features.size() == n * static_cast<size_t>(io.feature_size))
+      r.features = step.drafter_features.data() + i * io.feature_size, r.feature_width = static_cast<int>(io.feature_size);
+    if (io.hidden_size > 0 && step.drafter_hidden.size() == n * static_cast<size_t>(io.hidden_size))
+      r.hidden = step.drafter_hidden.data() + i * io.hidden_size, r.hidden_width = static_cast<int>(io.hidden_size);
+    if (io.vocab_size > 0 && step.drafter_logits.size() == n * static_cast<size_t>(io.vocab_size))
+      r.logits = step.drafter_logits.data() + i * io.vocab_size, r.vocab = static_cast<int>(io.vocab_size);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<DrafterRow> live_drafter_rows(int step, const std::vector<HeadForwardRecord>& head,
+                                          const std::vector<ForwardRecord>& draft_lm) {
+  std::vector<DrafterRow> rows;
+  int call = 0;
+  for (const HeadForwardRecord& f : head) {
+    if (f.step != step) continue;
+    for (size_t t = 0; t < f.tokens.size(); ++t) {
+      DrafterRow r;
+      r.call = call;
+      r.token = f.tokens[t];
+      r.position = f.positions[t];
+      r.features = f.features.row(static_cast<Eigen::Index>(t)).data();
+      r.feature_width = static_cast<int>(f.features.cols());
+      r.projected = !f.projected.empty() && f.projected[t] != 0;
+      r.hidden = f.hidden.row(static_cast<Eigen::Index>(t)).data();
+      r.hidden_width = static_cast<int>(f.hidden.cols());
+      const auto it = std::find(f.logit_rows.begin(), f.logit_rows.end(), static_cast<int>(t));
+      if (it != f.logit_rows.end()) {
+        r.logits = f.logits.row(static_cast<Eigen::Index>(it - f.logit_rows.begin())).data();
+        r.vocab = static_cast<int>(f.logits.cols());
+      }
+      rows.push_back(r);
+    }
+    ++call;
+  }
+  if (!rows.empty()) return rows;
+  for (const ForwardRecord& f : draft_lm) {
+    if (f.step != step) continue;
+    for (size_t t = 0; t < f.tokens.size(); ++t) {
+      DrafterRow r;
+      r.call = call;
+      r.token = f.tokens[t];
+      r.position = f.positions.empty() ? f.cache_length + static_cast<int64_t>(t) : f.positions[t];
+      const auto it = std::find(f.logit_rows.begin(), f.logit_rows.end(), static_cast<int>(t));
+      if (it != f.logit_rows.end() && f.logits.rows() == static_cast<Eigen::Index>(f.logit_rows.size())) {
+        r.logits = f.logits.row(static_cast<Eigen::Index>(it - f.logit_rows.begin())).data();
+        r.vocab = static_cast<int>(f.logits.cols());
+      }
+      rows.push_back(r);
+    }
+    ++call;
+  }
+  return rows;
+}
+
+DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate, const std::vector<DrafterRow>& reference,
+                                       const TolerancePolicy& policy, const std::vector<int32_t>* diverged_tokens,
+                                       const std::function<void(const std::string&, double, const std::string&)>& record) {
+  DrafterComparison out;
+  auto where = [&](size_t i) {
+    const DrafterRow& r = reference[i];
+    return "drafter row " + std::to_string(i) + " (forward " + std::to_string(r.call) + " of the step, token " +
+           std::to_string(r.token) + " at position " + std::to_string(r.position) + ")";
+  };
+  auto mismatch = [&](const std::string& what, size_t i, double value, double bound, const std::string& detail) {
+    DrafterMismatch m;
+    m.what = what;
+    m.row = static_cast<int>(i);
+    m.call = i < reference.size() ? reference[i].call : (i < candidate.size() ? candidate[i].call : -1);
+    m.position = i < reference.size() ? reference[i].position : (i < candidate.size() ? candidate[i].position : -1);
+    m.value = value;
+    m.bound = bound;
+    m.detail = detail;
+    out.mismatch = m;
+    return out;
+  };
+  const size_t n = std::min(candidate.size(), reference.size());
+  for (size_t i = 0; i < n; ++i) {
+    const DrafterRow& c = candidate[i];
+    const DrafterRow& r = reference[i];
+    out.rows_compared = static_cast<int>(i);
+    if (c.position != r.position) {
+      return mismatch("drafter inputs", i, kUnknown, kUnknown,
+                      where(i) + ": the candidate fed position " + std::to_string(c.position) + ", the reference " + std::to_string(r.position));
+    }
+    if (c.token != r.token) {
+      // Fed a token of the candidate's own draft where the reference fed its own: the drafts parted.
+      if (diverged_tokens && std::find(diverged_tokens->begin(), diverged_tokens->end(), c.token) != diverged_tokens->end()) return out;
+      return mismatch("drafter inputs", i, kUnknown, kUnknown,
+                      where(i) + ": the candidate fed token " + std::to_string(c.token) + ", the reference " + std::to_string(r.token));
+    }
+    if (c.features && r.features) {
+      // A fed-back row of the reference (projected) carries its H-wide state in the first columns.
+      const int width = r.projected ? std::min(c.feature_width, r.feature_width) : r.feature_width;
+      if (c.feature_width < width || (!r.projected && c.feature_width != r.feature_width)) {
+        return mismatch("drafter inputs", i, kUnknown, kUnknown,
+                        where(i) + ": the candidate's feature row has " + std::to_string(c.feature_width) + " values, the reference's " +
+                            std::to_string(r.feature_width));
+      }
+      const RowDifference d = compare_rows(c.features, r.features, width);
+      record("drafter features", d.nmse, where(i));
+      if (!(d.nmse <= policy.hidden_nmse)) {
+        return mismatch("drafter inputs", i, d.nmse, policy.hidden_nmse,
+                        where(i) + ": the feature row fed in has NMSE " + g(d.nmse) + ", beyond the bound " + g(policy.hidden_nmse) +
+                            " (the drafter was given other target states)");
+      }
+    }
+    if (c.hidden && r.hidden) {
+      if (c.hidden_width != r.hidden_width) {
+        return mismatch("drafter hidden", i, kUnknown, kUnknown,
+                        where(i) + ": the candidate's drafter hidden row has " + std::to_string(c.hidden_width) + " values, the reference's " +
+                            std::to_string(r.hidden_width));
+      }
+      const RowDifference d = compare_rows(c.hidden, r.hidden, r.hidden_width);
+      record("drafter hidden states", d.nmse, where(i));
+      if (!(d.nmse <= policy.hidden_nmse)) {
+        return mismatch("drafter hidden", i, d.nmse, policy.hidden_nmse,
+                        where(i) + ": the drafter's hidden state has NMSE " + g(d.nmse) + ", beyond the bound " + g(policy.hidden_nmse) +
+                            ", while its inputs agree (the drafter computes differently)");
+      }
+    }
+    if (c.logits && r.logits) {
+      if (c.vocab != r.vocab) {
+        return mismatch("drafter logits", i, kUnknown, kUnknown,
+                        where(i) + ": the candidate's drafter logits row has " + std::to_string(c.vocab) + " values, the reference's " +
+                            std::to_string(r.vocab));
+      }
+      const RowDifference d = compare_rows(c.logits, r.logits, r.vocab);
+      record("drafter logits", d.nmse, where(i));
+      if (!(d.nmse <= policy.logits_nmse)) {
+        return mismatch("drafter logits", i, d.nmse, policy.logits_nmse,
+                        where(i) + ": the drafter's logits have NMSE " + g(d.nmse) + ", beyond the bound " + g(policy.logits_nmse) +
+                            ", while its inputs agree (the drafter computes differently)");
+      }
+    }
+  }
+  out.rows_compared = static_cast<int>(n);
+  if (candidate.size() != reference.size() && !diverged_tokens) {
+    return mismatch("drafter inputs", n, kUnknown, kUnknown,
+                    "the candidate's drafter was given " + std::to_string(candidate.size()) + " rows at this step, the reference's " +
+                        std::to_string(reference.size()));
+  }
+  return out;
+}
+
+}  // namespace specdec::validation
