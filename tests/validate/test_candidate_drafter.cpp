@@ -71,7 +71,10 @@ class CandidateDrafter : public ::testing::Test {
     decode_speculative(*target_, proposer, *default_acceptor(s.sampling), s.prompt, s.sampling, s.options, &recorder);
     Trace t = recorder.take().trace;
     const int H = head.config().hidden();
-    t.drafter_io = {true, H, H, 0};
+    // F: EAGLE-1 the target's hidden state; EAGLE-3 the fused aux states (its fed-back rows,
+    // H wide, fill the first H columns).
+    const int F = head.config().kind == EagleKind::eagle1 ? H : head.config().feature_width();
+    t.drafter_io = {true, F, H, 0};
     std::map<int, int> calls;
     for (const validation::HeadForwardRecord& f : observer->records()) {
       StepRecord& r = t.steps.at(static_cast<std::size_t>(f.step));
@@ -81,7 +84,9 @@ class CandidateDrafter : public ::testing::Test {
         r.drafter_positions.push_back(f.positions[i]);
         r.drafter_calls.push_back(call);
         const Eigen::Index row = static_cast<Eigen::Index>(i);
-        r.drafter_features.insert(r.drafter_features.end(), f.features.row(row).data(), f.features.row(row).data() + H);
+        std::vector<float> feature(static_cast<std::size_t>(F), 0.0f);
+        std::copy(f.features.row(row).data(), f.features.row(row).data() + std::min<Eigen::Index>(F, f.features.cols()), feature.begin());
+        r.drafter_features.insert(r.drafter_features.end(), feature.begin(), feature.end());
         r.drafter_hidden.insert(r.drafter_hidden.end(), f.hidden.row(row).data(), f.hidden.row(row).data() + H);
       }
     }
@@ -89,8 +94,11 @@ class CandidateDrafter : public ::testing::Test {
     return t;
   }
 
-  validation::ValidationReport validate(const Trace& t, const validation::TolerancePolicy& policy = validation::TolerancePolicy::defaults()) const {
-    return validation::validate_candidate_trace(setup(), {"reference", target_, nullptr, head_}, t, "candidate", false, policy);
+  validation::ValidationReport validate(const Trace& t, const validation::TolerancePolicy& policy = validation::TolerancePolicy::defaults(),
+                                        const EagleHead* head = nullptr) const {
+    validation::ValidationSetup s = setup();
+    if (head && head->config().kind != EagleKind::eagle1) s.method = "eagle3";
+    return validation::validate_candidate_trace(s, {"reference", target_, nullptr, head ? head : head_}, t, "candidate", false, policy);
   }
 
   static LlamaModel* loaded_;
@@ -122,6 +130,29 @@ TEST_F(CandidateDrafter, AnEngineWhoseDrafterAgreesPassesWithItsRowsCompared) {
     EXPECT_GT(q->compared, 40) << name;
     EXPECT_EQ(q->worst, 0) << name << ": the same code on both sides";
   }
+}
+
+// EAGLE-3 feeds its own output back as a projected row (H wide, no fc): those rows are compared
+// over the H columns they carry.
+TEST_F(CandidateDrafter, AnEagle3DrafterWithFedBackRowsPasses) {
+  const EagleHead eagle3 = load_eagle_head(kModels + "eagle3", *target_);
+  const Trace t = record(eagle3);
+  ASSERT_EQ(t.drafter_io.feature_size, eagle3.config().feature_width());
+  const validation::ValidationReport r = validate(t, validation::TolerancePolicy::defaults(), &eagle3);
+  ASSERT_TRUE(r.passed) << report_text(r);
+  const auto* q = quantity(r, "drafter features");
+  ASSERT_NE(q, nullptr);
+  EXPECT_GT(q->compared, 40);
+  // A fed-back row's state changed: named as an input of that row.
+  Trace bad = t;
+  StepRecord& step = bad.steps.at(2);
+  const std::size_t last = step.drafter_tokens.size() - 1;  // a chain step: a fed-back row
+  step.drafter_features[last * static_cast<std::size_t>(t.drafter_io.feature_size)] += 10.0f;
+  const validation::ValidationReport v = validate(bad, validation::TolerancePolicy::defaults(), &eagle3);
+  ASSERT_FALSE(v.passed);
+  EXPECT_EQ(v.failure->what, "drafter inputs") << report_text(v);
+  EXPECT_EQ(v.failure->step, 2);
+  EXPECT_EQ(v.failure->row, static_cast<int>(last));
 }
 
 TEST_F(CandidateDrafter, ADrafterThatComputesWronglyIsNamedAtItsFirstRow) {
