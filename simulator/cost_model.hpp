@@ -30,6 +30,13 @@ OpCost cost_operator(const Operator& op, const HardwareSpec& hw, const std::stri
 // cost model's inner loop, called for every operator of every scenario of a sweep.
 OpCost cost_operator_at_peak(const Operator& op, const HardwareSpec& hw, double peak_flops_per_s,
                              double launch_floor_s = 0);
+// The fraction of the compute rate `rate` (peak × compute_efficiency) a matrix product of
+// rows × cols (output) over a reduction of `depth` achieves, in (0, 1]: the best of the spec's
+// tiles by useful share of the tiles issued (rows and cols rounded up to tiles), of the waves over
+// sm_count SMs (split-K fills a partial first wave) and of the tile's L2 operand feed, relative to
+// the tile with the most operand reuse. Without tiles in the spec: rows / rows rounded up to
+// gemm_tile_rows. cols = 0 (unknown) prices rows only. Tends to 1 for large products.
+double gemm_efficiency(const HardwareSpec& hw, double rows, double cols, double depth, double rate);
 // The time of one run of `op` alone (no OpCost built), and what bounds it when `bound` is given.
 double operator_time(const Operator& op, const HardwareSpec& hw, double peak_flops_per_s, double launch_floor_s,
                      const char** bound = nullptr);

@@ -1,5 +1,7 @@
 #include "simulator/hardware_spec.hpp"
 
+#include <algorithm>
+
 #include "reference/core/error.hpp"
 #include "simulator/join.hpp"
 #include "simulator/spec_json.hpp"
@@ -27,7 +29,7 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
   check_known_fields(j,
                      {"name", "kind", "memory_bytes", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
                       "interconnect_bandwidth_bytes_per_s", "devices_per_instance",
-                      "price_per_instance_hour", "efficiency", "roofline", "overhead", "measured"},
+                      "price_per_instance_hour", "efficiency", "roofline", "gemm", "overhead", "measured"},
                      source);
   HardwareSpec h;
   h.name = get_string(j, "name", source);
@@ -79,6 +81,38 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
       throw Error(s + ": field 'overlap_exponent' must be 0 (perfect overlap) or in [1, 64], got " +
                   std::to_string(h.overlap_exponent));
   }
+  if (has_field(j, "gemm")) {
+    const auto& g = j.at("gemm");
+    const std::string s = source + " (gemm)";
+    if (!g.is_object()) throw Error(s + ": must be an object {\"sm_count\": N, \"tiles\": [[rows, cols], ..]}");
+    check_known_fields(g, {"sm_count", "tiles", "split_k_max", "l2_bandwidth_bytes_per_s"}, s);
+    if (!has_field(g, "sm_count"))
+      throw Error(s + ": field 'sm_count' is missing (the device's streaming multiprocessors, e.g. 132 on H100 SXM)");
+    h.sm_count = get_int(g, "sm_count", s);
+    if (h.sm_count < 1 || h.sm_count > 4096)
+      throw Error(s + ": field 'sm_count' must be in [1, 4096], got " + std::to_string(h.sm_count));
+    if (!has_field(g, "tiles") || !g.at("tiles").is_array() || g.at("tiles").empty() || g.at("tiles").size() > 32)
+      throw Error(s + ": field 'tiles' must be a list of 1 to 32 [rows, cols] tile shapes, e.g. [[64, 128], [128, 256]]");
+    for (const auto& t : g.at("tiles")) {
+      if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer())
+        throw Error(s + ": every entry of 'tiles' must be [rows, cols] (two integers), got " + t.dump());
+      const int rows = t[0].get<int>(), cols = t[1].get<int>();
+      if (rows < 1 || rows > 1024 || cols < 1 || cols > 1024)
+        throw Error(s + ": tile " + t.dump() + " must have rows and cols in [1, 1024]");
+      h.gemm_tiles.push_back({rows, cols});
+    }
+    h.split_k_max = get_int_or(g, "split_k_max", h.split_k_max, s);
+    if (h.split_k_max < 1 || h.split_k_max > 256)
+      throw Error(s + ": field 'split_k_max' must be in [1, 256], got " + std::to_string(h.split_k_max));
+    h.l2_bandwidth_bytes_per_s = get_number_or(g, "l2_bandwidth_bytes_per_s", 0.0, s);
+    require_positive(h.l2_bandwidth_bytes_per_s, "l2_bandwidth_bytes_per_s", s, true);
+    // The smallest tile's rows are where a batch fills a tile (the knee the tests and docs use).
+    if (!(has_field(j, "roofline") && has_field(j.at("roofline"), "gemm_tile_rows"))) {
+      int least = h.gemm_tiles.front().rows;
+      for (const auto& t : h.gemm_tiles) least = std::min(least, t.rows);
+      h.gemm_tile_rows = least;
+    }
+  }
   if (has_field(j, "overhead")) {
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
@@ -115,6 +149,14 @@ nlohmann::json hardware_spec_to_json(const HardwareSpec& h, const nlohmann::json
                      {"memory", h.memory_efficiency},
                      {"interconnect", h.interconnect_efficiency}};
   j["roofline"] = {{"gemm_tile_rows", h.gemm_tile_rows}, {"overlap_exponent", h.overlap_exponent}};
+  if (!h.gemm_tiles.empty()) {
+    nlohmann::json tiles = nlohmann::json::array();
+    for (const auto& t : h.gemm_tiles) tiles.push_back({t.rows, t.cols});
+    j["gemm"] = {{"sm_count", h.sm_count},
+                 {"tiles", tiles},
+                 {"split_k_max", h.split_k_max},
+                 {"l2_bandwidth_bytes_per_s", h.l2_bandwidth_bytes_per_s}};
+  }
   j["overhead"] = {{"kernel_floor_s", h.kernel_floor_s}, {"comm_latency_s", h.comm_latency_s}};
   if (!sources.is_null()) j["sources"] = sources;
   return j;

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace specdec::sim {
 
@@ -31,6 +32,15 @@ struct HardwareSpec {
   // t = (compute^n + memory^n)^(1/n) with n = overlap_exponent (0: perfect overlap, t = max).
   int gemm_tile_rows = 1;
   double overlap_exponent = 0;
+  // GEMM efficiency by shape (the `gemm` block; cost_model.hpp gemm_efficiency). Without tiles a
+  // matrix product is priced by gemm_tile_rows alone.
+  struct GemmTile {
+    int rows = 0, cols = 0;
+  };
+  std::vector<GemmTile> gemm_tiles;  // CTA tile shapes the GEMM library chooses from
+  int sm_count = 0;                  // streaming multiprocessors: tiles run in waves of this many
+  int split_k_max = 16;              // most slices the reduction dimension is split into
+  double l2_bandwidth_bytes_per_s = 0;  // what feeds the tiles' operands; 0 = not limiting
   // Overheads, seconds (fitted by calibration).
   // (Host and engine overheads belong to the engine: simulator/engine_spec.hpp.)
   double kernel_floor_s = 0;      // smallest time any kernel takes on the device

@@ -44,6 +44,8 @@ void append_linear(std::vector<Operator>& ops, const char* name, double in, doub
   op.count = count;
   op.flops = 2.0 * rows * in * out;
   op.gemm_rows = rows;
+  op.gemm_cols = out;
+  op.gemm_depth = in;
   op.weight_bytes = in * out * p.weight_bytes;
   op.bytes = op.weight_bytes + rows * (in + out) * p.act_bytes;
   ops.push_back(op);
@@ -118,6 +120,9 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     ex.count = layers;
     ex.flops = 2.0 * rows * k * 3.0 * H * Ie;
     ex.gemm_rows = rows * k / touched;  // tokens per touched expert, on average
+    // One grouped product over the touched experts' gate/up matrices (the larger two thirds).
+    ex.gemm_cols = touched * 2.0 * Ie;
+    ex.gemm_depth = H;
     ex.weight_bytes = touched * 3.0 * H * Ie * eb;
     ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
     ops.push_back(ex);

@@ -21,6 +21,9 @@ struct Operator {
   double comm_bytes = 0;    // collectives: bytes each device sends (ring factor included)
   double gemm_rows = 0;     // matrix products: rows of the activation operand per weight matrix
                             // (tensor-core tiles round it up); 0 = not a matrix product
+  double gemm_cols = 0;     // matrix products: output columns (all of a grouped product's matrices);
+                            // 0 = unknown (no column tiles or waves priced)
+  double gemm_depth = 0;    // matrix products: the reduction length (bounds split-K)
   bool collective = false;
 };
 

@@ -145,6 +145,7 @@ TEST(CostModel, VerificationBendsBeforeTheRidgePoint) {
   HardwareSpec plain = hw;  // the plain roofline
   plain.overlap_exponent = 0;
   plain.gemm_tile_rows = 1;
+  plain.gemm_tiles.clear();
   const double ridge = hw.ridge_point("bf16");
   ASSERT_GT(ridge, 200);
   ASSERT_LT(ridge, 300);
@@ -157,6 +158,77 @@ TEST(CostModel, VerificationBendsBeforeTheRidgePoint) {
   EXPECT_LT(at_ridge_plain, 1.15);
   EXPECT_GT(at_ridge, 1.25) << "plain roofline " << at_ridge_plain;
   EXPECT_GT(verify_time(hw, 256, 8) / t1, 2.0) << "2048 tokens are far above the ridge";
+}
+
+// GEMM efficiency by shape: the compute time of a product never falls with more rows, rises
+// through several levels between one tile and a few hundred rows (not in one step), and reaches
+// compute_efficiency for large products, as the single tile rounding did.
+TEST(CostModel, GemmEfficiencyRisesGraduallyWithRows) {
+  SpecLibrary lib;
+  for (const std::string name : {"h100-sxm", "a100-80gb-sxm", "b200", "rtx-3090", "l40s"}) {
+    const HardwareSpec hw = lib.hardware(name);
+    ASSERT_FALSE(hw.gemm_tiles.empty()) << name;
+    const double rate = hw.peak_flops("bf16") * hw.compute_efficiency;
+    // Llama-3.1-8B's products: qkv, o, gate_up, down, LM head (N = output columns, K = depth).
+    for (auto [n, k] : {std::pair{6144.0, 4096.0}, {4096.0, 4096.0}, {28672.0, 4096.0}, {4096.0, 14336.0},
+                        {128256.0, 4096.0}}) {
+      double prev_time = 0;
+      for (double m = 1; m <= 8192; m += (m < 512 ? 1 : 16)) {
+        const double eff = gemm_efficiency(hw, m, n, k, rate);
+        ASSERT_GT(eff, 0) << name;
+        ASSERT_LE(eff, 1 + 1e-12) << name;
+        const double time = m / eff;  // compute time in units of one row at full rate
+        EXPECT_GE(time, prev_time * (1 - 1e-12)) << name << " " << m << "x" << n << "x" << k;
+        prev_time = time;
+      }
+      EXPECT_GT(gemm_efficiency(hw, 65536, n, k, rate), 0.99) << name << ": large products reach compute_efficiency";
+    }
+  }
+  // On H100 (L2-fed tiles) efficiency at full tiles climbs through distinct levels: 64-row tiles
+  // are fed worse than 128- and 256-row ones.
+  const HardwareSpec h100 = lib.hardware("h100-sxm");
+  const double rate = h100.peak_flops("bf16") * h100.compute_efficiency;
+  const double e64 = gemm_efficiency(h100, 64, 4096, 4096, rate);
+  const double e128 = gemm_efficiency(h100, 128, 4096, 4096, rate);
+  const double e256 = gemm_efficiency(h100, 256, 4096, 4096, rate);
+  const double e1024 = gemm_efficiency(h100, 1024, 4096, 4096, rate);
+  EXPECT_LT(e64, e128);
+  EXPECT_LE(e128, e256 * (1 + 1e-12));
+  EXPECT_LE(e256, e1024 * (1 + 1e-12));
+  EXPECT_LT(e64, 0.85 * e1024) << "a 64-row product is well below a large one";
+  EXPECT_GT(e1024, 0.95);
+}
+
+// Without tiles in the spec a product is priced by gemm_tile_rows alone (the old behaviour), and
+// with tiles the large-product limit is the same.
+TEST(CostModel, GemmEfficiencyKeepsTheTileRoundingLimits) {
+  HardwareSpec h = ideal();
+  h.gemm_tile_rows = 64;
+  EXPECT_DOUBLE_EQ(gemm_efficiency(h, 5, 4096, 4096, 1e15), 5.0 / 64);
+  EXPECT_DOUBLE_EQ(gemm_efficiency(h, 65, 4096, 4096, 1e15), 65.0 / 128);
+  EXPECT_DOUBLE_EQ(gemm_efficiency(h, 640, 0, 0, 1e15), 1.0);
+  h.gemm_tile_rows = 1;
+  EXPECT_DOUBLE_EQ(gemm_efficiency(h, 5, 4096, 4096, 1e15), 1.0);
+  SpecLibrary lib;
+  const HardwareSpec h100 = lib.hardware("h100-sxm");
+  HardwareSpec old = h100;
+  old.gemm_tiles.clear();
+  Operator gemm;
+  gemm.flops = 2.0 * 16384 * 4096 * 4096;
+  gemm.bytes = 4096.0 * 4096 * 2;
+  gemm.gemm_rows = 16384;
+  gemm.gemm_cols = 4096;
+  gemm.gemm_depth = 4096;
+  EXPECT_NEAR(cost_operator(gemm, h100, "bf16").time_s / cost_operator(gemm, old, "bf16").time_s, 1.0, 0.01);
+  // Fewer tiles than SMs: split-K fills the wave, but not beyond split_k_max or a short reduction.
+  HardwareSpec w = ideal();
+  w.sm_count = 100;
+  w.gemm_tiles = {{64, 128}};
+  w.split_k_max = 4;
+  EXPECT_DOUBLE_EQ(gemm_efficiency(w, 64, 1280, 65536, 1e15), 40.0 / 100) << "10 tiles × 4 slices";
+  EXPECT_DOUBLE_EQ(gemm_efficiency(w, 64, 1280, 256, 1e15), 10.0 / 100) << "a 256-deep reduction is not split";
+  EXPECT_DOUBLE_EQ(gemm_efficiency(w, 64, 12800, 4096, 1e15), 1.0) << "100 tiles: one full wave";
+  EXPECT_DOUBLE_EQ(gemm_efficiency(w, 32, 12800, 4096, 1e15), 0.5) << "half of each tile's rows unused";
 }
 
 TEST(CostModel, TensorParallelSplitsWeightsAndAddsCollectives) {

@@ -171,6 +171,41 @@ TEST(Specs, HardwareErrorsNameFieldAndFile) {
             std::string::npos);
   j["roofline"] = {{"tile_rows", 64}};
   EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("unknown field 'tile_rows'"), std::string::npos);
+  // The gemm block: SM count and tile shapes are required together, each checked.
+  j = base;
+  j["gemm"] = {{"tiles", {{64, 128}}}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("hw.json (gemm): field 'sm_count' is missing"),
+            std::string::npos);
+  j["gemm"] = {{"sm_count", 0}, {"tiles", {{64, 128}}}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'sm_count' must be in [1, 4096], got 0"),
+            std::string::npos);
+  j["gemm"] = {{"sm_count", 132}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'tiles' must be a list of 1 to 32"), std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", nlohmann::json::array()}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'tiles' must be a list of 1 to 32"), std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{64, 128, 2}}}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("must be [rows, cols] (two integers)"),
+            std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{64, 0}}}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("rows and cols in [1, 1024]"), std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{64, 128}}}, {"split_k_max", 0}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("'split_k_max' must be in [1, 256]"),
+            std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{64, 128}}}, {"l2_bandwidth_bytes_per_s", -1}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("l2_bandwidth_bytes_per_s"), std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{64, 128}}}, {"waves", 2}};
+  EXPECT_NE(error_of([&] { parse_hardware_spec(j, "hw.json"); }).find("unknown field 'waves'"), std::string::npos);
+  j["gemm"] = {{"sm_count", 132}, {"tiles", {{128, 256}, {64, 128}}}, {"l2_bandwidth_bytes_per_s", 1e13}};
+  const HardwareSpec g = parse_hardware_spec(j, "hw.json");
+  EXPECT_EQ(g.gemm_tile_rows, 64) << "the smallest tile's rows when roofline.gemm_tile_rows is absent";
+  EXPECT_EQ(g.split_k_max, 16);
+  const HardwareSpec gback = parse_hardware_spec(hardware_spec_to_json(g), "round trip");
+  ASSERT_EQ(gback.gemm_tiles.size(), 2u);
+  EXPECT_EQ(gback.gemm_tiles[0].rows, 128);
+  EXPECT_EQ(gback.gemm_tiles[1].cols, 128);
+  EXPECT_EQ(gback.sm_count, 132);
+  EXPECT_EQ(gback.l2_bandwidth_bytes_per_s, 1e13);
+  EXPECT_TRUE(parse_hardware_spec(base, "hw.json").gemm_tiles.empty()) << "no gemm block: rows rounded to gemm_tile_rows only";
   const HardwareSpec h = parse_hardware_spec(base, "hw.json");
   EXPECT_EQ(h.gemm_tile_rows, 1) << "no roofline block: no tile rounding";
   EXPECT_EQ(h.overlap_exponent, 0.0) << "no roofline block: perfect overlap";
