@@ -9,9 +9,23 @@ namespace specdec::sim {
 
 namespace {
 
+// A method's own term; else, for the EAGLE family, its nearest sibling's; else "default"; else 0.
+// The engines modelled run EAGLE-1, EAGLE-3 and P-EAGLE through one drafting loop (vLLM's EAGLE
+// proposer drafts P-EAGLE as a parallel-drafting EAGLE-3 head), so a term measured for one is the
+// best estimate for another: a method absent from calibration must not become free. The term is
+// per drafter forward (or per iteration), so P-EAGLE, one forward per step, pays it once.
 double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
   auto it = m.find(method);
   if (it != m.end()) return it->second;
+  static const std::map<std::string, std::vector<std::string>> siblings = {
+      {"peagle", {"eagle3", "eagle"}}, {"eagle3", {"eagle", "peagle"}}, {"eagle", {"eagle3", "peagle"}}};
+  const auto family = siblings.find(method);
+  if (family != siblings.end()) {
+    for (const std::string& sibling : family->second) {
+      it = m.find(sibling);
+      if (it != m.end()) return it->second;
+    }
+  }
   it = m.find("default");
   return it == m.end() ? 0.0 : it->second;
 }

@@ -20,7 +20,9 @@ struct EngineSpec {
   std::string description = "no host overheads: the device's time alone";
   // Host/engine time, seconds (fitted by calibration).
   double step_overhead_s = 0;  // per target forward: scheduling, input preparation, output handling
-  std::map<std::string, double> draft_step_overhead_s;  // per drafter forward, by method ("default")
+  // By method, with "default" for the rest; an EAGLE-family method without its own term takes a
+  // sibling's (draft_step_overhead, spec_step_overhead).
+  std::map<std::string, double> draft_step_overhead_s;  // per drafter forward
   std::map<std::string, double> spec_step_overhead_s;   // per speculative iteration (acceptance, KV fix-up)
   // Sampling and acceptance per verified logit row of each sequence (softmax, top-k/p, the
   // acceptance test) beyond what the operators price: large in eager engines, ~0 when fused.
