@@ -23,15 +23,27 @@ rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp/fitted/hardware" "$OUT.tmp/fitted/engines"
 
 : > "$OUT.tmp/calibration.txt"
-# Largest sets first: the first set on a device fits its hardware and engine terms; a later set on
-# the same device starts from that fitted hardware and fits its engine's terms alone (--fit engine).
+# The first set on a device fits its hardware and engine terms; a later set on the same device
+# starts from that fitted hardware and fits its engine's terms alone (--fit engine). Hardware terms
+# come from a set of dense single-GPU rows where there is one (the largest such): rows across
+# tensor-parallel degrees or of mixture-of-experts targets add collective and routing costs that
+# the hardware terms cannot tell from engine overhead. Then the largest sets first.
 sets=$(/usr/bin/python3 - <<'PY'
-import glob, json
+import glob, json, os
+def is_moe(model):
+    path = os.path.join("simulator/specs/models", model + ".json")
+    if not os.path.exists(path):
+        return False
+    spec = json.load(open(path))
+    return any(spec.get(k, 0) for k in ("num_experts", "num_local_experts", "n_routed_experts"))
 rows = []
 for f in glob.glob("simulator/calibration/*.json"):
     j = json.load(open(f))
-    rows.append((-len(j["rows"]), f, j["hardware"], j.get("engine", "-")))
-for n, f, hw, engine in sorted(rows):
+    d = j.get("defaults", {})
+    dense_single = all(int(r.get("tp", d.get("tp", 1))) == 1 and not is_moe(r.get("model", d.get("model", "")))
+                       for r in j["rows"])
+    rows.append((0 if dense_single else 1, -len(j["rows"]), f, j["hardware"], j.get("engine", "-")))
+for _, n, f, hw, engine in sorted(rows):
     print(f, hw, engine)
 PY
 )
