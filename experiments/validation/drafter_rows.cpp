@@ -1,19 +1,14 @@
 #include "experiments/validation/drafter_rows.hpp"
 
 #include <algorithm>
-#include <cstdio>
-
 #include "experiments/validation/row_comparison.hpp"
+#include "reference/core/format.hpp"
 
 namespace specdec::validation {
 
 namespace {
 
-std::string g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string g(double v) { return format_brief(v); }
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "reference/core/format.hpp"
+
 namespace specdec::validation {
 
 namespace {
@@ -17,9 +19,7 @@ nlohmann::json number(double v) {
 
 std::string g(double v) {
   if (std::isnan(v)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
+  return format_brief(v);
 }
 
 nlohmann::json tokens_or_null(int32_t t) { return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t); }

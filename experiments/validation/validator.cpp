@@ -4,7 +4,6 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -18,6 +17,7 @@
 #include "experiments/validation/run_recorder.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 
@@ -161,11 +161,7 @@ struct Reference {
 
 std::string at_row(int step, int row) { return "step " + std::to_string(step) + " row " + std::to_string(row); }
 
-std::string g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string g(double v) { return format_brief(v); }
 
 // Decisions of a recorded step from its logits rows: full rows for every mode, top-k rows for
 // greedy. Nothing when the trace cannot give them.
