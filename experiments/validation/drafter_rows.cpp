@@ -130,31 +130,29 @@ DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate,
                             " (the drafter was given other target states)");
       }
     }
-    if (c.hidden && r.hidden) {
-      if (c.hidden_width != r.hidden_width) {
-        return mismatch("drafter hidden", i, kUnknown, kUnknown,
-                        where(i) + ": the candidate's drafter hidden row has " + std::to_string(c.hidden_width) + " values, the reference's " +
-                            std::to_string(r.hidden_width));
+    // The drafter's outputs, once its inputs agree: a departure is the drafter computing differently.
+    struct Output {
+      const char* what;
+      const char* quantity;
+      const char* noun;
+      const float *cand, *ref;
+      int cand_width, ref_width;
+      double bound;
+    };
+    for (const Output& o : {Output{"drafter hidden", "drafter hidden states", "hidden state", c.hidden, r.hidden, c.hidden_width,
+                                   r.hidden_width, policy.hidden_nmse},
+                            Output{"drafter logits", "drafter logits", "logits", c.logits, r.logits, c.vocab, r.vocab, policy.logits_nmse}}) {
+      if (!o.cand || !o.ref) continue;
+      if (o.cand_width != o.ref_width) {
+        return mismatch(o.what, i, kUnknown, kUnknown,
+                        where(i) + ": the candidate's drafter " + o.noun + " row has " + std::to_string(o.cand_width) +
+                            " values, the reference's " + std::to_string(o.ref_width));
       }
-      const RowDifference d = compare_rows(c.hidden, r.hidden, r.hidden_width);
-      record("drafter hidden states", d.nmse, where(i));
-      if (!(d.nmse <= policy.hidden_nmse)) {
-        return mismatch("drafter hidden", i, d.nmse, policy.hidden_nmse,
-                        where(i) + ": the drafter's hidden state has NMSE " + g(d.nmse) + ", beyond the bound " + g(policy.hidden_nmse) +
-                            ", while its inputs agree (the drafter computes differently)");
-      }
-    }
-    if (c.logits && r.logits) {
-      if (c.vocab != r.vocab) {
-        return mismatch("drafter logits", i, kUnknown, kUnknown,
-                        where(i) + ": the candidate's drafter logits row has " + std::to_string(c.vocab) + " values, the reference's " +
-                            std::to_string(r.vocab));
-      }
-      const RowDifference d = compare_rows(c.logits, r.logits, r.vocab);
-      record("drafter logits", d.nmse, where(i));
-      if (!(d.nmse <= policy.logits_nmse)) {
-        return mismatch("drafter logits", i, d.nmse, policy.logits_nmse,
-                        where(i) + ": the drafter's logits have NMSE " + g(d.nmse) + ", beyond the bound " + g(policy.logits_nmse) +
+      const RowDifference d = compare_rows(o.cand, o.ref, o.ref_width);
+      record(o.quantity, d.nmse, where(i));
+      if (!(d.nmse <= o.bound)) {
+        return mismatch(o.what, i, d.nmse, o.bound,
+                        where(i) + ": the NMSE of the drafter's " + o.noun + " is " + g(d.nmse) + ", beyond the bound " + g(o.bound) +
                             ", while its inputs agree (the drafter computes differently)");
       }
     }
