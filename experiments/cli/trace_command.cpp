@@ -73,6 +73,10 @@ int diff(const std::string& a_path, const std::string& b_path, bool as_json, Com
   if (r.first_divergence) {
     const validation::Divergence& d = *r.first_divergence;
     io.out << "first divergence: step " << d.step << ", position " << d.position << ": " << d.what << ": " << d.detail << "\n";
+    if (d.layer >= 0) {
+      io.out << "  first out of tolerance inside the target forward: layer " << d.layer << ", " << d.substep << " (layer row "
+             << d.layer_row << ", NMSE " << d.layer_value << ")\n";
+    }
     if (d.step >= 0) {
       auto ids = [](const std::vector<int32_t>& v) {
         std::string s;

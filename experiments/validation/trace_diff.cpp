@@ -4,7 +4,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "experiments/validation/drafter_rows.hpp"
 #include "experiments/validation/row_comparison.hpp"
+#include "reference/model/transformer.hpp"
 
 namespace specdec::validation {
 namespace {
@@ -36,6 +38,9 @@ class Differ {
     q_topk_ = {"target logits, top-k rows", "NMSE over the reference's top-k entries", p.logits_nmse};
     q_lse_ = {"logsumexp, top-k rows", "absolute difference", p.logsumexp_abs};
     q_draft_ = {"sampled draft distributions q", "max absolute difference", p.draft_probability_abs};
+    q_features_ = {"drafter features", "NMSE per row", p.hidden_nmse};
+    q_drafter_hidden_ = {"drafter hidden states", "NMSE per row", p.hidden_nmse};
+    q_drafter_logits_ = {"drafter logits", "NMSE per row", p.logits_nmse};
   }
 
   TraceDiffReport run() {
@@ -56,7 +61,7 @@ class Differ {
     if (!r_.first_divergence && a_.prompt != b_.prompt) fail(-1, "step field", "prompts differ: " + list(a_.prompt) + " vs " + list(b_.prompt));
     if (!r_.first_divergence && a_.output != b_.output) fail(-1, "step field", "outputs differ");
     if (!r_.first_divergence && a_.stop_reason != b_.stop_reason) fail(-1, "step field", "stop reasons differ: " + a_.stop_reason + " vs " + b_.stop_reason);
-    for (QuantitySummary* q : {&q_logits_, &q_topk_, &q_lse_, &q_draft_}) {
+    for (QuantitySummary* q : {&q_logits_, &q_topk_, &q_lse_, &q_draft_, &q_features_, &q_drafter_hidden_, &q_drafter_logits_}) {
       if (q->compared > 0) r_.quantities.push_back(*q);
     }
     r_.same = !r_.first_divergence;
@@ -91,13 +96,77 @@ class Differ {
     r_.first_divergence = d;
   }
 
-  void measure(QuantitySummary& q, double v, int s, int row) {
+  void measure(QuantitySummary& q, double v, int s, int row) { measure_at(q, v, "step " + std::to_string(s) + " row " + std::to_string(row)); }
+  void measure_at(QuantitySummary& q, double v, const std::string& at) {
     ++q.compared;
     if (!(v <= q.worst) && !std::isnan(q.worst)) {  // a NaN is the worst and stays so
       q.worst = v;
-      q.worst_at = "step " + std::to_string(s) + " row " + std::to_string(row);
+      q.worst_at = at;
     }
     if (!(v <= q.bound)) q.pass = false;
+  }
+
+  // Both traces record step s's drafter rows: compared row by row as validate --candidate
+  // compares them (B the candidate), up to the first row fed a token of B's diverged draft.
+  bool drafter_rows(int s, const StepRecord& x, const StepRecord& y) {
+    if (!a_.drafter_io.present || !b_.drafter_io.present) return true;
+    const std::vector<DrafterRow> ra = trace_drafter_rows(a_, x), rb = trace_drafter_rows(b_, y);
+    if (ra.empty() || rb.empty()) return true;
+    std::size_t n = 0;
+    while (n < x.draft_tokens.size() && n < y.draft_tokens.size() && x.draft_tokens[n] == y.draft_tokens[n] &&
+           x.draft_parents[n] == y.draft_parents[n])
+      ++n;
+    const bool differ = x.draft_tokens != y.draft_tokens || x.draft_parents != y.draft_parents;
+    const std::vector<int32_t> diverged(y.draft_tokens.begin() + static_cast<std::ptrdiff_t>(std::min(n, y.draft_tokens.size())), y.draft_tokens.end());
+    const DrafterComparison c = compare_drafter_rows(rb, ra, policy_, differ ? &diverged : nullptr,
+                                                     [&](const std::string& q, double v, const std::string& at) {
+                                                       QuantitySummary& sum = q == "drafter features" ? q_features_
+                                                                              : q == "drafter hidden states" ? q_drafter_hidden_
+                                                                                                             : q_drafter_logits_;
+                                                       measure_at(sum, v, "step " + std::to_string(s) + " " + at);
+                                                     });
+    if (!c.mismatch) return true;
+    const DrafterMismatch& m = *c.mismatch;
+    fail(s, m.what, m.detail, m.value, m.bound, m.row);
+    r_.first_divergence->drafter_call = m.call;
+    if (m.position >= 0) r_.first_divergence->position = static_cast<int32_t>(m.position);
+    return false;
+  }
+
+  // After a target-logits failure at step s, when both traces record the same per-layer rows: the
+  // first layer and sub-step, in forward order, whose state differs beyond the hidden-state bound.
+  void localise(int s) {
+    const TargetLayersLayout& la = a_.target_layers;
+    const TargetLayersLayout& lb = b_.target_layers;
+    const StepRecord& x = a_.steps[static_cast<std::size_t>(s)];
+    const StepRecord& y = b_.steps[static_cast<std::size_t>(s)];
+    if (la.num_layers == 0 || la.num_layers != lb.num_layers || la.hidden_size != lb.hidden_size || la.substeps != lb.substeps) return;
+    if (x.layer_row_nodes.empty() || x.layer_row_nodes != y.layer_row_nodes || x.layer_hidden.size() != y.layer_hidden.size()) return;
+    const int64_t L = la.num_layers, H = la.hidden_size, U = static_cast<int64_t>(la.substeps.size());
+    const int64_t R = static_cast<int64_t>(x.layer_row_nodes.size());
+    if (static_cast<int64_t>(x.layer_hidden.size()) != R * L * U * H) return;
+    for (int64_t l = 0; l < L; ++l) {
+      for (int k = 0; k < 4; ++k) {  // sub-steps in forward order, as kLayerStateNames orders them
+        for (int64_t u = 0; u < U; ++u) {
+          if (la.substeps[static_cast<std::size_t>(u)] != kLayerStateNames[k]) continue;
+          double worst = -1;
+          int worst_row = -1;
+          for (int64_t i = 0; i < R; ++i) {
+            const std::size_t at = static_cast<std::size_t>(((i * L + l) * U + u) * H);
+            const RowDifference d = compare_rows(y.layer_hidden.data() + at, x.layer_hidden.data() + at, static_cast<int>(H));
+            if (d.nmse > worst || std::isnan(d.nmse)) worst = d.nmse, worst_row = static_cast<int>(i);
+          }
+          if (!(worst <= policy_.hidden_nmse)) {
+            Divergence& d = *r_.first_divergence;
+            d.layer = static_cast<int>(l);
+            d.substep = kLayerStateNames[k];
+            d.layer_row = worst_row;
+            d.layer_value = worst;
+            return;
+          }
+        }
+      }
+    }
   }
 
   template <class T>
@@ -179,11 +248,15 @@ class Differ {
   bool step(int s) {
     const StepRecord& x = a_.steps[static_cast<std::size_t>(s)];
     const StepRecord& y = b_.steps[static_cast<std::size_t>(s)];
-    // The order of specdec validate: drafts, target logits, token decisions, other fields.
+    // The order of specdec validate: drafter rows, drafts, target logits, token decisions, other fields.
+    if (!drafter_rows(s, x, y)) return false;
     if (!exact(s, "draft tokens", x.draft_tokens, y.draft_tokens, "draft")) return false;
     if (!exact(s, "draft parents", x.draft_parents, y.draft_parents, "draft")) return false;
     if (!logits(s, x.draft_logits, y.draft_logits, true)) return false;
-    if (!logits(s, x.target_logits, y.target_logits, false)) return false;
+    if (!logits(s, x.target_logits, y.target_logits, false)) {
+      localise(s);
+      return false;
+    }
     if (!exact(s, "accept decisions", x.accept_decisions, y.accept_decisions, "token")) return false;
     if (!exact(s, "accepted path", x.accepted_path, y.accepted_path, "token")) return false;
     if (!exact(s, "emitted tokens", x.emitted_tokens, y.emitted_tokens, "token")) return false;
@@ -212,7 +285,7 @@ class Differ {
   const Trace& b_;
   const TolerancePolicy& policy_;
   TraceDiffReport r_;
-  QuantitySummary q_logits_, q_topk_, q_lse_, q_draft_;
+  QuantitySummary q_logits_, q_topk_, q_lse_, q_draft_, q_features_, q_drafter_hidden_, q_drafter_logits_;
 };
 
 }  // namespace
@@ -232,7 +305,12 @@ nlohmann::json to_json(const TraceDiffReport& r) {
     const Divergence& d = *r.first_divergence;
     j["first_divergence"] = {{"step", d.step}, {"position", d.position}, {"what", d.what}, {"detail", d.detail}, {"row", d.row},
                              {"a_token", d.reference_token}, {"b_token", d.candidate_token}, {"value", num(d.value)},
-                             {"bound", num(d.bound)}, {"a_emitted", d.reference_emitted}, {"b_emitted", d.candidate_emitted}};
+                             {"bound", num(d.bound)}, {"a_emitted", d.reference_emitted}, {"b_emitted", d.candidate_emitted},
+                             {"drafter_call", d.drafter_call < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.drafter_call)},
+                             {"layer", d.layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer)},
+                             {"substep", d.substep.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.substep)},
+                             {"layer_row", d.layer_row < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer_row)},
+                             {"layer_nmse", num(d.layer_value)}};
   } else {
     j["first_divergence"] = nullptr;
   }

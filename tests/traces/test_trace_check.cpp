@@ -358,6 +358,55 @@ TEST(TraceDiagnostics, RoundTripAndCheck) {
   EXPECT_FALSE(f.has("steps/drafter_io"));
 }
 
+// With drafter rows and per-layer states in both traces, trace diff names what validate names: the
+// drafter row that departs, and for a target-logits divergence the first layer and sub-step.
+TEST(TraceDiagnostics, TraceDiffNamesTheDrafterRowAndTheLayer) {
+  TempDir dir;
+  const Trace a = with_diagnostics();
+  write_trace(dir / "a.h5", a);
+  {
+    Trace b = a;
+    b.steps[3].drafter_hidden[4] += 1.0f;  // row 1's hidden state (H = 4), inputs unchanged
+    write_trace(dir / "b.h5", b);
+    const auto run = testing::run({"trace", "diff", "--json", (dir / "a.h5").string(), (dir / "b.h5").string()});
+    ASSERT_EQ(run.code, 1) << run.out << run.err;
+    const auto j = nlohmann::json::parse(run.out)["first_divergence"];
+    EXPECT_EQ(j["step"], 3);
+    EXPECT_EQ(j["what"], "drafter hidden");
+    EXPECT_EQ(j["row"], 1);
+    EXPECT_EQ(j["drafter_call"], 1);
+    EXPECT_EQ(j["position"], a.steps[3].position + 1);
+    EXPECT_TRUE(j["layer"].is_null());
+  }
+  {
+    Trace b = a;
+    b.steps[3].drafter_features[8] += 1.0f;  // row 1's feature: an input
+    write_trace(dir / "b.h5", b);
+    const auto j = nlohmann::json::parse(testing::run({"trace", "diff", "--json", (dir / "a.h5").string(), (dir / "b.h5").string()}).out);
+    EXPECT_EQ(j["first_divergence"]["what"], "drafter inputs");
+    EXPECT_EQ(j["first_divergence"]["row"], 1);
+  }
+  {
+    Trace b = a;
+    StepRecord& s = b.steps[2];
+    s.target_logits[0].summary.topk_values[0] += 5.0f;
+    // Layer 1's mlp state (sub-step index 1 of {attention, mlp}) of row 0 departs; layer 0 agrees.
+    const std::size_t L = 3, U = 2, H = 4, row = 0, layer = 1, u = 1;
+    for (std::size_t h = 0; h < H; ++h) s.layer_hidden[((row * L + layer) * U + u) * H + h] *= 1.5f;
+    write_trace(dir / "b.h5", b);
+    const auto run = testing::run({"trace", "diff", "--json", (dir / "a.h5").string(), (dir / "b.h5").string()});
+    ASSERT_EQ(run.code, 1) << run.out << run.err;
+    const auto j = nlohmann::json::parse(run.out)["first_divergence"];
+    EXPECT_EQ(j["step"], 2);
+    EXPECT_EQ(j["what"], "target logits");
+    EXPECT_EQ(j["layer"], 1);
+    EXPECT_EQ(j["substep"], "mlp");
+    EXPECT_EQ(j["layer_row"], 0);
+    const auto text = testing::run({"trace", "diff", (dir / "a.h5").string(), (dir / "b.h5").string()});
+    EXPECT_NE(text.out.find("first out of tolerance inside the target forward: layer 1, mlp"), std::string::npos) << text.out;
+  }
+}
+
 TEST(TraceDiagnostics, InconsistentOnesAreRefused) {
   TempDir dir;
   Trace t = with_diagnostics();
