@@ -140,7 +140,7 @@ TEST(CostModel, VerificationBendsBeforeTheRidgePoint) {
     return decode_step_cost(t, 64, 1.0).verify_s;
   };
   const HardwareSpec& hw = s.hardware;
-  ASSERT_EQ(hw.overlap_exponent, 2.0);
+  ASSERT_EQ(hw.overlap_exponent, 6.5);  // fitted to public GEMM sweeps (scripts/fit_overlap_exponent.py)
   ASSERT_EQ(hw.gemm_tile_rows, 64);
   HardwareSpec plain = hw;  // the plain roofline
   plain.overlap_exponent = 0;
@@ -156,7 +156,7 @@ TEST(CostModel, VerificationBendsBeforeTheRidgePoint) {
   const double at_ridge = verify_time(hw, 32, 8) / t1;
   const double at_ridge_plain = verify_time(plain, 32, 8) / verify_time(plain, 1, 2);
   EXPECT_LT(at_ridge_plain, 1.15);
-  EXPECT_GT(at_ridge, 1.25) << "plain roofline " << at_ridge_plain;
+  EXPECT_GT(at_ridge, 1.2) << "plain roofline " << at_ridge_plain;  // 1.23 at n = 6.5 (1.25+ at the old n = 2)
   EXPECT_GT(verify_time(hw, 256, 8) / t1, 2.0) << "2048 tokens are far above the ridge";
 }
 
@@ -229,6 +229,24 @@ TEST(CostModel, GemmEfficiencyKeepsTheTileRoundingLimits) {
   EXPECT_DOUBLE_EQ(gemm_efficiency(w, 64, 1280, 256, 1e15), 10.0 / 100) << "a 256-deep reduction is not split";
   EXPECT_DOUBLE_EQ(gemm_efficiency(w, 64, 12800, 4096, 1e15), 1.0) << "100 tiles: one full wave";
   EXPECT_DOUBLE_EQ(gemm_efficiency(w, 32, 12800, 4096, 1e15), 0.5) << "half of each tile's rows unused";
+}
+
+// scripts/fit_overlap_exponent.py fits the overlap exponent with its own copy of these formulas;
+// the two times it prints with --check (h100-sxm, bf16, M = 128, N = 6144, K = 4096) pin that copy
+// to this one.
+TEST(CostModel, OverlapExponentFitMatchesTheScript) {
+  SpecLibrary lib;
+  HardwareSpec h100 = lib.hardware("h100-sxm");
+  Operator gemm;
+  gemm.flops = 2.0 * 128 * 6144 * 4096;
+  gemm.bytes = 6144.0 * 4096 * 2 + 128.0 * (4096 + 6144) * 2;
+  gemm.gemm_rows = 128;
+  gemm.gemm_cols = 6144;
+  gemm.gemm_depth = 4096;
+  h100.overlap_exponent = 2.0;
+  EXPECT_NEAR(cost_operator(gemm, h100, "bf16").time_s * 1e6, 22.252816063, 1e-6);
+  h100.overlap_exponent = 6.5;
+  EXPECT_NEAR(cost_operator(gemm, h100, "bf16").time_s * 1e6, 19.800673503, 1e-6);
 }
 
 TEST(CostModel, TensorParallelSplitsWeightsAndAddsCollectives) {
