@@ -81,6 +81,10 @@ void validate_model_shape(const ModelShape& m, const std::string& source) {
   } else {
     positive(m.intermediate_size, "intermediate_size");
   }
+  // Written so that NaN fails too.
+  if (!(m.expert_locality >= 0.0 && m.expert_locality <= 1.0))
+    throw Error(source + ": 'expert_locality' must be a number in [0, 1] (the probability that a token reuses the "
+                "previous token's experts), got " + std::to_string(m.expert_locality));
   if (m.sliding_window < 0) throw Error(source + ": 'sliding_window' must be >= 0");
   if (m.sliding_layer_fraction < 0.0 || m.sliding_layer_fraction > 1.0)
     throw Error(source + ": sliding-window layer fraction must be in [0, 1]");
@@ -144,6 +148,7 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
     if (method == "mxfp4" && m.is_moe()) m.expert_weight_bytes = dtype_bytes("mxfp4");
   }
   if (has_field(j_in, "expert_weight_bytes")) m.expert_weight_bytes = get_number(j_in, "expert_weight_bytes", source);
+  if (has_field(j_in, "expert_locality")) m.expert_locality = get_number(j_in, "expert_locality", source);
   validate_model_shape(m, source);
   return m;
 }

@@ -11,6 +11,12 @@
 
 namespace specdec::sim {
 
+// Within-sequence routing locality of a mixture-of-experts target when its spec gives none: 0,
+// independent routing. Routing analyses (the Mixtral paper's among them) report consecutive tokens
+// repeating experts more often than chance, but no figure for the bundled targets was found that
+// could be checked; a spec sets its own from a measurement of the model's routing.
+inline constexpr double kDefaultExpertLocality = 0.0;
+
 struct ModelShape {
   std::string name;
   std::string source;
@@ -30,6 +36,9 @@ struct ModelShape {
   int expert_intermediate_size = 0;         // per expert
   int shared_expert_intermediate_size = 0;  // always-active shared expert, 0 = none
   double expert_weight_bytes = 0;           // bytes per expert weight; 0 = the run's dtype (MXFP4: 4.25/8)
+  // Spec field "expert_locality", in [0, 1]: the probability that a token of a sequence takes the
+  // previous token's experts instead of routing afresh (0 = independent, uniform routing).
+  double expert_locality = kDefaultExpertLocality;
   // Attention window: sliding_window tokens on a fraction of the layers (0 = full attention).
   int sliding_window = 0;
   double sliding_layer_fraction = 0.0;

@@ -35,6 +35,20 @@ Operator collective(const char* name, double payload_bytes, double ring_factor, 
 
 }  // namespace
 
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality) {
+  if (experts <= 0 || per_token <= 0 || batch <= 0 || tokens <= 0) return 0.0;
+  // A sequence's first token picks k of E uniformly; each later token repeats its predecessor's
+  // experts with probability rho, else picks afresh. An expert is then missed by the first token
+  // with probability 1 - k/E and by each later one with 1 - (1 - rho)·k/E (it is missed unless a
+  // fresh pick takes it); sequences route independently, so the misses multiply over the batch.
+  const double p = std::min(per_token / experts, 1.0);
+  const double first = std::min(tokens, 1.0);
+  const double later = std::max(tokens - 1.0, 0.0);
+  const double missed =
+      std::pow(1.0 - p, batch * first) * std::pow(1.0 - (1.0 - locality) * p, batch * later);
+  return experts * (1.0 - missed);
+}
+
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out, double rows,
                    const ForwardParams& p, const char* phase, double count) {
   // y: (rows, out) = x: (rows, in) · Wᵀ, W: (out, in)
@@ -112,8 +126,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
     const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : p.weight_bytes;
     append_linear(ops, "moe.router", H, E, rows, p, phase, layers);
-    // Distinct experts touched by `rows` tokens choosing k of E uniformly.
-    const double touched = E * (1.0 - std::pow(1.0 - k / E, rows));
+    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality);
     Operator ex;
     ex.name = "moe.experts";
     ex.phase = phase;

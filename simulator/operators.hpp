@@ -39,6 +39,12 @@ struct ForwardParams {
   double act_bytes = 2;     // bytes per activation / KV element
 };
 
+// Expected distinct experts a forward reads: `batch` sequences of `tokens` new tokens each, every
+// token choosing `per_token` of `experts`. Within a sequence a token takes its predecessor's
+// experts with probability `locality` (else routes uniformly and independently); sequences route
+// independently. locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence.
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality);
+
 // `layers` decoder layers of `m` (qkv_in: width of the q/k/v input, H normally, 2H for EAGLE-3
 // heads), with norms, attention over the cache, MLP (dense or MoE) and TP collectives.
 void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
