@@ -77,14 +77,19 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   if (!engine.cuda_graphs) p.push_back("kernel_launch_s");
   bool tp = false;
   std::set<std::string> methods;
+  std::set<int> batches;
   for (const auto& r : set.rows) {
     tp = tp || r.scenario.workload.tp > 1;
+    batches.insert(r.scenario.workload.batch);
     if (r.scenario.plan.method != Method::sequential) methods.insert(method_name(r.scenario.plan.method));
   }
   if (tp) {
     p.push_back("comm_latency_s");
     p.push_back("interconnect_efficiency");
   }
+  // Host time per verified row of each sequence (sampling, the acceptance test) grows with the
+  // batch while the per-step terms do not: only rows at several batch sizes can tell them apart.
+  if (batches.size() > 1) p.push_back("sampling_s_per_row");
   for (const auto& m : methods) {
     p.push_back("draft_step_overhead_s." + m);
     p.push_back("spec_step_overhead_s." + m);
