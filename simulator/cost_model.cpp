@@ -26,7 +26,18 @@ static double overlapped(double compute, double memory, double n) {
   if (hi <= 0) return 0;
   const double a = compute / hi, b = memory / hi;  // scaled so that the powers cannot overflow
   if (n == 2) return hi * std::sqrt(a * a + b * b);
-  return hi * std::pow(std::pow(a, n) + std::pow(b, n), 1.0 / n);
+  // One of a, b is exactly 1 (and 1ⁿ = 1): one power fewer, the same value bit for bit. A sweep
+  // prices the same kernels again for every acceptance rate, so the two powers are memoised per
+  // thread by (ratio, n): a hit returns the stored factor, so the value is the same either way.
+  const double r = std::min(a, b);
+  struct Entry {
+    double r = -1, n = 0, factor = 0;
+  };
+  thread_local std::array<Entry, 1024> memo;
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(r) * 0x9e3779b97f4a7c15ull ^ std::bit_cast<std::uint64_t>(n);
+  Entry& e = memo[(bits >> 54) & (memo.size() - 1)];
+  if (e.r != r || e.n != n) e = {r, n, std::pow(1.0 + std::pow(r, n), 1.0 / n)};
+  return hi * e.factor;
 }
 
 OpCost cost_operator(const Operator& op, const HardwareSpec& hw, const std::string& compute_dtype,
