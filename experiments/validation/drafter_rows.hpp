@@ -39,8 +39,8 @@ std::vector<DrafterRow> live_drafter_rows(int step, const std::vector<HeadForwar
 
 struct DrafterMismatch {
   std::string what;       // "drafter inputs" | "drafter hidden" | "drafter logits"
-  int row = -1;           // index into the step's rows
-  int call = -1;          // the reference's drafter forward of that row
+  int row = -1;           // index into the candidate's rows of the step
+  int call = -1;          // the candidate's drafter forward of that row
   int64_t position = -1;
   double value = kUnknown, bound = kUnknown;
   std::string detail;     // one line, naming the row, its forward, token and position
@@ -48,16 +48,20 @@ struct DrafterMismatch {
 
 struct DrafterComparison {
   std::optional<DrafterMismatch> mismatch;
-  // Rows compared before the comparison stopped: all of them, or, when the drafts differ, the
-  // rows before the first one fed a token of the candidate's own (diverged) draft.
+  // Candidate rows gone through before the comparison stopped: all of them, or, when the drafts
+  // differ, those before the first one fed a token of the candidate's own (diverged) draft.
   int rows_compared = 0;
+  int unpaired = 0;  // candidate rows without a counterpart, passed over because the drafts agree
 };
 
-// Row by row, candidate against reference: tokens and positions exactly, features and hidden
-// states under policy.hidden_nmse, logits under policy.logits_nmse (where both sides have them).
-// `diverged_tokens`: the candidate's drafted tokens from the first node where the drafts differ
-// (null when they agree); a row fed one of them where the reference fed another is where the
-// runs part, not an input error. `record(quantity, value, where)` receives every measurement.
+// Each candidate row is paired with the reference's first unpaired row fed the same token at the
+// same position (engines may schedule their drafter forwards differently), and the pair compared:
+// features and hidden states under policy.hidden_nmse, logits under policy.logits_nmse (where
+// both sides have them). `diverged_tokens`: the candidate's drafted tokens from the first node
+// where the drafts differ (null when they agree). When the drafts agree an unpaired row is passed
+// over; when they differ it fails (the same inputs cannot be shown), unless it is fed a token of
+// the diverged draft, where the runs part and the comparison stops. `record(quantity, value,
+// where)` receives every measurement.
 DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate, const std::vector<DrafterRow>& reference,
                                        const TolerancePolicy& policy, const std::vector<int32_t>* diverged_tokens,
                                        const std::function<void(const std::string&, double, const std::string&)>& record);

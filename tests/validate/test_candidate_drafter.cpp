@@ -1,9 +1,10 @@
 // A candidate trace that records its drafter's inputs and outputs (traces/SCHEMA.md, "Drafter
-// inputs and outputs"): validate compares them row by row with the live reference's drafter. A
-// drafter that computes wrongly fails where its outputs depart while its inputs agree; inputs fed
-// wrongly (other target states, a token, a position) fail as such; a draft that differs where
-// both agree is a drafter near-tie, excused when the reference drafter's own margin is small and
-// a failure when it is not; without the rows a differing draft always fails.
+// inputs and outputs"): validate pairs them by token and position with the live reference
+// drafter's rows and compares each pair. A drafter that computes wrongly fails where its outputs
+// depart while its inputs agree; other target states fed in fail as inputs; another drafting
+// schedule passes; a draft that differs where every row before the divergence has its counterpart
+// and agrees is a drafter near-tie, excused when the reference drafter's own margin is small and a
+// failure when it is not; without the rows a differing draft always fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -189,32 +190,37 @@ TEST_F(CandidateDrafter, InputsFedWronglyAreNamedWithTheirRow) {
     EXPECT_EQ(v.failure->position, r.drafter_positions[0]);
     EXPECT_NE(v.failure->detail.find("feature row"), std::string::npos) << v.failure->detail;
   }
-  {  // A token fed at the wrong position.
-    Trace t = clean;
-    StepRecord& r = t.steps.at(2);
-    const std::size_t last = r.drafter_positions.size() - 1;
-    r.drafter_positions[last] += 1;
-    const validation::ValidationReport v = validate(t);
-    ASSERT_FALSE(v.passed);
-    EXPECT_EQ(v.failure->what, "drafter inputs") << report_text(v);
-    EXPECT_EQ(v.failure->step, 2);
-    EXPECT_EQ(v.failure->row, static_cast<int>(last));
-    EXPECT_NE(v.failure->detail.find("fed position"), std::string::npos) << v.failure->detail;
-  }
-  {  // One row too many.
-    Trace t = clean;
-    StepRecord& r = t.steps.at(4);
-    r.drafter_tokens.push_back(r.drafter_tokens.back());
-    r.drafter_positions.push_back(r.drafter_positions.back() + 1);
-    r.drafter_calls.push_back(r.drafter_calls.back() + 1);
-    r.drafter_features.insert(r.drafter_features.end(), r.drafter_features.end() - H, r.drafter_features.end());
-    r.drafter_hidden.insert(r.drafter_hidden.end(), r.drafter_hidden.end() - H, r.drafter_hidden.end());
-    const validation::ValidationReport v = validate(t);
-    ASSERT_FALSE(v.passed);
-    EXPECT_EQ(v.failure->what, "drafter inputs") << report_text(v);
-    EXPECT_EQ(v.failure->step, 4);
-    EXPECT_NE(v.failure->detail.find("rows at this step"), std::string::npos) << v.failure->detail;
-  }
+}
+
+// Another engine may schedule its drafter forwards differently: rows are paired by token and
+// position, so reordered rows and rows the reference never ran pass while the drafts agree.
+TEST_F(CandidateDrafter, RowsOfAnotherDraftingSchedulePassWhileTheDraftsAgree) {
+  const Trace clean = record(*head_);
+  const int H = head_->config().hidden();
+  Trace t = clean;
+  StepRecord& r = t.steps.at(2);
+  ASSERT_GE(r.drafter_tokens.size(), 3u);
+  // The step's first two rows in the other order, and one extra row (a recomputed pair).
+  std::swap(r.drafter_tokens[0], r.drafter_tokens[1]);
+  std::swap(r.drafter_positions[0], r.drafter_positions[1]);
+  std::swap_ranges(r.drafter_features.begin(), r.drafter_features.begin() + H, r.drafter_features.begin() + H);
+  std::swap_ranges(r.drafter_hidden.begin(), r.drafter_hidden.begin() + H, r.drafter_hidden.begin() + H);
+  r.drafter_tokens.push_back(r.drafter_tokens.back());
+  r.drafter_positions.push_back(r.drafter_positions.back() + 100);
+  r.drafter_calls.push_back(r.drafter_calls.back() + 1);
+  r.drafter_features.insert(r.drafter_features.end(), r.drafter_features.end() - H, r.drafter_features.end());
+  r.drafter_hidden.insert(r.drafter_hidden.end(), r.drafter_hidden.end() - H, r.drafter_hidden.end());
+  const validation::ValidationReport v = validate(t);
+  EXPECT_TRUE(v.passed) << report_text(v);
+  // The swapped rows were still compared with their counterparts: a changed one is named by its
+  // row in the candidate's trace.
+  t.steps.at(2).drafter_hidden[0] += 1.0f;  // now the row of (token, position) of the original row 1
+  const validation::ValidationReport w = validate(t);
+  ASSERT_FALSE(w.passed);
+  EXPECT_EQ(w.failure->what, "drafter hidden") << report_text(w);
+  EXPECT_EQ(w.failure->step, 2);
+  EXPECT_EQ(w.failure->row, 0);
+  EXPECT_EQ(w.failure->position, clean.steps.at(2).drafter_positions[1]);
 }
 
 // The candidate drafted the runner-up where the reference drafter's choice is closest: with its
@@ -270,6 +276,27 @@ TEST_F(CandidateDrafter, ADifferingDraftIsANearTieOnlyWhenItsRowsAgreeAndTheMarg
   EXPECT_EQ(wrong.failure->step, best_step);
   EXPECT_NEAR(wrong.failure->margin, best_gap, 1e-5);
   EXPECT_NE(wrong.failure->detail.find("chose its draft wrongly"), std::string::npos) << wrong.failure->detail;
+
+  // With a differing draft every row before the divergence needs its counterpart: a row the
+  // reference never ran (here at a position nobody drafted) fails the excuse.
+  {
+    const int H = head_->config().hidden();
+    Trace extra = candidate;
+    StepRecord& r = extra.steps.at(static_cast<std::size_t>(best_step));
+    int32_t unused = 0;  // a token of no draft node: the row cannot be where the drafts part
+    while (std::find(r.draft_tokens.begin(), r.draft_tokens.end(), unused) != r.draft_tokens.end()) ++unused;
+    r.drafter_tokens.insert(r.drafter_tokens.begin(), unused);
+    r.drafter_positions.insert(r.drafter_positions.begin(), r.drafter_positions.front() + 1000);
+    r.drafter_calls.insert(r.drafter_calls.begin(), 0);
+    r.drafter_features.insert(r.drafter_features.begin(), r.drafter_features.begin(), r.drafter_features.begin() + H);
+    r.drafter_hidden.insert(r.drafter_hidden.begin(), r.drafter_hidden.begin(), r.drafter_hidden.begin() + H);
+    const validation::ValidationReport v = validate(extra, loose);
+    ASSERT_FALSE(v.passed);
+    EXPECT_EQ(v.failure->what, "drafter inputs") << report_text(v);
+    EXPECT_EQ(v.failure->step, best_step);
+    EXPECT_EQ(v.failure->row, 0);
+    EXPECT_NE(v.failure->detail.find("fed no such row"), std::string::npos) << v.failure->detail;
+  }
 
   Trace bare = candidate;
   bare.drafter_io = {};
