@@ -10,7 +10,23 @@ namespace {
 
 std::string g(double v) { return format_brief(v); }
 
+// Row t's logits, when the forward returned them: logits row j is input row logit_rows[j].
+void attach_logits(DrafterRow& r, const std::vector<int>& logit_rows, const Matrix& logits, size_t t) {
+  const auto it = std::find(logit_rows.begin(), logit_rows.end(), static_cast<int>(t));
+  if (it == logit_rows.end() || logits.rows() != static_cast<Eigen::Index>(logit_rows.size())) return;
+  r.logits = logits.row(static_cast<Eigen::Index>(it - logit_rows.begin())).data();
+  r.vocab = static_cast<int>(logits.cols());
+}
+
 }  // namespace
+
+std::size_t first_differing_node(const StepRecord& a, const StepRecord& b) {
+  std::size_t n = 0;
+  while (n < a.draft_tokens.size() && n < b.draft_tokens.size() && a.draft_tokens[n] == b.draft_tokens[n] &&
+         a.draft_parents[n] == b.draft_parents[n])
+    ++n;
+  return n;
+}
 
 std::vector<DrafterRow> trace_drafter_rows(const Trace& trace, const StepRecord& step) {
   std::vector<DrafterRow> rows;
@@ -49,11 +65,7 @@ std::vector<DrafterRow> live_drafter_rows(int step, const std::vector<HeadForwar
       r.projected = !f.projected.empty() && f.projected[t] != 0;
       r.hidden = f.hidden.row(static_cast<Eigen::Index>(t)).data();
       r.hidden_width = static_cast<int>(f.hidden.cols());
-      const auto it = std::find(f.logit_rows.begin(), f.logit_rows.end(), static_cast<int>(t));
-      if (it != f.logit_rows.end()) {
-        r.logits = f.logits.row(static_cast<Eigen::Index>(it - f.logit_rows.begin())).data();
-        r.vocab = static_cast<int>(f.logits.cols());
-      }
+      attach_logits(r, f.logit_rows, f.logits, t);
       rows.push_back(r);
     }
     ++call;
@@ -66,11 +78,7 @@ std::vector<DrafterRow> live_drafter_rows(int step, const std::vector<HeadForwar
       r.call = call;
       r.token = f.tokens[t];
       r.position = f.positions.empty() ? f.cache_length + static_cast<int64_t>(t) : f.positions[t];
-      const auto it = std::find(f.logit_rows.begin(), f.logit_rows.end(), static_cast<int>(t));
-      if (it != f.logit_rows.end() && f.logits.rows() == static_cast<Eigen::Index>(f.logit_rows.size())) {
-        r.logits = f.logits.row(static_cast<Eigen::Index>(it - f.logit_rows.begin())).data();
-        r.vocab = static_cast<int>(f.logits.cols());
-      }
+      attach_logits(r, f.logit_rows, f.logits, t);
       rows.push_back(r);
     }
     ++call;

@@ -30,6 +30,10 @@ struct DrafterRow {
   int vocab = 0;
 };
 
+// The first draft node (in tree order) where two steps' drafts differ in token or parent; the
+// smaller draft's size when one draft extends the other.
+std::size_t first_differing_node(const StepRecord& a, const StepRecord& b);
+
 // Step `step`'s rows of a trace (empty when it records no drafter inputs there).
 std::vector<DrafterRow> trace_drafter_rows(const Trace& trace, const StepRecord& step);
 // Step `step`'s rows of a live run: its head forwards, else its draft LM forwards (tokens,

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "experiments/validation/drafter_rows.hpp"
+#include "experiments/validation/layer_departure.hpp"
 #include "experiments/validation/row_comparison.hpp"
-#include "reference/model/transformer.hpp"
 
 namespace specdec::validation {
 namespace {
@@ -112,12 +112,8 @@ class Differ {
     if (!a_.drafter_io.present || !b_.drafter_io.present) return true;
     const std::vector<DrafterRow> ra = trace_drafter_rows(a_, x), rb = trace_drafter_rows(b_, y);
     if (ra.empty() || rb.empty()) return true;
-    std::size_t n = 0;
-    while (n < x.draft_tokens.size() && n < y.draft_tokens.size() && x.draft_tokens[n] == y.draft_tokens[n] &&
-           x.draft_parents[n] == y.draft_parents[n])
-      ++n;
     const bool differ = x.draft_tokens != y.draft_tokens || x.draft_parents != y.draft_parents;
-    const std::vector<int32_t> diverged(y.draft_tokens.begin() + static_cast<std::ptrdiff_t>(std::min(n, y.draft_tokens.size())), y.draft_tokens.end());
+    const std::vector<int32_t> diverged(y.draft_tokens.begin() + static_cast<std::ptrdiff_t>(first_differing_node(x, y)), y.draft_tokens.end());
     const DrafterComparison c = compare_drafter_rows(rb, ra, policy_, differ ? &diverged : nullptr,
                                                      [&](const std::string& q, double v, const std::string& at) {
                                                        QuantitySummary& sum = q == "drafter features" ? q_features_
@@ -145,28 +141,16 @@ class Differ {
     const int64_t L = la.num_layers, H = la.hidden_size, U = static_cast<int64_t>(la.substeps.size());
     const int64_t R = static_cast<int64_t>(x.layer_row_nodes.size());
     if (static_cast<int64_t>(x.layer_hidden.size()) != R * L * U * H) return;
-    for (int64_t l = 0; l < L; ++l) {
-      for (int k = 0; k < 4; ++k) {  // sub-steps in forward order, as kLayerStateNames orders them
-        for (int64_t u = 0; u < U; ++u) {
-          if (la.substeps[static_cast<std::size_t>(u)] != kLayerStateNames[k]) continue;
-          double worst = -1;
-          int worst_row = -1;
-          for (int64_t i = 0; i < R; ++i) {
-            const std::size_t at = static_cast<std::size_t>(((i * L + l) * U + u) * H);
-            const RowDifference d = compare_rows(y.layer_hidden.data() + at, x.layer_hidden.data() + at, static_cast<int>(H));
-            if (d.nmse > worst || std::isnan(d.nmse)) worst = d.nmse, worst_row = static_cast<int>(i);
-          }
-          if (!(worst <= policy_.hidden_nmse)) {
-            Divergence& d = *r_.first_divergence;
-            d.layer = static_cast<int>(l);
-            d.substep = kLayerStateNames[k];
-            d.layer_row = worst_row;
-            d.layer_value = worst;
-            return;
-          }
-        }
-      }
-    }
+    const auto departure = first_layer_departure(la, R, policy_.hidden_nmse, [&](int64_t i, int64_t l, int64_t u) {
+      const std::size_t at = static_cast<std::size_t>(((i * L + l) * U + u) * H);
+      return std::pair<const float*, const float*>{y.layer_hidden.data() + at, x.layer_hidden.data() + at};
+    });
+    if (!departure) return;
+    Divergence& d = *r_.first_divergence;
+    d.layer = departure->layer;
+    d.substep = departure->substep;
+    d.layer_row = departure->row;
+    d.layer_value = departure->nmse;
   }
 
   template <class T>

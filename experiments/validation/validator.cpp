@@ -11,6 +11,7 @@
 
 #include "experiments/validation/drafter_rows.hpp"
 #include "experiments/validation/forced_proposer.hpp"
+#include "experiments/validation/layer_departure.hpp"
 #include "experiments/validation/observed_head.hpp"
 #include "experiments/validation/observed_model.hpp"
 #include "experiments/validation/row_comparison.hpp"
@@ -106,7 +107,7 @@ struct Side {
   std::vector<ForwardRecord> target_forwards;
   std::vector<ForwardRecord> draft_forwards;
   std::vector<HeadForwardRecord> head_forwards;  // kept when the run observes its drafter's rows
-  std::vector<int32_t> draft_to_target;           // the head's draft id -> target id; empty = identity
+  const EagleHead* head = nullptr;                // the head whose forwards were observed, if any
 };
 
 // `layer_states`: keep the target's per-layer states; `drafter_rows`: keep every drafter forward's
@@ -141,9 +142,7 @@ Side run_side(const ValidationSetup& setup, const Backend& b, const Forcing& for
   side.target_forwards = target.records();
   if (draft) side.draft_forwards = draft->records();
   if (head_observer) side.head_forwards = head_observer->records();
-  if (b.head && drafter_rows) {
-    for (int d = 0; d < b.head->config().draft_vocab; ++d) side.draft_to_target.push_back(b.head->to_target(d));
-  }
+  if (head_observer) side.head = b.head;
   return side;
 }
 
@@ -212,6 +211,30 @@ std::optional<std::vector<std::vector<double>>> trace_draft_probs(const StepReco
   return q;
 }
 
+// The reference drafter's margin at node `node` of a greedy chain: node j is drafted from the
+// step's j-th drafter row with logits, and the margin is that row's logit gap between the
+// reference's token (its top choice) and the candidate's, by draft ids. Unknown when the row is
+// missing, either id is outside the drafter's vocabulary or the reference's token is not the top.
+double chain_draft_margin(const std::vector<DrafterRow>& reference_rows, size_t node, int reference_id, int candidate_id) {
+  size_t with_logits = 0;
+  for (const DrafterRow& row : reference_rows) {
+    if (!row.logits || with_logits++ != node) continue;
+    if (reference_id < 0 || candidate_id < 0 || reference_id >= row.vocab || candidate_id >= row.vocab) return kUnknown;
+    if (std::max_element(row.logits, row.logits + row.vocab) - row.logits != reference_id) return kUnknown;
+    return static_cast<double>(row.logits[reference_id]) - static_cast<double>(row.logits[candidate_id]);
+  }
+  return kUnknown;
+}
+
+// A target id in the drafter's output vocabulary: its draft id, -1 outside it; the id itself
+// without a head (a draft LM shares the target's vocabulary).
+int draft_id(const EagleHead* head, int32_t target_id) {
+  if (!head) return target_id;
+  for (int d = 0; d < head->config().draft_vocab; ++d)
+    if (head->to_target(d) == target_id) return d;
+  return -1;
+}
+
 struct StepOutcome {
   enum class Kind { equal, near_tie, fail } kind = Kind::equal;
   NearTie tie;
@@ -256,33 +279,26 @@ class StepComparer {
         if (name == kLayerStateNames[i]) k = i;
       substep_index.push_back(k);
     }
-    const int64_t R = static_cast<int64_t>(r.layer_row_nodes.size());
-    for (int64_t l = 0; l < L; ++l) {
-      // In forward order: a layer's sub-steps as kLayerStateNames orders them.
-      for (int k = 0; k < 4; ++k) {
-        for (int64_t u = 0; u < U; ++u) {
-          if (substep_index[static_cast<size_t>(u)] != k) continue;
+    // The forward's row of recorded row i: the root (node -1) or a draft node.
+    auto forward_row = [&](int64_t i) {
+      const int32_t node = r.layer_row_nodes[static_cast<size_t>(i)];
+      return node < 0 ? T - 1 - nodes : T - nodes + node;
+    };
+    const auto departure = first_layer_departure(
+        layout, static_cast<int64_t>(r.layer_row_nodes.size()), policy_.hidden_nmse,
+        [&](int64_t i, int64_t l, int64_t u) -> std::pair<const float*, const float*> {
+          const int k = substep_index[static_cast<size_t>(u)];
+          const int64_t row = forward_row(i);
+          if (k < 0 || row < 0 || row >= T) return {nullptr, nullptr};
           const Matrix& state = live.layer_states[static_cast<size_t>(4 * l + k)];
-          double worst = -1;
-          int worst_row = -1;
-          for (int64_t i = 0; i < R; ++i) {
-            const int32_t node = r.layer_row_nodes[static_cast<size_t>(i)];
-            const int64_t row = node < 0 ? T - 1 - nodes : T - nodes + node;  // the forward's row of the root / node
-            if (row < 0 || row >= T || state.cols() != H) return;
-            const float* cand = r.layer_hidden.data() + ((i * L + l) * U + u) * H;
-            const RowDifference diff = compare_rows(cand, state.row(static_cast<Eigen::Index>(row)).data(), static_cast<int>(H));
-            if (diff.nmse > worst || std::isnan(diff.nmse)) worst = diff.nmse, worst_row = static_cast<int>(row);
-          }
-          if (!(worst <= policy_.hidden_nmse)) {
-            d.layer = static_cast<int>(l);
-            d.substep = kLayerStateNames[k];
-            d.layer_row = worst_row;
-            d.layer_value = worst;
-            return;
-          }
-        }
-      }
-    }
+          if (state.cols() != H) return {nullptr, nullptr};
+          return {r.layer_hidden.data() + ((i * L + l) * U + u) * H, state.row(static_cast<Eigen::Index>(row)).data()};
+        });
+    if (!departure) return;
+    d.layer = departure->layer;
+    d.substep = departure->substep;
+    d.layer_row = static_cast<int>(forward_row(departure->row));
+    d.layer_value = departure->nmse;
   }
 
  public:
@@ -424,14 +440,8 @@ class StepComparer {
     if (recorded.empty()) return std::nullopt;
     const std::vector<DrafterRow> live = live_drafter_rows(s, cand_.head_forwards, cand_.draft_forwards);
     // The candidate's drafted tokens from the first node where the drafts differ.
-    std::vector<int32_t> diverged;
-    size_t n = 0;
-    if (drafts_differ) {
-      while (n < c.draft_tokens.size() && n < r.draft_tokens.size() && c.draft_tokens[n] == r.draft_tokens[n] &&
-             c.draft_parents[n] == r.draft_parents[n])
-        ++n;
-      diverged.assign(r.draft_tokens.begin() + static_cast<std::ptrdiff_t>(std::min(n, r.draft_tokens.size())), r.draft_tokens.end());
-    }
+    const size_t n = first_differing_node(c, r);
+    const std::vector<int32_t> diverged(r.draft_tokens.begin() + static_cast<std::ptrdiff_t>(n), r.draft_tokens.end());
     const DrafterComparison cmp = compare_drafter_rows(recorded, live, policy_, drafts_differ ? &diverged : nullptr,
                                                        [&](const std::string& q, double v, const std::string& at) {
                                                          stats_.add(q, s, v, "step " + std::to_string(s) + " " + at);
@@ -449,37 +459,18 @@ class StepComparer {
       return fail_with(d);
     }
     drafter_rows_agree_ = true;
-    // Greedy chains (EAGLE, P-EAGLE): node j is drafted from the step's j-th drafter row with
-    // logits; the margin is the reference drafter's logit gap there between its token and the
-    // candidate's (unknown for trees and sampled drafts, where ranks and draws decide).
+    // Greedy chains (EAGLE, P-EAGLE): the reference drafter's own margin at the node (unknown for
+    // trees and sampled drafts, where ranks and draws decide).
     bool chain = true;
     for (size_t i = 0; i < c.draft_parents.size(); ++i) chain = chain && c.draft_parents[i] == static_cast<int32_t>(i) - 1;
     if (drafts_differ && chain && setup_.sampling.mode == SamplingParams::Mode::greedy && n < c.draft_tokens.size() &&
-        n < r.draft_tokens.size()) {
-      const int32_t ref_token = c.draft_tokens[n], cand_token = r.draft_tokens[n];
-      auto draft_id = [&](int32_t target_id) -> int {
-        if (cand_.draft_to_target.empty()) return target_id;
-        const auto it = std::find(cand_.draft_to_target.begin(), cand_.draft_to_target.end(), target_id);
-        return it == cand_.draft_to_target.end() ? -1 : static_cast<int>(it - cand_.draft_to_target.begin());
-      };
-      const int a = draft_id(ref_token), b = draft_id(cand_token);
-      size_t with_logits = 0;
-      for (const DrafterRow& row : live) {
-        if (!row.logits) continue;
-        if (with_logits++ != n) continue;
-        if (a >= 0 && b >= 0 && a < row.vocab && b < row.vocab && std::max_element(row.logits, row.logits + row.vocab) - row.logits == a)
-          drafter_margin_ = static_cast<double>(row.logits[a]) - static_cast<double>(row.logits[b]);
-        break;
-      }
-    }
+        n < r.draft_tokens.size())
+      drafter_margin_ = chain_draft_margin(live, n, draft_id(cand_.head, c.draft_tokens[n]), draft_id(cand_.head, r.draft_tokens[n]));
     return std::nullopt;
   }
 
   StepOutcome draft_divergence(int s, const StepRecord& c, const StepRecord& r) {
-    size_t n = 0;
-    while (n < c.draft_tokens.size() && n < r.draft_tokens.size() && c.draft_tokens[n] == r.draft_tokens[n] &&
-           c.draft_parents[n] == r.draft_parents[n])
-      ++n;
+    const size_t n = first_differing_node(c, r);
     auto describe = [&](const StepRecord& x) {
       if (n >= x.draft_tokens.size()) return "no node " + std::to_string(n) + " (" + std::to_string(x.draft_tokens.size()) + " drafted)";
       return "node " + std::to_string(n) + " = token " + std::to_string(x.draft_tokens[n]) + " under parent " + std::to_string(x.draft_parents[n]);
