@@ -1,0 +1,14 @@
+#pragma once
+// The registry's entries, one file each (sequential.cpp, draft_model.cpp, eagle.cpp, peagle.cpp);
+// registry.cpp lists them. Only the registry includes this.
+#include "reference/methods/registry.hpp"
+
+namespace specdec::methods {
+
+MethodEntry sequential();
+MethodEntry draft_model();
+MethodEntry eagle1();
+MethodEntry eagle3();
+MethodEntry peagle();
+
+}  // namespace specdec::methods
