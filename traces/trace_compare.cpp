@@ -1,9 +1,14 @@
-// semantically_equal: exact comparison of what two runs computed, ignoring when and how fast.
+// The exact step-field table (traces/trace_compare.hpp) and semantically_equal: exact comparison
+// of what two runs computed, ignoring when and how fast.
+#include "traces/trace_compare.hpp"
+
 #include <bit>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <type_traits>
 
-#include "traces/trace.hpp"
+#include "reference/core/format.hpp"
 
 namespace specdec {
 namespace {
@@ -33,6 +38,150 @@ std::string show(double v) {
 bool same(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 bool same(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 template <class T> bool same(const T& a, const T& b) { return a == b; }
+template <class T> bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same(a[i], b[i])) return false;
+  return true;
+}
+
+template <class T> struct is_vector : std::false_type {};
+template <class T> struct is_vector<std::vector<T>> : std::true_type {};
+
+// Calls fn(a's value, b's value) with the field's typed values.
+template <class Fn> decltype(auto) with_values(const StepField& f, const StepRecord& a, const StepRecord& b, Fn&& fn) {
+  return std::visit([&](auto member) -> decltype(auto) { return fn(a.*member, b.*member); }, f.member);
+}
+template <class Fn> decltype(auto) with_value(const StepField& f, const StepRecord& s, Fn&& fn) {
+  return std::visit([&](auto member) -> decltype(auto) { return fn(s.*member); }, f.member);
+}
+
+// One element as brief_value writes it.
+template <class T> std::string brief_element(const T& v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return format_brief(v);
+  } else if constexpr (std::is_same_v<T, std::array<uint32_t, 4>>) {
+    std::string s = "{";
+    for (std::size_t w = 0; w < 4; ++w) {
+      if (w) s += ',';
+      s += std::to_string(v[w]);
+    }
+    return s + '}';
+  } else {
+    return std::to_string(static_cast<long long>(v));
+  }
+}
+
+// One element as comma_values writes it.
+template <class T> std::string comma_element(const T& v) {
+  if constexpr (std::is_same_v<T, std::array<uint32_t, 4>>) {
+    std::string s = "{";
+    for (std::size_t w = 0; w < 4; ++w) {
+      if (w) s += ',';
+      s += std::to_string(v[w]);
+    }
+    return s + '}';
+  } else {
+    std::ostringstream o;
+    o << +v;
+    return o.str();
+  }
+}
+
+std::string replace_all(std::string s, const std::string& what, const std::string& with) {
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size())) s.replace(at, what.size(), with);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<StepField>& exact_step_fields() {
+  using Id = StepFieldId;
+  using R = StepRecord;
+  static const std::vector<StepField> fields = {
+      {Id::position, "position", "positions differ: {a} vs {b}", &R::position},
+      {Id::emitted_tokens, "emitted_tokens", "emitted tokens differ: {a} vs {b}", &R::emitted_tokens},
+      {Id::draft_tokens, "draft_tokens", "draft tokens differ: {a} vs {b}", &R::draft_tokens},
+      {Id::draft_parents, "draft_parents", "draft parents differ: {a} vs {b}", &R::draft_parents},
+      {Id::accepted_path, "accepted_path", "accepted path differ: {a} vs {b}", &R::accepted_path},
+      {Id::accept_decisions, "accept_decisions", "accept decisions differ: {a} vs {b}", &R::accept_decisions},
+      {Id::accept_nodes, "accept_nodes", "accept nodes differ: {a} vs {b}", &R::accept_nodes},
+      {Id::accept_uniforms, "accept_uniforms", "acceptance uniforms differ (bitwise)", &R::accept_uniforms},
+      {Id::bonus_token, "bonus_token", "bonus token differs: {a} vs {b}", &R::bonus_token},
+      {Id::random_counters, "random_counters", "Philox counters differ", &R::random_counters},
+      {Id::draft_logit_nodes, "draft_logit_nodes", "draft logit nodes differ: {a} vs {b}", &R::draft_logit_nodes},
+  };
+  return fields;
+}
+
+const StepField& step_field(StepFieldId id) {
+  const StepField& f = exact_step_fields().at(static_cast<std::size_t>(id));  // the table is in StepFieldId order
+  return f;
+}
+
+bool same_field(const StepField& f, const StepRecord& a, const StepRecord& b) {
+  return with_values(f, a, b, [](const auto& x, const auto& y) { return same(x, y); });
+}
+
+const StepField* first_differing_field(std::initializer_list<StepFieldId> order, const StepRecord& a, const StepRecord& b) {
+  for (StepFieldId id : order) {
+    const StepField& f = step_field(id);
+    if (!same_field(f, a, b)) return &f;
+  }
+  return nullptr;
+}
+
+std::string brief_value(const StepField& f, const StepRecord& step) {
+  return with_value(f, step, [](const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (is_vector<T>::value) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) s += ' ';
+        s += brief_element(v[i]);
+      }
+      return s + ']';
+    } else {
+      return std::to_string(v);
+    }
+  });
+}
+
+std::string element_difference(const StepField& f, const StepRecord& a, const StepRecord& b) {
+  return with_values(f, a, b, [](const auto& x, const auto& y) -> std::string {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (is_vector<T>::value) {
+      if (x.size() != y.size()) return ": length " + std::to_string(x.size()) + " vs " + std::to_string(y.size());
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!same(x[i], y[i])) return "[" + std::to_string(i) + "]: " + show(x[i]) + " vs " + show(y[i]);
+      return "";
+    } else {
+      return same(x, y) ? std::string() : ": " + show(x) + " vs " + show(y);
+    }
+  });
+}
+
+std::string comma_values(const StepField& f, const StepRecord& step) {
+  return with_value(f, step, [](const auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (is_vector<T>::value) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) s += ',';
+        s += comma_element(v[i]);
+      }
+      return s + "]";
+    } else {
+      return std::to_string(v);
+    }
+  });
+}
+
+std::string difference_sentence(const StepField& f, const StepRecord& a, const StepRecord& b) {
+  return replace_all(replace_all(f.sentence, "{a}", comma_values(f, a)), "{b}", comma_values(f, b));
+}
+
+namespace {
 
 // Collects the first difference; every check is a no-op once one is found.
 class Comparer {
@@ -50,6 +199,11 @@ class Comparer {
       return;
     }
     for (std::size_t i = 0; i < a.size() && !done(); ++i) value(where + "[" + std::to_string(i) + "]", a[i], b[i]);
+  }
+  // An exact step field, named by its path ("steps[2].") and the table's name.
+  void field(const std::string& step, StepFieldId id, const StepRecord& a, const StepRecord& b) {
+    const StepField& f = step_field(id);
+    if (!done() && !same_field(f, a, b)) diff_ = step + f.name + element_difference(f, a, b);
   }
   void json(const std::string& where, const std::string& a, const std::string& b) {
     if (done()) return;
@@ -91,6 +245,7 @@ class Comparer {
 }  // namespace
 
 bool semantically_equal(const Trace& a, const Trace& b, std::string* first_difference) {
+  using Id = StepFieldId;
   Comparer c;
   c.value("meta.method", a.meta.method, b.meta.method);
   c.value("meta.seed", a.meta.seed, b.meta.seed);
@@ -114,19 +269,12 @@ bool semantically_equal(const Trace& a, const Trace& b, std::string* first_diffe
     const StepRecord& x = a.steps[s];
     const StepRecord& y = b.steps[s];
     const std::string w = "steps[" + std::to_string(s) + "].";
-    c.value(w + "position", x.position, y.position);
-    c.list(w + "emitted_tokens", x.emitted_tokens, y.emitted_tokens);
-    c.list(w + "draft_tokens", x.draft_tokens, y.draft_tokens);
-    c.list(w + "draft_parents", x.draft_parents, y.draft_parents);
-    c.list(w + "accepted_path", x.accepted_path, y.accepted_path);
-    c.list(w + "accept_decisions", x.accept_decisions, y.accept_decisions);
-    c.list(w + "accept_nodes", x.accept_nodes, y.accept_nodes);
-    c.list(w + "accept_uniforms", x.accept_uniforms, y.accept_uniforms);
-    c.value(w + "bonus_token", x.bonus_token, y.bonus_token);
-    c.list(w + "random_counters", x.random_counters, y.random_counters);
+    for (Id id : {Id::position, Id::emitted_tokens, Id::draft_tokens, Id::draft_parents, Id::accepted_path, Id::accept_decisions,
+                  Id::accept_nodes, Id::accept_uniforms, Id::bonus_token, Id::random_counters})
+      c.field(w, id, x, y);
     c.logits(w + "target_logits", x.target_logits, y.target_logits);
     c.logits(w + "draft_logits", x.draft_logits, y.draft_logits);
-    c.list(w + "draft_logit_nodes", x.draft_logit_nodes, y.draft_logit_nodes);
+    c.field(w, Id::draft_logit_nodes, x, y);
   }
   c.list("output", a.output, b.output);
   c.value("stop_reason", a.stop_reason, b.stop_reason);

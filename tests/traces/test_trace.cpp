@@ -11,6 +11,7 @@
 #include "tests/traces/trace_fixtures.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
+#include "traces/trace_compare.hpp"
 
 namespace specdec {
 namespace {
@@ -210,6 +211,54 @@ TEST(TraceSemantics, ReportsTheFirstDifference) {
   // Full and top-k forms of the same run are different traces.
   EXPECT_FALSE(semantically_equal(sequential_trace(13, true), sequential_trace(13, false), &diff));
   EXPECT_NE(diff.find("full vs top-k"), std::string::npos) << diff;
+}
+
+// The one table of exact step fields: equality bit for bit, and the three wordings of a
+// difference (specdec validate's brief values, semantically_equal's first element, trace diff's
+// sentence).
+TEST(TraceStepFields, OneTableThreeWordings) {
+  StepRecord a, b;
+  a.position = 7, b.position = 8;
+  a.emitted_tokens = {5, 6}, b.emitted_tokens = {5, 7};
+  a.accept_decisions = {1, 0}, b.accept_decisions = {1, 1};
+  a.accept_uniforms = {0.25}, b.accept_uniforms = {0.5};
+  a.bonus_token = 3, b.bonus_token = 4;
+  a.random_counters = {{1, 2, 3, 4}}, b.random_counters = {{1, 2, 3, 5}};
+  a.accepted_path = {0}, b.accepted_path = {0, 1};
+  using Id = StepFieldId;
+  for (const StepField& f : exact_step_fields()) EXPECT_EQ(&step_field(f.id), &f) << f.name << ": the table is in StepFieldId order";
+  const StepField& emitted = step_field(Id::emitted_tokens);
+  EXPECT_STREQ(emitted.name, "emitted_tokens");
+  EXPECT_FALSE(same_field(emitted, a, b));
+  EXPECT_TRUE(same_field(step_field(Id::draft_tokens), a, b));
+  EXPECT_EQ(brief_value(emitted, a), "[5 6]");
+  EXPECT_EQ(element_difference(emitted, a, b), "[1]: 6 vs 7");
+  EXPECT_EQ(difference_sentence(emitted, a, b), "emitted tokens differ: [5,6] vs [5,7]");
+  EXPECT_EQ(difference_sentence(step_field(Id::accepted_path), a, b), "accepted path differ: [0] vs [0,1]");
+  EXPECT_EQ(element_difference(step_field(Id::accepted_path), a, b), ": length 1 vs 2");
+  EXPECT_EQ(brief_value(step_field(Id::accept_decisions), a), "[1 0]");
+  EXPECT_EQ(difference_sentence(step_field(Id::accept_decisions), a, b), "accept decisions differ: [1,0] vs [1,1]");
+  EXPECT_EQ(element_difference(step_field(Id::accept_decisions), a, b), "[1]: 0 vs 1");
+  const StepField& uniforms = step_field(Id::accept_uniforms);
+  EXPECT_EQ(brief_value(uniforms, a), "[0.25]");
+  EXPECT_EQ(element_difference(uniforms, a, b), "[0]: 0.25 (0x3fd0000000000000) vs 0.5 (0x3fe0000000000000)");
+  EXPECT_EQ(difference_sentence(uniforms, a, b), "acceptance uniforms differ (bitwise)");
+  EXPECT_EQ(brief_value(step_field(Id::bonus_token), a), "3");
+  EXPECT_EQ(element_difference(step_field(Id::bonus_token), a, b), ": 3 vs 4");
+  EXPECT_EQ(difference_sentence(step_field(Id::bonus_token), a, b), "bonus token differs: 3 vs 4");
+  EXPECT_EQ(difference_sentence(step_field(Id::position), a, b), "positions differ: 7 vs 8");
+  EXPECT_EQ(brief_value(step_field(Id::random_counters), a), "[{1,2,3,4}]");
+  EXPECT_EQ(element_difference(step_field(Id::random_counters), a, b), "[0]: {1, 2, 3, 4} vs {1, 2, 3, 5}");
+  EXPECT_EQ(difference_sentence(step_field(Id::random_counters), a, b), "Philox counters differ");
+  // Floats bit for bit: 0.0 and -0.0 differ, NaN equals itself.
+  StepRecord z = a, nz = a;
+  z.accept_uniforms = {0.0}, nz.accept_uniforms = {-0.0};
+  EXPECT_FALSE(same_field(uniforms, z, nz));
+  z.accept_uniforms = nz.accept_uniforms = {std::nan("")};
+  EXPECT_TRUE(same_field(uniforms, z, nz));
+  // The first differing field in a comparison's own order.
+  EXPECT_EQ(first_differing_field({Id::draft_tokens, Id::bonus_token, Id::position}, a, b)->id, Id::bonus_token);
+  EXPECT_EQ(first_differing_field({Id::draft_tokens, Id::draft_parents}, a, b), nullptr);
 }
 
 // ---- the exactness contract ----------------------------------------------------------------------
