@@ -43,7 +43,7 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   if (row.label.empty()) {
     std::ostringstream l;
     l << s.target.name << " " << method_name(s.plan.method);
-    if (s.plan.tree) l << " tree(" << s.plan.tree->num_nodes() << ")";
+    if (s.plan.tree) l << " tree(" << s.plan.tree->size() << ")";
     else if (s.plan.method != Method::sequential) l << " K=" << s.plan.k;
     l << " B=" << s.workload.batch;
     if (s.workload.tp > 1) l << " TP=" << s.workload.tp;

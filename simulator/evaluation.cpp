@@ -69,7 +69,7 @@ PublishedResult parse_row(const nlohmann::json& r, const std::string& where, con
   if (row.label.empty()) {
     std::ostringstream l;
     l << s.target.name << " " << method_name(s.plan.method);
-    if (s.plan.tree) l << " tree(" << s.plan.tree->num_nodes() << ")";
+    if (s.plan.tree) l << " tree(" << s.plan.tree->size() << ")";
     else l << " K=" << s.plan.k;
     l << " B=" << s.workload.batch;
     if (row.versus) l << " vs " << method_name(row.versus->plan.method);

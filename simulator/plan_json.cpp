@@ -53,7 +53,7 @@ double parse_measured_plan(const nlohmann::json& r, const std::string& where, co
       } catch (const nlohmann::json::exception&) {
         throw Error(where + ": 'tree' must be a built-in tree name or a list of rank paths, e.g. [[0],[1],[0,0]]");
       }
-      s.plan.tree = tree_from_choices(choices, where + " 'tree'");
+      s.plan.tree = make_tree_shape(choices, where + " 'tree'");
     }
     longest = s.plan.tree->max_depth();
   } else {

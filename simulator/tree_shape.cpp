@@ -1,64 +1,17 @@
 #include "simulator/tree_shape.hpp"
 
 #include <algorithm>
-#include <map>
 #include <queue>
 
 #include "reference/core/error.hpp"
 
 namespace specdec::sim {
 
-int TreeShape::max_depth() const { return depth.empty() ? 0 : *std::max_element(depth.begin(), depth.end()); }
-
-int TreeShape::nodes_at_depth(int d) const { return int(std::count(depth.begin(), depth.end(), d)); }
-
-int TreeShape::num_leaves() const {
-  std::vector<bool> has_child(parent.size(), false);
-  for (int p : parent)
-    if (p >= 0) has_child[p] = true;
-  return int(std::count(has_child.begin(), has_child.end(), false));
-}
-
-TreeShape tree_from_choices(const std::vector<std::vector<int>>& choices, const std::string& source) {
-  if (choices.empty()) throw Error(source + ": tree has no nodes; give at least [[0]]");
-  std::vector<std::vector<int>> sorted = choices;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.size() < b.size(); });
-  std::map<std::vector<int>, int> index;
-  TreeShape t;
-  for (const auto& path : sorted) {
-    auto str = [&] {
-      std::string s = "[";
-      for (size_t i = 0; i < path.size(); ++i) s += (i ? "," : "") + std::to_string(path[i]);
-      return s + "]";
-    };
-    if (path.empty()) throw Error(source + ": empty path in tree choices (the root is implicit)");
-    for (int r : path)
-      if (r < 0) throw Error(source + ": negative rank in tree path " + str());
-    if (index.count(path)) throw Error(source + ": tree path " + str() + " is listed twice");
-    std::vector<int> prefix(path.begin(), path.end() - 1);
-    int parent = -1;
-    if (!prefix.empty()) {
-      auto it = index.find(prefix);
-      if (it == index.end()) throw Error(source + ": tree path " + str() + " lacks its parent path");
-      parent = it->second;
-    }
-    index[path] = t.num_nodes();
-    t.parent.push_back(parent);
-    t.rank.push_back(path.back());
-    t.depth.push_back(int(path.size()));
-  }
-  return t;
-}
-
 TreeShape builtin_tree(const std::string& name) {
   if (name == "mc_sim_7b_63") {
-    // SafeAILab/EAGLE v1 eagle/model/choices.py (25 nodes plus the root, depth 5, ranks < 4).
-    return tree_from_choices({{0}, {1}, {2}, {3}, {0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0},
-                              {0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 1, 0}, {0, 1, 1}, {0, 2, 0}, {0, 2, 1},
-                              {1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 0, 2}, {0, 0, 0, 0, 0},
-                              {0, 0, 0, 0, 1}},
-                             "mc_sim_7b_63");
+    // SafeAILab/EAGLE v1 eagle/model/choices.py (25 nodes plus the root, depth 5, ranks < 4); the
+    // list is already in make_tree_shape's order.
+    return make_tree_shape(mc_sim_7b_63(), "mc_sim_7b_63");
   }
   if (name.rfind("chain", 0) == 0 && name.size() > 5) {
     int k = 0;
@@ -70,7 +23,7 @@ TreeShape builtin_tree(const std::string& name) {
     if (k < 1) throw Error("tree '" + name + "': chain length must be >= 1");
     std::vector<std::vector<int>> c;
     for (int i = 1; i <= k; ++i) c.push_back(std::vector<int>(i, 0));
-    return tree_from_choices(c, name);
+    return make_tree_shape(c, name);
   }
   throw Error("unknown built-in tree '" + name + "'; expected mc_sim_7b_63 or chain<K>");
 }
@@ -79,13 +32,13 @@ namespace {
 
 // P(node on accepted path) for each node, parents before children.
 std::vector<double> node_probabilities(const TreeShape& t, const AcceptanceModel& acc) {
-  std::vector<double> prob(t.num_nodes());
-  for (int i = 0; i < t.num_nodes(); ++i) {
-    const double parent = t.parent[i] < 0 ? 1.0 : prob[t.parent[i]];
+  std::vector<double> prob(size_t(t.size()));
+  for (int i = 0; i < t.size(); ++i) {
+    const double parent = t.parents[i] < 0 ? 1.0 : prob[t.parents[i]];
     // Accepted as rank r: higher-ranked siblings (ranks < r that exist) rejected, then accepted.
-    double p = acc.conditional(t.depth[i], t.rank[i]);
-    for (int j = 0; j < t.num_nodes(); ++j)
-      if (t.parent[j] == t.parent[i] && t.rank[j] < t.rank[i]) p *= 1.0 - acc.conditional(t.depth[j], t.rank[j]);
+    double p = acc.conditional(t.depths[i], t.ranks[i]);
+    for (int j = 0; j < t.size(); ++j)
+      if (t.parents[j] == t.parents[i] && t.ranks[j] < t.ranks[i]) p *= 1.0 - acc.conditional(t.depths[j], t.ranks[j]);
     prob[i] = parent * p;
   }
   return prob;
@@ -106,7 +59,7 @@ std::vector<double> tree_depth_reach(const TreeShape& tree, const AcceptanceMode
   tree_expected_tokens(tree, acc);  // checks the depth against the model
   std::vector<double> reach(tree.max_depth(), 0.0);
   const std::vector<double> prob = node_probabilities(tree, acc);
-  for (int i = 0; i < tree.num_nodes(); ++i) reach[tree.depth[i] - 1] += prob[i];
+  for (int i = 0; i < tree.size(); ++i) reach[tree.depths[i] - 1] += prob[i];
   return reach;
 }
 
@@ -130,13 +83,16 @@ TreeShape best_tree(const AcceptanceModel& acc, int total_tokens, int depth, int
     frontier.push({parent_prob * rejected_before * p, parent, rank, d, parent_prob, rejected_before});
   };
   push_child(-1, 0, 1, 1.0, 1.0);
-  while (t.num_nodes() < total_tokens - 1 && !frontier.empty()) {
+  while (t.size() < total_tokens - 1 && !frontier.empty()) {
     const Cand c = frontier.top();
     frontier.pop();
-    const int id = t.num_nodes();
-    t.parent.push_back(c.parent);
-    t.rank.push_back(c.rank);
-    t.depth.push_back(c.depth);
+    const int id = t.size();
+    std::vector<int> path = c.parent < 0 ? std::vector<int>{} : t.paths[size_t(c.parent)];
+    path.push_back(c.rank);
+    t.paths.push_back(std::move(path));
+    t.parents.push_back(c.parent);
+    t.ranks.push_back(c.rank);
+    t.depths.push_back(c.depth);
     // Next sibling and first child become candidates.
     push_child(c.parent, c.rank + 1, c.depth, c.parent_prob, c.rejected_before * (1.0 - acc.conditional(c.depth, c.rank)));
     push_child(id, 0, c.depth + 1, c.prob, 1.0);

@@ -1,34 +1,25 @@
 #pragma once
-// Draft trees: the shape (which candidates are drafted) and the expected tokens a tree step emits
-// under an acceptance model. Node 0 is the root (the last accepted token) and is not stored.
+// Draft trees: built-in and EAGLE-2 style shapes (which candidates are drafted) and the expected
+// tokens a tree step emits under an acceptance model. The root (the last accepted token) is not
+// stored.
 #include <string>
 #include <vector>
 
+#include "reference/drafting/tree_choices.hpp"
 #include "simulator/acceptance.hpp"
 
 namespace specdec::sim {
 
-struct TreeShape {
-  // Non-root nodes, parents before children. parent = -1 means the root.
-  std::vector<int> parent;
-  std::vector<int> rank;   // 0 = the drafter's top candidate among its siblings
-  std::vector<int> depth;  // 1-based
+// The shape is the reference's specdec::TreeShape (reference/drafting/tree_choices.hpp); a choices
+// list such as [[0], [1], [0, 0]] is checked and laid out by make_tree_shape.
 
-  int num_nodes() const { return int(parent.size()); }  // excludes the root
-  int max_depth() const;
-  int nodes_at_depth(int d) const;
-  int num_leaves() const;  // nodes without children: the root-to-leaf paths
-};
-
-// From EAGLE/Medusa-style choices: each entry is a path of sibling ranks from the root, e.g.
-// [[0], [1], [0, 0]]. Every prefix of a path must itself be listed. Throws on malformed input.
-TreeShape tree_from_choices(const std::vector<std::vector<int>>& choices, const std::string& source);
 // Named built-in trees: "mc_sim_7b_63" (EAGLE-1's default static tree), "chain<K>".
 TreeShape builtin_tree(const std::string& name);
 // EAGLE-2 style dynamic tree approximated statically: the `total_tokens - 1` candidates of highest
 // probability of lying on the accepted path, expanding at most `top_k` children per node and
 // `depth` levels. Because a child never outranks its parent, best-first selection is optimal for
-// the expected accepted length under `acc`.
+// the expected accepted length under `acc`. The nodes come in the order they were chosen: parents
+// before children, but not make_tree_shape's order.
 TreeShape best_tree(const AcceptanceModel& acc, int total_tokens, int depth, int top_k);
 
 // Expected tokens per step: 1 + Σ over nodes of P(node lies on the accepted path).

@@ -27,6 +27,15 @@ int TreeShape::max_rank() const { return ranks.empty() ? -1 : *std::max_element(
 
 bool TreeShape::has_children(int node) const { return std::find(parents.begin(), parents.end(), node) != parents.end(); }
 
+int TreeShape::nodes_at_depth(int d) const { return static_cast<int>(std::count(depths.begin(), depths.end(), d)); }
+
+int TreeShape::num_leaves() const {
+  std::vector<bool> has_child(parents.size(), false);
+  for (int p : parents)
+    if (p >= 0) has_child[static_cast<size_t>(p)] = true;
+  return static_cast<int>(std::count(has_child.begin(), has_child.end(), false));
+}
+
 const TreeChoices& mc_sim_7b_63() {
   static const TreeChoices c = {{0},          {1},          {2},          {3},          {0, 0},          {0, 1},
                                 {0, 2},       {1, 0},       {1, 1},       {2, 0},       {2, 1},          {3, 0},

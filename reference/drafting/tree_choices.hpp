@@ -13,8 +13,9 @@ namespace specdec {
 
 using TreeChoices = std::vector<std::vector<int>>;
 
-// A validated choices list laid out as draft nodes, sorted by depth and then lexicographically
-// (EAGLE's order), so every parent precedes its children.
+// Draft nodes of a static tree, the root (the last accepted token) not stored. make_tree_shape lays
+// a validated choices list out sorted by depth and then lexicographically (EAGLE's order); other
+// builders (the simulator's best_tree) may order otherwise, but every parent precedes its children.
 struct TreeShape {
   TreeChoices paths;         // (N) the sorted paths
   std::vector<int> parents;  // (N) parent node, −1 = the root
@@ -26,6 +27,8 @@ struct TreeShape {
   int max_rank() const;
   // Whether some node has `node` as parent (node −1 = the root).
   bool has_children(int node) const;
+  int nodes_at_depth(int d) const;
+  int num_leaves() const;  // nodes without children: the root-to-leaf paths
 };
 
 // EAGLE's default static tree (SafeAILab EAGLE `choices.py`): 25 draft nodes plus the root,
