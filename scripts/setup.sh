@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config
+  # Compiler cache: a fresh clone on the same machine (CI's) reuses earlier builds' objects.
+  ccache
   libeigen3-dev libhdf5-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev
   # Tokenizers of real checkpoints: Oniguruma (tokenizer.json regexes), ICU, SentencePiece.
   libonig-dev libicu-dev libsentencepiece-dev
