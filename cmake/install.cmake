@@ -1,6 +1,6 @@
 # The plug-in SDK that `cmake --install build --prefix P` puts under P, for backends built out of
-# tree (experiments/runtime/plugin_api.hpp, examples/plugin_backend):
-#   P/include/specdec/   the reference's headers, experiments/runtime/plugin_api.hpp and the
+# tree (runtime/plugin_api.hpp, examples/plugin_backend):
+#   P/include/specdec/   the reference's headers, runtime/plugin_api.hpp and the
 #                        generated specdec/version.hpp and specdec/plugin_abi.hpp (the headers'
 #                        digest), at the same relative paths as in the tree
 #   P/lib/               libspecdec_reference.a (position-independent: it links into a .so)
@@ -26,7 +26,7 @@ set(SPECDEC_PLUGIN_ABI_HEADER ${CMAKE_BINARY_DIR}/generated/specdec/plugin_abi.h
 add_custom_command(OUTPUT ${SPECDEC_PLUGIN_ABI_HEADER}
                    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUT=${SPECDEC_PLUGIN_ABI_HEADER}
                            -P ${PROJECT_SOURCE_DIR}/cmake/plugin_abi_digest.cmake
-                   DEPENDS ${SPECDEC_SDK_HEADERS} ${PROJECT_SOURCE_DIR}/experiments/runtime/plugin_api.hpp
+                   DEPENDS ${SPECDEC_SDK_HEADERS} ${PROJECT_SOURCE_DIR}/runtime/plugin_api.hpp
                            ${PROJECT_SOURCE_DIR}/cmake/plugin_abi_digest.cmake
                    COMMENT "Digest of the plug-in SDK's headers")
 add_custom_target(specdec_plugin_abi DEPENDS ${SPECDEC_PLUGIN_ABI_HEADER})
@@ -52,7 +52,7 @@ install(TARGETS specdec_reference specdec_plugin_sdk EXPORT specdecTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT sdk)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reference/ DESTINATION ${SPECDEC_SDK_INCLUDE}/reference COMPONENT sdk
         FILES_MATCHING PATTERN "*.hpp")
-install(FILES ${PROJECT_SOURCE_DIR}/experiments/runtime/plugin_api.hpp DESTINATION ${SPECDEC_SDK_INCLUDE}/experiments/runtime
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/plugin_api.hpp DESTINATION ${SPECDEC_SDK_INCLUDE}/runtime
         COMPONENT sdk)
 install(FILES ${CMAKE_BINARY_DIR}/generated/specdec/version.hpp ${SPECDEC_PLUGIN_ABI_HEADER}
         DESTINATION ${SPECDEC_SDK_INCLUDE}/specdec COMPONENT sdk)

@@ -1,11 +1,11 @@
 # cmake -DSOURCE_DIR=<specdec source> -DOUT=<header> -P plugin_abi_digest.cmake
 # Writes specdec/plugin_abi.hpp: the SHA-256 of every header a plug-in compiles against (the
-# reference's headers and experiments/runtime/plugin_api.hpp, paths and contents, in path order).
+# reference's headers and runtime/plugin_api.hpp, paths and contents, in path order).
 # A plug-in's table carries the digest of the headers it was compiled with and the loader compares
 # it with its own, so a plug-in built before any of those headers changed is refused even when
-# the version string is the same (cmake/install.cmake, experiments/runtime/plugin_api.hpp).
+# the version string is the same (cmake/install.cmake, runtime/plugin_api.hpp).
 file(GLOB_RECURSE headers RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/reference/*.hpp)
-list(APPEND headers experiments/runtime/plugin_api.hpp)
+list(APPEND headers runtime/plugin_api.hpp)
 list(SORT headers)
 set(all "")
 foreach(h IN LISTS headers)

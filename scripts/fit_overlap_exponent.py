@@ -23,7 +23,7 @@ absolute level is the calibrated efficiencies' business), or the value SPEC_CHOI
 reason. Read but not used: vLLM PR 34424 (RTX 5090: no bundled spec); vLLM PRs 19566 and 20071
 (SM100, the same benchmark, but the text read does not name the shape of every table). No public
 A100 sweep of this kind was found, so a100-80gb-sxm and the Ada/GA102 cards keep the prior n = 2.
---check prints the two operator times tests/simulator/cost_model_test.cpp pins, to keep this
+--check prints the two operator times tests/simulator/test_cost_model.cpp pins, to keep this
 reimplementation and the C++ in step.
 """
 import json

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -17,14 +18,9 @@ namespace {
 double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
   auto it = m.find(method);
   if (it != m.end()) return it->second;
-  static const std::map<std::string, std::vector<std::string>> siblings = {
-      {"peagle", {"eagle3", "eagle"}}, {"eagle3", {"eagle", "peagle"}}, {"eagle", {"eagle3", "peagle"}}};
-  const auto family = siblings.find(method);
-  if (family != siblings.end()) {
-    for (const std::string& sibling : family->second) {
-      it = m.find(sibling);
-      if (it != m.end()) return it->second;
-    }
+  for (const std::string& sibling : method_entry(method).cost_siblings) {
+    it = m.find(sibling);
+    if (it != m.end()) return it->second;
   }
   it = m.find("default");
   return it == m.end() ? 0.0 : it->second;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 
 namespace specdec::sim {
 
@@ -116,7 +117,7 @@ void validate_scenario(const Scenario& s) {
   }
   if (s.plan.tree) {
     if (m == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; tree drafting is not supported for it");
-    if (s.plan.tree->num_nodes() < 1) throw Error("draft tree has no nodes");
+    if (s.plan.tree->size() < 1) throw Error("draft tree has no nodes");
   } else {
     if (s.plan.k < 1) throw Error("draft length K must be >= 1 for method " + method_name(m) + ", got " +
                                   std::to_string(s.plan.k));
@@ -127,6 +128,31 @@ void validate_scenario(const Scenario& s) {
   }
   if (s.drafter->shape.vocab_size != s.target.vocab_size && m == Method::draft_model)
     throw Error("draft model and target vocabularies differ");
+}
+
+// What one step of `plan` drafts, in the registry's terms. A dynamic plan's depth counts draft
+// levels (SGLang's --speculative-num-steps); the registry's counts expansions after the first.
+static StepShape step_shape(const DraftPlan& plan) {
+  StepShape shape;
+  shape.k = plan.k;
+  if (plan.tree && plan.dynamic_depth > 0) {
+    shape.kind = StepShape::Kind::dynamic_tree;
+    shape.depth = plan.dynamic_depth - 1;
+    shape.top_k = plan.dynamic_top_k;
+  } else if (plan.tree) {
+    const TreeShape& t = *plan.tree;
+    shape.kind = StepShape::Kind::static_tree;
+    shape.nodes_per_depth.assign(size_t(t.max_depth()), 0);
+    shape.expanded_per_depth.assign(size_t(t.max_depth()), 0);
+    std::vector<bool> has_children(size_t(t.size()), false);
+    for (int n = 0; n < t.size(); ++n)
+      if (t.parents[n] >= 0) has_children[size_t(t.parents[n])] = true;
+    for (int n = 0; n < t.size(); ++n) {
+      ++shape.nodes_per_depth[size_t(t.depths[n] - 1)];
+      if (has_children[size_t(n)]) ++shape.expanded_per_depth[size_t(t.depths[n] - 1)];
+    }
+  }
+  return shape;
 }
 
 // One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
@@ -140,7 +166,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
 
   // Target forward: one token (sequential) or the whole draft (verification).
   double verify_tokens = 1;
-  if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->num_nodes() + 1.0 : plan.k + 1.0;
+  if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->size() + 1.0 : plan.k + 1.0;
   {
     ForwardParams p = base;
     p.tokens = verify_tokens;
@@ -161,23 +187,14 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
 
   const Drafter& d = *s.drafter;
   const std::string mname = method_name(m);
-  // Tokens each drafter forward processes: the first re-reads the accepted tokens (EAGLE heads
-  // need their target features), later ones the previous level of the chain or tree.
-  std::vector<double> level_tokens;
-  const double catch_up = m == Method::draft_model ? 1.0 : tokens_per_step;
-  if (m == Method::peagle) {
-    level_tokens = {catch_up + plan.k - 1.0};
-  } else if (plan.tree && plan.dynamic_depth > 0) {
-    level_tokens.push_back(catch_up);
-    for (int depth = 1; depth < plan.dynamic_depth; ++depth) level_tokens.push_back(plan.dynamic_top_k);
-  } else if (plan.tree) {
-    const TreeShape& t = *plan.tree;
-    level_tokens.push_back(catch_up);
-    for (int depth = 1; depth < t.max_depth(); ++depth) level_tokens.push_back(t.nodes_at_depth(depth));
-  } else {
-    level_tokens.push_back(catch_up);
-    for (int i = 1; i < plan.k; ++i) level_tokens.push_back(1.0);
-  }
+  // The drafter forwards of one step are the method registry's schedule (reference/methods): the
+  // code's own forwards, which a test counts against the proposers. The first re-reads what the
+  // last step emitted, `tokens_per_step` on average.
+  CatchUp catch_up{tokens_per_step, 0.0};
+  if (!plan.tree && s.acceptance && s.acceptance->answers(plan.k) && s.acceptance->answers(plan.k - 1))
+    catch_up.all_accepted = s.acceptance->expected_tokens(plan.k) - s.acceptance->expected_tokens(plan.k - 1);
+  const MethodEntry& entry = method_registry()[size_t(m)];  // sim::Method follows the registry's order
+  const std::vector<double> level_tokens = entry.schedule(step_shape(plan), catch_up).rows;
   for (size_t step = 0; step < level_tokens.size(); ++step) {
     const double tokens = level_tokens[step];
     if (m == Method::draft_model) {
@@ -186,7 +203,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
       p.logit_rows = tokens;
       acc.add(model_forward_ops(d.shape, p, "draft"), &acc.step.draft_s);
     } else if (m == Method::peagle) {
-      acc.add(head_forward(d, base, tokens, catch_up, plan.k, "draft"), &acc.step.draft_s);
+      acc.add(head_forward(d, base, tokens, catch_up.emitted, plan.k, "draft"), &acc.step.draft_s);
     } else {
       // EAGLE-1 applies fc at every step; EAGLE-3 only to the fused target features of step 1.
       const double fc_rows = (m == Method::eagle1 || step == 0) ? tokens : 0.0;
@@ -235,7 +252,7 @@ Prediction predict(const Scenario& s, bool breakdown) {
   Prediction r;
   r.method = s.plan.method;
   r.k = s.plan.tree ? s.plan.tree->max_depth() : s.plan.k;
-  r.tree_nodes = s.plan.tree ? s.plan.tree->num_nodes() : 0;
+  r.tree_nodes = s.plan.tree ? s.plan.tree->size() : 0;
   const double context = s.workload.prompt_len + 0.5 * s.workload.output_len;  // mean over the output
 
   if (s.plan.method == Method::sequential) {

@@ -9,12 +9,6 @@ namespace specdec::sim {
 
 namespace {
 
-Method method_from_trace(const std::string& m) {
-  if (m == "draft") return Method::draft_model;
-  if (m == "eagle") return Method::eagle1;
-  return parse_method(m, "trace method");
-}
-
 int node_depth(const std::vector<int32_t>& parents, int node) {
   int d = 0;
   for (int n = node; n >= 0 && d <= int(parents.size()); n = parents[n]) ++d;
@@ -73,7 +67,7 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
   double positions = 0;
   for (size_t i = 1; i < trace.steps.size(); ++i) positions += double(trace.steps[i].position);
   row.context = trace.steps.size() > 1 ? positions / double(trace.steps.size() - 1) : trace.prompt.size();
-  s.plan.method = method_from_trace(trace.meta.method);
+  s.plan.method = parse_method(trace.meta.method, "trace method");
   if (s.plan.method == Method::sequential) return row;
 
   const TraceAcceptance acc = trace_acceptance(trace);

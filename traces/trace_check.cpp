@@ -1,6 +1,8 @@
 // specdec trace check: every rule of traces/SCHEMA.md, each violation collected as a problem.
 #include "traces/trace_check.hpp"
 
+#include "reference/methods/registry.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <functional>
@@ -43,7 +45,7 @@ const std::vector<ConfigKey>& method_config_keys() {
       {"depth", "integer", false, "dynamic tree depth"},
       {"tree_top_k", "integer", false, "dynamic tree: children expanded per node"},
       {"total_tokens", "integer", false, "dynamic tree: draft nodes kept after reranking"},
-      {"force_depth", "boolean", false, "dynamic tree: always expand to full depth"},
+      {"force_depth", "boolean", false, "K beyond the drafter's trained depth (P-EAGLE)"},
   };
   return keys;
 }
@@ -277,8 +279,14 @@ void Checker::run(const h5::File& f) {
   }
   string_attr(f, L::kSpecdecVersion);
   method_ = string_attr(f, L::kMethod);
-  static const std::set<std::string> methods = {"sequential", "draft", "eagle", "eagle3", "peagle"};
-  if (method_ && !methods.count(*method_)) add(attr_where("/", L::kMethod), "is \"" + *method_ + "\", expected sequential, draft, eagle, eagle3 or peagle");
+  // A trace names its method by its registry name (never an alias), which says whether it has a drafter.
+  const MethodEntry* entry = nullptr;
+  if (method_) {
+    for (const MethodEntry& e : method_registry())
+      if (e.name == *method_) entry = &e;
+    if (!entry) add(attr_where("/", L::kMethod), "is \"" + *method_ + "\", expected one of " + known_methods());
+  }
+  const bool method_drafts = entry && entry->drafter.kind != DrafterNeed::Kind::none;
   if (const auto c = string_attr(f, L::kCreatedUtc)) {
     static const std::regex re(R"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)");
     if (!std::regex_match(*c, re)) add(attr_where("/", L::kCreatedUtc), "is \"" + *c + "\", expected ISO 8601 UTC \"YYYY-MM-DDTHH:MM:SSZ\"");
@@ -316,7 +324,7 @@ void Checker::run(const h5::File& f) {
           if (m.contains("method") && m["method"].is_string() && method_ && m["method"] != *method_) {
             add("/meta/config_json method", "method is " + m["method"].dump() + ", expected \"" + *method_ + "\" (the root attribute 'method')");
           }
-          if (method_ && *method_ != "sequential") {
+          if (method_drafts) {
             for (const char* k : {"drafter", "tree"}) {
               if (!m.contains(k)) add("/meta/config_json method", std::string("missing method-config key '") + k + "', required for method " + *method_);
             }
@@ -382,10 +390,10 @@ void Checker::run(const h5::File& f) {
         }
       }
       if (!roles.count("target")) add("/meta/models/target", "missing, expected the target model's group");
-      if (method_ && *method_ != "sequential" && methods.count(*method_) && !roles.count("drafter")) {
+      if (method_drafts && !roles.count("drafter")) {
         add("/meta/models/drafter", "missing, expected the drafter's group for method " + *method_);
       }
-      if (method_ && *method_ == "sequential" && roles.count("drafter")) add("/meta/models/drafter", "present, but a sequential run has no drafter");
+      if (entry && !method_drafts && roles.count("drafter")) add("/meta/models/drafter", "present, but a " + *method_ + " run has no drafter");
     }
   }
 

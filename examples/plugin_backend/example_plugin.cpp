@@ -1,4 +1,4 @@
-// A plug-in backend for specdec (experiments/runtime/plugin_api.hpp): the Llama-family target
+// A plug-in backend for specdec (runtime/plugin_api.hpp): the Llama-family target
 // forward with the linear layers (q/k/v/o projections, the MLP, the LM head) computed by a
 // hand-written blocked matrix product, `blocked_linear` below. Everything else - embeddings, RMSNorm,
 // RoPE, the attention of one head (softmax with the project's exact::exp), SwiGLU, the KV cache -
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/runtime/plugin_api.hpp"
+#include "runtime/plugin_api.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/argmax_rows.hpp"

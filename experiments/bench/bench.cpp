@@ -9,7 +9,8 @@
 #include <sstream>
 
 #include "experiments/bench/replay_acceptor.hpp"
-#include "experiments/runtime/backend.hpp"
+#include "reference/methods/registry.hpp"
+#include "runtime/backend.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
 #include "reference/decoding/sequential.hpp"
@@ -159,9 +160,9 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
     for (const MethodSpec& spec : options.methods) {
       MethodRow row;
       row.backend = b;
-      row.method = spec.method;
-      row.shape = method_shape(spec);
-      if (spec.method == "sequential") {
+      row.method = spec.name;
+      row.shape = spec.shape();
+      if (!method_entry(spec.name).make_proposer) {
         row.acceptance = "-";
         row.drafter = "-";
         row.acceptance_length = 1;
@@ -170,13 +171,18 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         report.methods.push_back(row);
         continue;
       }
-      say(b + ": " + spec.method + " " + row.shape);
-      const auto src = models.drafter_sources.find(spec.method);
+      say(b + ": " + spec.label());
+      const auto src = models.drafter_sources.find(spec.name);
       row.drafter = src == models.drafter_sources.end() ? "-" : src->second;
       row.acceptance = options.accepted.empty() ? "greedy" : options.acceptance;
       double best_tps = -1;
       for (int r = 0; r < options.repeat; ++r) {
-        const auto proposer = make_method_proposer(spec, tc, models.draft_lm_on(b), models.head_for(spec.method, b), capacity);
+        ProposerInputs in;
+        in.target = &tc;
+        in.draft_lm = models.draft_lm_on(b);
+        in.head = models.head_for(spec.name, b);
+        in.capacity = capacity;
+        const auto proposer = make_method_proposer(spec, in);
         std::unique_ptr<TokenAcceptor> acceptor;
         if (options.accepted.empty()) acceptor = default_acceptor(greedy);
         else acceptor = std::make_unique<ReplayAcceptor>(options.accepted);

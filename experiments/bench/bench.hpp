@@ -13,7 +13,7 @@
 
 #include "experiments/bench/bench_models.hpp"
 #include "experiments/bench/read_bandwidth.hpp"
-#include "experiments/runtime/method_spec.hpp"
+#include "reference/methods/method_spec.hpp"
 
 namespace specdec::bench {
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "experiments/runtime/backend.hpp"
-#include "experiments/runtime/method_spec.hpp"
-#include "experiments/runtime/random_drafters.hpp"
+#include "runtime/backend.hpp"
+#include "reference/methods/registry.hpp"
+#include "runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
@@ -25,16 +25,6 @@ bool wants(const std::vector<std::string>& methods, const std::string& m) {
 void add_random_drafters(BenchModels& m, const std::vector<std::string>& backends, const std::vector<std::string>& methods,
                          Dtype precision, uint64_t seed) {
   const ModelConfig& tc = m.target->config();
-  if (wants(methods, "draft") && !m.draft_lm) {
-    const ModelConfig dc = draft_lm_config(tc);
-    LlamaWeights w = round_weights(random_llama_weights(dc, seed + 1), precision);
-    for (const std::string& b : backends)
-      if (b != "reference") m.draft_backends[b] = make_backend(b, dc, w, precision);
-    m.draft_lm = std::make_unique<Transformer>(dc, std::move(w));
-    m.drafter_sources["draft"] = "random";
-  }
-  const std::vector<std::pair<std::string, EagleKind>> heads = {
-      {"eagle", EagleKind::eagle1}, {"eagle3", EagleKind::eagle3}, {"peagle", EagleKind::peagle}};
   // EAGLE-3's default fused layers {2, L/2, L-3} need 6 or more layers; shallower presets
   // (tiny) fuse distinct layers spread over the depth instead.
   std::vector<int> aux;
@@ -45,13 +35,24 @@ void add_random_drafters(BenchModels& m, const std::vector<std::string>& backend
     for (int i : {1, L / 2, L - 1})
       if (i >= 0 && (aux.empty() || aux.back() < i)) aux.push_back(i);
   }
+  // Seeds: seed + 1 for a draft LM, seed + 3, 4, ... for the heads in registry order.
   uint64_t offset = 2;
-  for (const auto& [method, kind] : heads) {
+  for (const MethodEntry& e : method_registry()) {
+    const bool wanted = wants(methods, e.name) && !m.drafter_sources.count(e.name);
+    if (e.drafter.kind == DrafterNeed::Kind::language_model && wanted) {
+      const ModelConfig dc = draft_lm_config(tc);
+      LlamaWeights w = round_weights(random_llama_weights(dc, seed + 1), precision);
+      for (const std::string& b : backends)
+        if (b != "reference") m.draft_backends[b] = make_backend(b, dc, w, precision);
+      m.draft_lm = std::make_unique<Transformer>(dc, std::move(w));
+      m.drafter_sources[e.name] = "random";
+    }
+    if (e.drafter.kind != DrafterNeed::Kind::eagle_head) continue;
     ++offset;
-    if (!wants(methods, method) || m.heads.count(method)) continue;
-    const EagleHead random = random_eagle_head(random_head_config(kind, tc, 0, aux), *m.target, seed + offset, 0.02f);
-    m.heads[method] = std::make_unique<EagleHead>(round_head(random, precision));  // stored like the target
-    m.drafter_sources[method] = "random";
+    if (!wanted) continue;
+    const EagleHead random = random_eagle_head(random_head_config(e.drafter.head, tc, 0, aux), *m.target, seed + offset, 0.02f);
+    m.heads[e.name] = std::make_unique<EagleHead>(round_head(random, precision));  // stored like the target
+    m.drafter_sources[e.name] = "random";
   }
 }
 
@@ -115,26 +116,28 @@ BenchModels directory_models(const std::string& dir, const std::vector<std::stri
   m.target = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
   for (const std::string& b : backends)
     if (b != "reference") m.backends[b] = load_backend(b, dir);
-  if (wants(methods, "draft") && !dirs.draft_lm.empty()) {
-    LlamaModel d = load_llama_checkpoint(dirs.draft_lm);
-    if (d.config.vocab_size != m.target->config().vocab_size) {
-      throw Error(dirs.draft_lm + ": the draft LM's vocabulary (" + std::to_string(d.config.vocab_size) + ") differs from the target's (" +
-                  std::to_string(m.target->config().vocab_size) + ")");
+  for (const MethodEntry& e : method_registry()) {
+    const auto dir = dirs.find(e.name);
+    if (!wants(methods, e.name) || dir == dirs.end() || dir->second.empty()) continue;
+    const std::string& path = dir->second;
+    if (e.drafter.kind == DrafterNeed::Kind::language_model) {
+      LlamaModel d = load_llama_checkpoint(path);
+      if (d.config.vocab_size != m.target->config().vocab_size) {
+        throw Error(path + ": the draft LM's vocabulary (" + std::to_string(d.config.vocab_size) + ") differs from the target's (" +
+                    std::to_string(m.target->config().vocab_size) + ")");
+      }
+      m.draft_lm = std::make_unique<Transformer>(std::move(d.config), std::move(d.weights));
+      for (const std::string& b : backends)
+        if (b != "reference") m.draft_backends[b] = load_backend(b, path);
+    } else if (e.drafter.kind == DrafterNeed::Kind::eagle_head) {
+      auto head = std::make_unique<EagleHead>(load_eagle_head(path, *m.target));
+      if (head->config().kind != e.drafter.head) {
+        throw Error(path + " holds an " + eagle_kind_name(head->config().kind) + " head; method " + e.name + " needs an " +
+                    eagle_kind_name(e.drafter.head) + " head");
+      }
+      m.heads[e.name] = std::move(head);
     }
-    m.draft_lm = std::make_unique<Transformer>(std::move(d.config), std::move(d.weights));
-    for (const std::string& b : backends)
-      if (b != "reference") m.draft_backends[b] = load_backend(b, dirs.draft_lm);
-    m.drafter_sources["draft"] = dirs.draft_lm;
-  }
-  for (const auto& [method, path] : {std::pair<std::string, std::string>{"eagle", dirs.eagle}, {"eagle3", dirs.eagle3}, {"peagle", dirs.peagle}}) {
-    if (!wants(methods, method) || path.empty()) continue;
-    auto head = std::make_unique<EagleHead>(load_eagle_head(path, *m.target));
-    if (head->config().kind != head_kind_for(method)) {
-      throw Error(path + " holds an " + eagle_kind_name(head->config().kind) + " head; method " + method + " needs an " +
-                  eagle_kind_name(head_kind_for(method)) + " head");
-    }
-    m.heads[method] = std::move(head);
-    m.drafter_sources[method] = path;
+    m.drafter_sources[e.name] = path;
   }
   // Random drafters for what was not given: rounded like the checkpoint's own weights when it is
   // stored narrower, so that every backend holds the same drafter weights.

@@ -31,10 +31,9 @@ struct BenchModels {
   const EagleHead* head_for(const std::string& method, const std::string& backend) const;
 };
 
-// Drafter checkpoints for a model directory; an empty path gets a random drafter.
-struct DrafterDirs {
-  std::string draft_lm, eagle, eagle3, peagle;
-};
+// Drafter checkpoints for a model directory, by method name; a method without one gets a random
+// drafter.
+using DrafterDirs = std::map<std::string, std::string>;
 
 // A random-weight preset (reference/model/presets) with `precision` weights: BF16 / F16 are
 // rounded first, so the reference computes with exactly the weights a narrower backend stores.

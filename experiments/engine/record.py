@@ -25,10 +25,6 @@ SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 _fingerprint_cache = {}
 
 
-# The head kind each speculative method drafts with (specdec record refuses another).
-_HEAD_KINDS = {"eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle"}
-
-
 def reference_fingerprints(model_dir, method, drafter_dir):
     """The fingerprints specdec gives the target and drafter weights (traces/SCHEMA.md
     "Fingerprints"), computed by the trace writer in Python without running specdec:
@@ -43,12 +39,14 @@ def reference_fingerprints(model_dir, method, drafter_dir):
         return _fingerprint_cache[key]
     out = {"target": trace_writer.checkpoint_fingerprint(model_dir), "drafter": "unknown",
            "exactness_contract": trace_writer.EXACTNESS_CONTRACT}
-    if method == "draft":
+    # What the method drafts with (the registry's table): specdec record refuses another head kind.
+    drafts_with = trace_writer.METHOD_DRAFTERS.get(method)
+    if drafts_with == "draft_lm":
         out["drafter"] = trace_writer.checkpoint_fingerprint(drafter_dir)
-    elif method in _HEAD_KINDS:
+    elif drafts_with is not None:
         kind = trace_writer.head_config(drafter_dir, target=model_dir).kind
-        if kind != _HEAD_KINDS[method]:
-            raise ValueError(f"{drafter_dir} holds a head of kind {kind}; method {method} needs {_HEAD_KINDS[method]}")
+        if kind != drafts_with:
+            raise ValueError(f"{drafter_dir} holds a head of kind {kind}; method {method} needs {drafts_with}")
         # As specdec loads the head: tensors it does not read are not part of its fingerprint.
         out["drafter"] = trace_writer.head_fingerprint(drafter_dir, target=model_dir, allow_unused=True)
     _fingerprint_cache[key] = out

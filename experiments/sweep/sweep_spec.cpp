@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "experiments/runtime/method_spec.hpp"
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/sampling/sampling_params.hpp"
 
 namespace specdec::sweep {
@@ -62,16 +62,16 @@ std::string as_string(const json& v, const std::string& where) {
 
 // Sets one axis of `c` from `v`.
 void set_axis(Cell& c, const std::string& axis, const json& v, const std::string& where) {
-  if (axis == "method") c.method = canonical_method_name(as_string(v, where));
+  if (axis == "method") c.method.name = method_entry(as_string(v, where), where).name;
   else if (axis == "drafter") c.drafter = as_string(v, where);
-  else if (axis == "k") c.k = as_int(v, where);
-  else if (axis == "tree") c.tree = v.is_array() ? v.dump() : as_string(v, where);  // inline paths kept as JSON text
-  else if (axis == "depth") c.depth = as_int(v, where);
-  else if (axis == "tree_top_k") c.tree_top_k = as_int(v, where);
-  else if (axis == "total_tokens") c.total_tokens = as_int(v, where);
+  else if (axis == "k") c.method.k = as_int(v, where);
+  else if (axis == "tree") c.method.tree = v.is_array() ? v.dump() : as_string(v, where);  // inline paths kept as JSON text
+  else if (axis == "depth") c.method.depth = as_int(v, where);
+  else if (axis == "tree_top_k") c.method.tree_top_k = as_int(v, where);
+  else if (axis == "total_tokens") c.method.total_tokens = as_int(v, where);
   else if (axis == "force_depth") {
     if (!v.is_boolean()) throw Error(where + ": expected true or false, got " + v.dump());
-    c.force_depth = v.get<bool>();
+    c.method.force_depth = v.get<bool>();
   } else if (axis == "sampling") c.sampling = as_string(v, where);
   else if (axis == "temperature") c.temperature = as_number(v, where);
   else if (axis == "top_k") c.top_k = as_int(v, where);
@@ -83,32 +83,20 @@ void set_axis(Cell& c, const std::string& axis, const json& v, const std::string
   } else if (axis == "backend") c.backend = as_string(v, where);
 }
 
+bool needs_drafter(const Cell& c) { return method_entry(c.method.name).drafter.kind != DrafterNeed::Kind::none; }
+
 // Clears what the configuration does not use, so equal runs have equal keys.
 Cell normalized(Cell c) {
   const Cell d;
-  if (c.method == "sequential") {
-    c.drafter.clear();
-    c.k = d.k;
-    c.tree = d.tree;
-  }
-  if (c.tree != "dynamic") c.depth = d.depth, c.tree_top_k = d.tree_top_k, c.total_tokens = d.total_tokens;
-  if (c.method != "peagle" && c.tree != "chain") c.k = d.k;  // a static or dynamic tree has its own depth
-  if (c.method != "peagle") c.force_depth = false;
+  c.method = c.method.normalized();
+  if (!needs_drafter(c)) c.drafter.clear();
   if (c.sampling == "greedy") c.temperature = d.temperature, c.top_k = d.top_k, c.top_p = d.top_p, c.seed = d.seed;
   return c;
 }
 
 void check_cell(const Cell& c, const std::string& where) {
   try {
-    MethodSpec m;
-    m.method = c.method;
-    m.k = c.k;
-    m.tree = c.tree;
-    m.depth = c.depth;
-    m.tree_top_k = c.tree_top_k;
-    m.total_tokens = c.total_tokens;
-    m.force_depth = c.force_depth;
-    check_method_spec(m);
+    check_method_spec(c.method);
     SamplingParams p;
     p.mode = parse_sampling_mode(c.sampling);
     p.temperature = c.temperature;
@@ -118,14 +106,14 @@ void check_cell(const Cell& c, const std::string& where) {
   } catch (const std::exception& e) {
     throw Error(where + " (" + c.label() + "): " + e.what());
   }
-  if (c.method != "sequential" && c.drafter.empty()) throw Error(where + ": method " + c.method + " needs a drafter");
+  if (needs_drafter(c) && c.drafter.empty()) throw Error(where + ": method " + c.method.name + " needs a drafter");
 }
 
 // The drafter of `method` when the grid names none: the spec's "drafters", else the bundled
 // models' layout beside the target (draft, eagle1, eagle3, peagle).
 std::string default_drafter(const json& drafters, const std::string& model, const std::string& method) {
   if (drafters.contains(method)) return drafters[method].get<std::string>();
-  const std::string dir = method == "draft" ? "draft" : method == "eagle" ? "eagle1" : method;
+  const std::string& dir = method_entry(method).drafter.bundled_dir;
   return (std::filesystem::path(model).lexically_normal().parent_path() / dir).string();
 }
 
@@ -151,14 +139,10 @@ std::vector<Prompt> parse_prompt_source(const json& p, const std::string& where)
 }  // namespace
 
 json Cell::to_json() const {
-  json j = {{"method", method}, {"backend", backend}, {"sampling", sampling}};
-  if (method != "sequential") {
-    j["drafter"] = drafter;
-    j["tree"] = tree;
-    if (tree == "chain" || method == "peagle") j["k"] = k;
-    if (tree == "dynamic") j["depth"] = depth, j["tree_top_k"] = tree_top_k, j["total_tokens"] = total_tokens;
-    if (force_depth) j["force_depth"] = true;
-  }
+  json j = method.to_json();
+  j["backend"] = backend;
+  j["sampling"] = sampling;
+  if (method_entry(method.name).drafter.kind != DrafterNeed::Kind::none) j["drafter"] = drafter;
   if (sampling != "greedy") {
     j["temperature"] = temperature;
     j["top_k"] = top_k;
@@ -169,12 +153,7 @@ json Cell::to_json() const {
 }
 
 std::string Cell::label() const {
-  MethodSpec m;
-  m.method = method, m.k = k, m.tree = tree, m.depth = depth, m.tree_top_k = tree_top_k, m.total_tokens = total_tokens;
-  std::string s = method;
-  const std::string shape = method_shape(m);
-  if (!shape.empty()) s += " " + shape;
-  s += " " + sampling;
+  std::string s = method.label() + " " + sampling;
   if (sampling != "greedy") {
     s += " T=" + fmt(temperature);
     if (top_k) s += " top_k=" + std::to_string(top_k);
@@ -215,7 +194,7 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
   if (!drafters.is_object()) throw Error(source + ": drafters must be an object of method -> drafter directory");
   json canonical_drafters = json::object();
   for (const auto& [m, d] : drafters.items()) {
-    canonical_drafters[canonical_method_name(m)] = as_string(d, source + ": drafters." + m);
+    canonical_drafters[method_entry(m, source + ": drafters").name] = as_string(d, source + ": drafters." + m);
   }
 
   // Prompts: one source or a list of them; ids must be unique within a set.
@@ -255,7 +234,7 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
     }
     std::function<void(size_t, Cell)> expand = [&](size_t a, Cell c) {
       if (a == present.size()) {
-        if (c.method != "sequential" && !block.contains("drafter")) c.drafter = default_drafter(canonical_drafters, s.model, c.method);
+        if (needs_drafter(c) && !block.contains("drafter")) c.drafter = default_drafter(canonical_drafters, s.model, c.method.name);
         c = normalized(c);
         check_cell(c, where);
         if (keys.insert(c.key()).second) s.cells.push_back(c);  // a repeated configuration runs once
@@ -291,11 +270,11 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
     const json drafter_specs = p.value("drafters", json::object());
     if (!drafter_specs.is_object()) throw Error(where + ".drafters must be an object of method -> simulator drafter spec");
     for (const auto& [m, d] : drafter_specs.items()) {
-      s.predict.drafters[canonical_method_name(m)] = as_string(d, where + ".drafters." + m);
+      s.predict.drafters[method_entry(m, where + ".drafters").name] = as_string(d, where + ".drafters." + m);
     }
     for (const Cell& c : s.cells) {
-      if (c.method != "sequential" && !s.predict.drafters.contains(c.method)) {
-        throw Error(where + ".drafters has no simulator drafter spec for method '" + c.method + "' (e.g. \"eagle\": \"eagle1-llama3-8b\")");
+      if (needs_drafter(c) && !s.predict.drafters.contains(c.method.name)) {
+        throw Error(where + ".drafters has no simulator drafter spec for method '" + c.method.name + "' (e.g. \"eagle\": \"eagle1-llama3-8b\")");
       }
     }
   }

@@ -7,18 +7,15 @@
 #include <vector>
 
 #include "experiments/sweep/prompt_set.hpp"
+#include "reference/methods/method_spec.hpp"
 
 namespace specdec::sweep {
 
 // One decoding configuration of the grid. Fields a configuration does not use are left at their
 // defaults and out of its key (a greedy cell has no temperature, a chain no tree depth).
 struct Cell {
-  std::string method = "sequential";  // sequential | draft | eagle | eagle3 | peagle
+  MethodSpec method;                  // the method and its shape (reference/methods)
   std::string drafter;                // checkpoint directory; empty for sequential
-  int k = 4;
-  std::string tree = "chain";         // chain | dynamic | mc_sim_7b_63 | JSON paths
-  int depth = 7, tree_top_k = 10, total_tokens = 60;
-  bool force_depth = false;
   std::string sampling = "greedy";    // greedy | sample | coupled
   double temperature = 1.0;
   int top_k = 0;

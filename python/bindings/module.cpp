@@ -1,6 +1,6 @@
 // specdec._core: the reference (and every backend of this build) for Python. Models, drafters,
 // forwards with explicit positions, masks and a KV cache, and decoding, recording and validation
-// through the same code as the command line (experiments/cli). numpy arrays in and out; every
+// through the same code as the command line (runtime/). numpy arrays in and out; every
 // specdec::Error surfaces as specdec.Error with its message. docs/python.md is the user's guide.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -8,7 +8,6 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <algorithm>
-#include <boost/program_options/errors.hpp>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -17,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli/cli.hpp"
-#include "experiments/cli/method_runner.hpp"
-#include "experiments/cli/options.hpp"
-#include "experiments/runtime/backend.hpp"
-#include "experiments/runtime/method_spec.hpp"
+#include "runtime/method_runner.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/record_run.hpp"
+#include "validation/validate_run.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/model/ops.hpp"
@@ -108,7 +107,7 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 // ---- objects -------------------------------------------------------------------------------------
 
 struct Model {
-  cli::LoadedModel m;
+  LoadedModel m;
 };
 
 struct Cache {
@@ -118,7 +117,7 @@ struct Cache {
 
 struct Drafter {
   std::shared_ptr<Model> target;
-  cli::LoadedDrafter d;
+  LoadedDrafter d;
   std::string method;  // draft | eagle | eagle3 | peagle
   std::string kind;    // draft_lm | eagle1 | eagle3 | peagle
 };
@@ -160,7 +159,7 @@ std::shared_ptr<Model> load_model(const std::filesystem::path& fs_path, const st
   const std::string path = fs_path.string();
   auto m = std::make_shared<Model>();
   py::gil_scoped_release release;
-  m->m = cli::load_model(path, backend);
+  m->m = ::specdec::load_model(path, backend);
   return m;
 }
 
@@ -277,21 +276,26 @@ py::object forward(const std::shared_ptr<Model>& model, const py::object& tokens
 // ---- drafters ------------------------------------------------------------------------------------
 
 std::string method_for_head(EagleKind kind) {
-  switch (kind) {
-    case EagleKind::eagle1: return "eagle";
-    case EagleKind::eagle3: return "eagle3";
-    case EagleKind::peagle: return "peagle";
-  }
-  return "eagle";
+  for (const MethodEntry& e : method_registry())
+    if (e.drafter.kind == DrafterNeed::Kind::eagle_head && e.drafter.head == kind) return e.name;
+  throw Error("no method drafts with an " + eagle_kind_name(kind) + " head");
+}
+
+// "draft, eagle, eagle3, peagle": the methods that draft with a drafter.
+std::string drafting_methods() {
+  std::string s;
+  for (const MethodEntry& e : method_registry())
+    if (e.drafter.kind != DrafterNeed::Kind::none) s += (s.empty() ? "" : ", ") + e.name;
+  return s;
 }
 
 std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, const std::shared_ptr<Model>& target,
                                       const py::object& method_obj) {
   const std::string path = fs_path.string();
   if (!target) throw Error("load_drafter: target must be a Model from specdec.load_model");
-  std::string method = method_obj.is_none() ? "" : canonical_method_name(method_obj.cast<std::string>());
-  if (!method.empty() && (method == "sequential" || std::find(method_names().begin(), method_names().end(), method) == method_names().end())) {
-    throw Error("load_drafter: method must be draft, eagle, eagle3 or peagle, not '" + method_obj.cast<std::string>() + "'");
+  std::string method = method_obj.is_none() ? "" : method_entry(method_obj.cast<std::string>(), "load_drafter: method").name;
+  if (!method.empty() && method_entry(method).drafter.kind == DrafterNeed::Kind::none) {
+    throw Error("load_drafter: method must be one that drafts (" + drafting_methods() + "), not '" + method_obj.cast<std::string>() + "'");
   }
   auto d = std::make_shared<Drafter>();
   d->target = target;
@@ -308,22 +312,22 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
     }
     if (method.empty()) {
       try {
-        cli::LoadedModel probe = cli::load_model(path, "reference");
+        LoadedModel probe = ::specdec::load_model(path, "reference");
         method = "draft";
       } catch (const Error& e) {
         throw Error(path + " is neither an EAGLE-family head (" + head_error + ") nor a draft language model (" + e.what() + ")");
       }
     }
   }
-  cli::DecodeArgs a;
+  DecodeArgs a;
   a.model = target->m.path;
-  a.method = method;
+  a.method.name = method;
   a.drafter = path;
   a.backend = target->m.backend;
-  std::optional<cli::LoadedDrafter> loaded = cli::load_drafter(a, target->m);
+  std::optional<LoadedDrafter> loaded = ::specdec::load_drafter(a, target->m);
   d->d = std::move(*loaded);
   d->method = method;
-  d->kind = method == "draft" ? "draft_lm" : eagle_kind_name(d->d.head->config().kind);
+  d->kind = d->d.head ? eagle_kind_name(d->d.head->config().kind) : "draft_lm";
   return d;
 }
 
@@ -367,9 +371,9 @@ std::vector<int32_t> prompt_ids(const Model& model, const py::object& prompt) {
 }
 
 // DecodeArgs from the keyword arguments; the drafter as a path (a.drafter) or a loaded Drafter.
-cli::DecodeArgs decode_args(const std::string& model_path, const std::string& backend, const MethodArgs& m,
+DecodeArgs decode_args(const std::string& model_path, const std::string& backend, const MethodArgs& m,
                             std::shared_ptr<Drafter>* drafter_out) {
-  cli::DecodeArgs a;
+  DecodeArgs a;
   a.model = model_path;
   a.backend = backend;
   std::shared_ptr<Drafter> drafter;
@@ -386,28 +390,26 @@ cli::DecodeArgs decode_args(const std::string& model_path, const std::string& ba
   }
   if (m.method.is_none()) {
     if (!drafter && !a.drafter.empty()) {
-      throw Error("drafter " + a.drafter + " is a path: say which method drafts with it (method=\"draft\" | \"eagle\" | "
-                  "\"eagle3\" | \"peagle\"), or pass specdec.load_drafter(path, model), whose kind is detected");
+      throw Error("drafter " + a.drafter + " is a path: say which method drafts with it (method= one of " + drafting_methods() +
+                  "), or pass specdec.load_drafter(path, model), whose kind is detected");
     }
-    a.method = drafter ? drafter->method : "sequential";
+    a.method.name = drafter ? drafter->method : "sequential";
   } else {
-    if (!py::isinstance<py::str>(m.method)) throw Error("method must be a string: sequential, draft, eagle, eagle3 or peagle");
-    a.method = canonical_method_name(m.method.cast<std::string>());
+    if (!py::isinstance<py::str>(m.method)) throw Error("method must be a string: one of " + known_methods());
+    a.method.name = method_entry(m.method.cast<std::string>(), "method").name;
   }
-  if (std::find(method_names().begin(), method_names().end(), a.method) == method_names().end()) {
-    throw Error("unknown method '" + m.method.cast<std::string>() + "'; expected sequential, draft, eagle, eagle3 or peagle");
-  }
-  if (drafter && a.method != "sequential" && drafter->method != a.method) {
-    throw Error("method " + a.method + " cannot draft with " + drafter->d.path + ", which is a " + drafter->kind +
+  const bool drafts = method_entry(a.method.name).drafter.kind != DrafterNeed::Kind::none;
+  if (drafter && drafts && drafter->method != a.method.name) {
+    throw Error("method " + a.method.name + " cannot draft with " + drafter->d.path + ", which is a " + drafter->kind +
                 " drafter (method " + drafter->method + ")");
   }
-  if (a.method == "sequential") a.drafter.clear();
-  a.k = m.k;
-  a.tree = m.tree;
-  a.depth = m.depth;
-  a.tree_top_k = m.tree_top_k;
-  a.total_tokens = m.total_tokens;
-  a.force_depth = m.force_depth;
+  if (!drafts) a.drafter.clear();
+  a.method.k = m.k;
+  a.method.tree = m.tree;
+  a.method.depth = m.depth;
+  a.method.tree_top_k = m.tree_top_k;
+  a.method.total_tokens = m.total_tokens;
+  a.method.force_depth = m.force_depth;
   a.sampling = m.sampling;
   a.temperature = m.temperature;
   a.top_k = m.top_k;
@@ -415,27 +417,27 @@ cli::DecodeArgs decode_args(const std::string& model_path, const std::string& ba
   a.seed = m.seed;
   a.max_new_tokens = m.max_new_tokens;
   a.ignore_eos = m.ignore_eos;
-  if (drafter_out) *drafter_out = a.method == "sequential" ? nullptr : drafter;
+  if (drafter_out) *drafter_out = drafts ? drafter : nullptr;
   return a;
 }
 
 Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
   if (!model) throw Error("generate: model must be a Model from specdec.load_model");
   std::shared_ptr<Drafter> drafter;
-  const cli::DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
+  const DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
   if (drafter && drafter->target != model) {
     throw Error("the drafter was loaded for another target (" + drafter->target->m.path +
                 "); load it with specdec.load_drafter(path, model) for this model");
   }
-  cli::check_method_args(a);
-  const SamplingParams sampling = cli::sampling_params(a);
-  const GenerationOptions options = cli::generation_options(a);
+  check_method_args(a);
+  const SamplingParams sampling = sampling_params(a);
+  const GenerationOptions options = generation_options(a);
   Generation g;
   g.prompt = prompt_ids(*model, prompt);
   GenerationResult r;
   {
     py::gil_scoped_release release;
-    r = cli::run_method(a, model->m, g.prompt, sampling, options, nullptr, drafter ? &drafter->d : nullptr);
+    r = run_method(a, model->m, g.prompt, sampling, options, nullptr, drafter ? &drafter->d : nullptr);
   }
   g.tokens = std::move(r.tokens);
   g.stop_reason = r.stop_reason;
@@ -444,36 +446,13 @@ Generation generate(const std::shared_ptr<Model>& model, const py::object& promp
   return g;
 }
 
-// Runs a subcommand of the command line and returns its --json output as a dict.
-py::object run_json_command(cli::CommandFn fn, const std::vector<std::string>& args, const std::string& name,
-                            int* exit_code = nullptr) {
-  std::ostringstream out, err;
-  cli::CommandIO io{out, err, false};
-  int rc = 0;
-  {
-    py::gil_scoped_release release;
-    rc = fn(args, io);
-  }
-  if (exit_code) *exit_code = rc;
-  const auto j = nlohmann::json::parse(out.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    std::string message = err.str();
-    const std::string prefix = "specdec " + name + ": error: ";
-    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    throw Error(message.empty() ? name + " failed (exit code " + std::to_string(rc) + ")" : message);
-  }
-  return json_to_python(j);
-}
-
-// The command-line arguments of a run: model, prompt, method and sampling.
-std::vector<std::string> run_args(const std::string& model_path, const std::string& backend, const py::object& prompt,
-                                  const Model* loaded, const MethodArgs& m) {
-  const cli::DecodeArgs a = decode_args(model_path, backend, m, nullptr);
-  std::vector<std::string> args = {"--model", a.model, "--backend", a.backend};
+// A run's request: model, prompt, method and sampling.
+DecodeArgs run_request(const std::string& model_path, const std::string& backend, const py::object& prompt,
+                       const Model* loaded, const MethodArgs& m) {
+  DecodeArgs a = decode_args(model_path, backend, m, nullptr);
   if (!prompt.is_none()) {
     if (py::isinstance<py::str>(prompt)) {
-      args.insert(args.end(), {"--prompt", prompt.cast<std::string>()});
+      a.prompt = prompt.cast<std::string>();
     } else {
       std::vector<int32_t> ids;
       if (loaded) {
@@ -482,24 +461,10 @@ std::vector<std::string> run_args(const std::string& model_path, const std::stri
         ids = int_vector(prompt, "prompt");
         if (ids.empty()) throw Error("the prompt is empty");
       }
-      args.insert(args.end(), {"--prompt-ids", join_ids(ids)});
+      a.prompt_ids = join_ids(ids);
     }
   }
-  auto num = [](double x) {
-    std::ostringstream s;
-    s.precision(17);
-    s << x;
-    return s.str();
-  };
-  args.insert(args.end(), {"--method", a.method, "--k", std::to_string(a.k), "--tree", a.tree, "--depth", std::to_string(a.depth),
-                           "--tree-top-k", std::to_string(a.tree_top_k), "--total-tokens", std::to_string(a.total_tokens),
-                           "--sampling", a.sampling, "--temperature", num(a.temperature), "--top-k", std::to_string(a.top_k),
-                           "--top-p", num(a.top_p), "--seed", std::to_string(a.seed), "--max-new-tokens",
-                           std::to_string(a.max_new_tokens), "--json"});
-  if (!a.drafter.empty()) args.insert(args.end(), {"--drafter", a.drafter});
-  if (a.force_depth) args.push_back("--force-depth");
-  if (a.ignore_eos) args.push_back("--ignore-eos");
-  return args;
+  return a;
 }
 
 // A model argument: a Model (its path and backend) or a checkpoint path.
@@ -522,36 +487,44 @@ py::object record(const py::object& model, const py::object& prompt, const std::
   auto [path, loaded] = model_arg(model, "record");
   if (prompt.is_none()) throw Error("record: a prompt is needed (token ids or text)");
   const std::string backend = !backend_obj.is_none() ? backend_obj.cast<std::string>() : loaded ? loaded->m.backend : "reference";
-  std::vector<std::string> args = run_args(path, backend, prompt, loaded.get(), m);
-  args.insert(args.end(), {"--out", out, "--logits", logits, "--logit-top-k", std::to_string(logit_top_k)});
-  return run_json_command(cli::run_record, args, "record");
+  const DecodeArgs a = run_request(path, backend, prompt, loaded.get(), m);
+  RecordResult r;
+  {
+    py::gil_scoped_release release;
+    r = record_run(a, RecordOptions{out, logits, logit_top_k});
+  }
+  return json_to_python(r.to_json());
 }
 
 py::object validate(const py::object& model, const py::object& prompt, const py::object& trace, const std::string& against,
                     const py::object& backend_obj, const MethodArgs& m) {
   auto [path, loaded] = model_arg(model, "validate");
   const std::string backend = !backend_obj.is_none() ? backend_obj.cast<std::string>() : loaded ? loaded->m.backend : "reference";
-  std::vector<std::string> args;
+  validation::ValidateRequest request;
   if (trace.is_none()) {
     if (prompt.is_none()) throw Error("validate: give a prompt (token ids or text), or a trace to compare with");
-    args = run_args(path, backend, prompt, loaded.get(), m);
-    args.insert(args.end(), {"--against", against});
+    request.run = run_request(path, backend, prompt, loaded.get(), m);
+    request.against = against;
   } else {
     if (!prompt.is_none()) throw Error("validate: the prompt comes from the trace; do not give one with trace=");
-    const std::string trace_path = py::module_::import("os").attr("fspath")(trace).cast<std::string>();
-    args = {"--model", path, "--backend", backend, "--trace", trace_path, "--json"};
+    request.trace = py::module_::import("os").attr("fspath")(trace).cast<std::string>();
     // The method, sampling and length come from the trace; a drafter path overrides the
     // recorded one (the trace's path may be relative to another directory).
+    request.run.model = path;
+    request.run.backend = backend;
     if (py::isinstance<Drafter>(m.drafter)) {
-      args.insert(args.end(), {"--drafter", m.drafter.cast<std::shared_ptr<Drafter>>()->d.path});
+      request.run.drafter = m.drafter.cast<std::shared_ptr<Drafter>>()->d.path;
     } else if (!m.drafter.is_none()) {
-      args.insert(args.end(), {"--drafter", py::module_::import("os").attr("fspath")(m.drafter).cast<std::string>()});
+      request.run.drafter = py::module_::import("os").attr("fspath")(m.drafter).cast<std::string>();
     }
   }
-  int rc = 0;
-  py::object report = run_json_command(cli::run_validate, args, "validate", &rc);
-  if (rc == 2) throw Error("validate could not run");
-  report["passed"] = py::bool_(rc == 0);  // the exit code: 0 pass, 1 divergence
+  validation::ValidateOutcome v;
+  {
+    py::gil_scoped_release release;
+    v = validation::run_validation(request);
+  }
+  py::object report = json_to_python(v.json);
+  report["passed"] = py::bool_(v.report.passed);
   return report;
 }
 
@@ -572,8 +545,6 @@ PYBIND11_MODULE(_core, mod) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      error(e.what());
-    } catch (const boost::program_options::error& e) {
       error(e.what());
     } catch (const nlohmann::json::exception& e) {
       error(e.what());
@@ -685,9 +656,9 @@ PYBIND11_MODULE(_core, mod) {
         return s.str();
       });
 
-  mod.def("load_model", &load_model, py::arg("path"), py::arg("backend") = "reference",
+  mod.def("load_model", &specdec::python::load_model, py::arg("path"), py::arg("backend") = "reference",
           "Loads a Hugging Face-style checkpoint (config.json + safetensors) on a backend: reference | cpu | cuda");
-  mod.def("load_drafter", &load_drafter, py::arg("path"), py::arg("target"), py::arg("method") = py::none(),
+  mod.def("load_drafter", &specdec::python::load_drafter, py::arg("path"), py::arg("target"), py::arg("method") = py::none(),
           "Loads a draft LM or an EAGLE-1 / EAGLE-3 / P-EAGLE head for `target` (kind detected, or method= draft | eagle | eagle3 | peagle)");
   mod.def("backends", [] {
     std::vector<std::string> out;
@@ -695,7 +666,7 @@ PYBIND11_MODULE(_core, mod) {
       if (backend_available(b)) out.push_back(b);
     return out;
   }, "The backends this build can run here");
-  mod.def("set_num_threads", [](int n) { cli::apply_threads(n); }, py::arg("n"), "Worker threads (results do not depend on it)");
+  mod.def("set_num_threads", [](int n) { apply_threads(n); }, py::arg("n"), "Worker threads (results do not depend on it)");
 
   // The method and sampling keywords shared by generate, record and validate.
 #define SPECDEC_METHOD_PARAMS                                                                                   \

@@ -32,7 +32,11 @@ import numpy as np
 SCHEMA_VERSION = "1.2"
 EXACTNESS_CONTRACT = "2"  # reference/core/exact_math.hpp kContractVersion
 FORMAT = "specdec-trace"
-METHODS = ("sequential", "draft", "eagle", "eagle3", "peagle")
+# The method registry (reference/methods/registry.cpp; `specdec methods --json` prints it): each
+# method's name and what it drafts with — None (no drafter), "draft_lm" (a language model) or a
+# head kind. test_trace_writer.py keeps this equal to the C++ table.
+METHOD_DRAFTERS = {"sequential": None, "draft": "draft_lm", "eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle"}
+METHODS = tuple(METHOD_DRAFTERS)
 LAYER_SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 
 _FNV_OFFSET = 0xCBF29CE484222325

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace specdec::testing {
 

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "experiments/bench/replay_acceptor.hpp"
-#include "experiments/runtime/backend.hpp"
-#include "experiments/runtime/random_drafters.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/random_drafters.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
 #include "reference/drafters/eagle_tensors.hpp"

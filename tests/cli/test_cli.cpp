@@ -358,7 +358,9 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
       {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
-      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagle1"}, "--method 'eagle1' is called 'eagle'"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagel3"}, "unknown method 'eagel3'; known methods: sequential, draft, eagle, eagle3, peagle; did you mean eagle3?"},
+      // An alias names its method (the registry's spellings, in every command).
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "EAGLE-1"}, "--method eagle needs --drafter DIR (an EAGLE-1 head)"},
       {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},
       {{"generate", "--prompt", "a"}, "--model"},
       {{"record", "--model", model(), "--prompt", "a", "--out", (dir_ / "no_dir" / "t.h5").string()}, "no_dir"},
@@ -376,6 +378,9 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
     EXPECT_EQ(r.code, 1) << cmd << "\nstdout: " << r.out << "\nstderr: " << r.err;
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << cmd << "\nstderr: " << r.err;
   }
+  const CliRun typo = run({"genrate", "--model", model()});
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("unknown command 'genrate'; did you mean generate?"), std::string::npos) << typo.err;
   EXPECT_FALSE(fs::exists(dir_ / "t.h5"));
   EXPECT_EQ(run({"frobnicate"}).code, 2);
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/runtime/backend.hpp"
+#include "runtime/backend.hpp"
 #include "tests/cli/cli_runner.hpp"
 
 namespace specdec {

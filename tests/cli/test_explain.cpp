@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "experiments/cli/options.hpp"
+#include "cli/options.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/cli/explain_parse.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "experiments/runtime/backend.hpp"
+#include "runtime/backend.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/transformer.hpp"

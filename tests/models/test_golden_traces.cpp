@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli/cli.hpp"
+#include "cli/cli.hpp"
 #include "reference/core/error.hpp"
 #include "traces/trace.hpp"
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "experiments/runtime/plugin_api.hpp"
+#include "runtime/plugin_api.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/transformer.hpp"
@@ -68,6 +68,7 @@ extern "C" __attribute__((visibility("default"))) const specdec::plugin::PluginV
   const char* env = std::getenv("SPECDEC_TEST_PLUGIN_MODE");
   const std::string mode = env ? env : "ok";
   if (mode == "abi") table.abi_version = 99;
+  if (mode == "abi1") table.abi_version = 1;
   if (mode == "version") table.specdec_version = "0.0.0-other";
   if (mode == "toolchain") table.toolchain = "othercc-1 otherlib";
   if (mode == "digest") table.headers_digest = "sha256:0";

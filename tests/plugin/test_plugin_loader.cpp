@@ -1,4 +1,4 @@
-// The plug-in loader's error paths and a good load (experiments/runtime/plugin_backend.hpp).
+// The plug-in loader's error paths and a good load (runtime/plugin_backend.hpp).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -7,8 +7,8 @@
 #include <functional>
 #include <string>
 
-#include "experiments/runtime/backend.hpp"
-#include "experiments/runtime/plugin_backend.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/plugin_backend.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
@@ -94,7 +94,11 @@ TEST(PluginLoader, MissingEntrySymbol) {
 }
 
 TEST(PluginLoader, VersionMismatches) {
-  EXPECT_HAS(error_of([] { plugin::load_plugin(copy_in_mode("abi")); }), "plugin ABI version 99, expected 1");
+  EXPECT_HAS(error_of([] { plugin::load_plugin(copy_in_mode("abi")); }), "plugin ABI version 99, expected 2");
+  // A plug-in built before the SDK header moved to specdec/runtime/ is told where it is now.
+  const std::string old = error_of([] { plugin::load_plugin(copy_in_mode("abi1")); });
+  EXPECT_HAS(old, "plugin ABI version 1, expected 2");
+  EXPECT_HAS(old, "now included as \"runtime/plugin_api.hpp\"");
   EXPECT_HAS(error_of([] { plugin::load_plugin(copy_in_mode("version")); }),
              std::string("built against specdec 0.0.0-other, expected ") + kVersion);
   const std::string t = error_of([] { plugin::load_plugin(copy_in_mode("toolchain")); });

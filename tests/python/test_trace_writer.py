@@ -54,6 +54,18 @@ def recorded(tmp_path_factory):
     return runs
 
 
+def test_method_table_equals_the_registry():
+    """trace_writer.METHOD_DRAFTERS is the one Python copy of the C++ method registry."""
+    code, out = specdec("methods", "--json")
+    assert code == 0, out
+    registry = {}
+    for m in json.loads(out)["methods"]:
+        d = m["drafter"]
+        registry[m["name"]] = None if d is None else "draft_lm" if d["kind"] == "language_model" else d["head"]
+    assert tw.METHOD_DRAFTERS == registry
+    assert tw.METHODS == tuple(registry)  # in the registry's order
+
+
 def test_fingerprints_equal_specdecs():
     with h5py.File(os.path.join(GOLDEN, "draft_code_greedy.h5"), "r") as f:
         want = {role: g.attrs["fingerprint"] for role, g in f["meta/models"].items()}

@@ -27,7 +27,7 @@
 #include "reference/drafting/tree_choices.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/vocabulary.hpp"
-#include "experiments/cli/method_runner.hpp"
+#include "runtime/method_runner.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/error_capture.hpp"
 #include "tests/reference/model_fixtures.hpp"
@@ -355,19 +355,19 @@ TEST(TraceConfig, NumbersOutOfRangeAreErrorsNamingTheField) {
   for (const auto& [field, expected] : cases) {
     const std::string config = R"({"method": {"method": "draft", "drafter": "d", "tree": "chain", )" + field +
                                R"(}, "max_new_tokens": 8, "stop_at_eos": true})";
-    cli::DecodeArgs a;
-    const std::string msg = error_of([&] { cli::decode_args_from_trace_config(config, "t.h5", a); });
+    DecodeArgs a;
+    const std::string msg = error_of([&] { decode_args_from_trace_config(config, "t.h5", a); });
     EXPECT_CONTAINS(msg, expected) << " for " << field;
     EXPECT_CONTAINS(msg, "t.h5: /meta/config_json") << " for " << field;
   }
-  cli::DecodeArgs a;
+  DecodeArgs a;
   EXPECT_CONTAINS(error_of([&] {
-                    cli::decode_args_from_trace_config(
+                    decode_args_from_trace_config(
                         R"({"method": {"method": "sequential"}, "max_new_tokens": 1e99, "stop_at_eos": true})", "t.h5", a);
                   }),
                   "max_new_tokens must be an integer");
   EXPECT_CONTAINS(error_of([&] {
-                    cli::decode_args_from_trace_config(
+                    decode_args_from_trace_config(
                         R"({"method": {"method": "sequential"}, "max_new_tokens": 4, "stop_at_eos": true, "sequence": 1e99})",
                         "t.h5", a);
                   }),

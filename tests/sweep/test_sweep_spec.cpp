@@ -40,14 +40,14 @@ TEST(SweepSpec, ExpandsBlocksInOrderAndNormalises) {
   // Greedy ignores the temperature and a dynamic tree ignores k, so those collapse to one cell.
   ASSERT_EQ(s.cells.size(), 1u + 4u + 1u + 1u + 2u);
   EXPECT_EQ(s.cells[0].key(), R"({"backend":"reference","method":"sequential","sampling":"greedy"})");
-  EXPECT_EQ(s.cells[1].method, "draft");
-  EXPECT_EQ(s.cells[1].k, 1);
-  EXPECT_EQ(s.cells[2].k, 2);
-  EXPECT_EQ(s.cells[3].method, "eagle") << "eagle1 is the same method as eagle";
+  EXPECT_EQ(s.cells[1].method.name, "draft");
+  EXPECT_EQ(s.cells[1].method.k, 1);
+  EXPECT_EQ(s.cells[2].method.k, 2);
+  EXPECT_EQ(s.cells[3].method.name, "eagle") << "eagle1 is the same method as eagle";
   EXPECT_EQ(s.cells[3].drafter, "models/eagle1") << "default drafter: the bundled layout beside the model";
   EXPECT_EQ(s.cells[1].drafter, "models/draft");
   EXPECT_EQ(s.cells[5].label(), "eagle tree=dynamic depth=3 top_k=2 total_tokens=8 greedy");
-  EXPECT_EQ(s.cells[6].tree, "[[0],[1],[0,0]]") << "an inline tree is one value";
+  EXPECT_EQ(s.cells[6].method.tree, "[[0],[1],[0,0]]") << "an inline tree is one value";
   EXPECT_EQ(s.cells[7].seed, -1);
   EXPECT_EQ(s.cells[7].label(), "peagle k=3 sample T=0.5 seed=prompt");
   EXPECT_EQ(s.prompts.size(), 4u);
@@ -72,7 +72,8 @@ TEST(SweepSpec, ErrorsNameTheField) {
   const std::vector<Case> cases = {
       {"unknown axis", json::parse(R"({"method": "eagle", "kk": 3})"), "unknown axis 'kk'"},
       {"K below one", json::parse(R"({"method": "eagle", "k": [2, 0]})"), "--k must be >= 1"},
-      {"unknown method", json::parse(R"({"method": "medusa"})"), "'medusa' is not available"},
+      {"unknown method", json::parse(R"({"method": "medusa"})"), "unknown method 'medusa'; known methods: sequential, draft"},
+      {"misspelt method", json::parse(R"({"method": "eagel3"})"), "did you mean eagle3?"},
       {"bad sampling", json::parse(R"({"method": "sequential", "sampling": "beam"})"), "beam"},
       {"empty list", json::parse(R"({"method": []})"), "grid.method: empty list"},
       {"wrong type", json::parse(R"({"method": "eagle", "k": "four"})"), "grid.k[0]: expected an integer"},

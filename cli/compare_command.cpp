@@ -1,0 +1,139 @@
+// specdec compare: the same prompt through several decoding methods side by side — output,
+// acceptance length, tokens per target forward, speed — and whether every output equals the
+// first method's (it must, token for token, under greedy and coupled sampling).
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "runtime/method_runner.hpp"
+#include "cli/options.hpp"
+#include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
+#include "reference/model/presets.hpp"
+
+namespace specdec::cli {
+
+namespace {
+
+struct MethodRun {
+  std::string label;  // as given in --methods
+  DecodeArgs args;
+  GenerationResult result;
+};
+
+// "sequential,eagle,peagle=models/peagle" -> one DecodeArgs per entry.
+std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& base) {
+  std::vector<MethodRun> out;
+  std::stringstream ss(list);
+  std::string item;
+  const std::filesystem::path siblings = std::filesystem::path(base.model).lexically_normal().parent_path();
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) throw Error("--methods '" + list + "': empty entry; expected e.g. sequential,eagle,peagle");
+    MethodRun r{item, base, {}};
+    const auto eq = item.find('=');
+    // The drafter a method uses when --methods names none: the bundled models' layout, a sibling
+    // of the target directory.
+    const MethodEntry& method = method_entry(item.substr(0, eq), "--methods");
+    r.args.method.name = method.name;
+    if (eq != std::string::npos) {
+      r.args.drafter = item.substr(eq + 1);
+    } else if (!method.drafter.bundled_dir.empty()) {
+      r.args.drafter = (siblings / method.drafter.bundled_dir).string();
+    }
+    check_method_args(r.args);
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) throw Error("--methods is empty; expected e.g. sequential,eagle,peagle");
+  return out;
+}
+
+}  // namespace
+
+int run_compare(const std::vector<std::string>& args, CommandIO& io) {
+  DecodeArgs a;
+  a.max_new_tokens = 48;
+  std::string methods = "sequential,eagle,peagle";
+  po::options_description desc("compare options");
+  add_decode_options(desc, a);
+  desc.add_options()("methods", po::value(&methods)->default_value(methods),
+                     "methods to run, comma-separated, each METHOD or METHOD=DRAFTER_DIR; a missing drafter "
+                     "directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)");
+  if (!parse_options(args, desc, io,
+                     "specdec compare --model DIR (--prompt TEXT | --prompt-ids IDS) [--methods sequential,eagle,peagle] [options]")) {
+    return 0;
+  }
+  if (a.method.name != "sequential" || !a.drafter.empty()) {
+    throw Error("compare runs the methods listed in --methods; drop --method / --drafter");
+  }
+  std::vector<MethodRun> runs = parse_methods(methods, a);
+  DecodeJob job = prepare_decode(a);
+  for (MethodRun& r : runs) {
+    r.result = run_method(r.args, job.target, job.prompt, job.sampling, job.options);
+  }
+  const std::vector<int32_t>& first = runs.front().result.tokens;
+  bool all_agree = true;
+  for (const MethodRun& r : runs) all_agree = all_agree && r.result.tokens == first;
+  const auto text = [&](const std::vector<int32_t>& t) {
+    return job.target.tokenizer ? job.target.tokenizer->decode(t) : std::string();
+  };
+  const auto al = [](const GenerationResult& g) { return g.stats.steps ? g.stats.acceptance_length() : 1.0; };
+  const auto per_forward = [](const GenerationResult& g) {
+    return g.stats.target_forwards ? static_cast<double>(g.tokens.size()) / g.stats.target_forwards : 0.0;
+  };
+
+  if (a.json) {
+    nlohmann::json j = {{"model", job.target.path}, {"sampling", job.sampling}, {"prompt_tokens", job.prompt},
+                        {"all_outputs_agree", all_agree}, {"runs", nlohmann::json::array()}};
+    for (const MethodRun& r : runs) {
+      nlohmann::json run = {{"method", method_json(r.args)},
+                            {"output_tokens", r.result.tokens},
+                            {"same_as_first", r.result.tokens == first},
+                            {"acceptance_length", al(r.result)},
+                            {"tokens_per_target_forward", per_forward(r.result)},
+                            {"target_forwards", r.result.stats.target_forwards},
+                            {"drafter_forwards", r.result.stats.drafter_forwards},
+                            // measured, apart from the results (identical runs differ only here)
+                            {"timing", {{"decode_tokens_per_second", r.result.decode_tokens_per_second()}}}};
+      if (job.target.tokenizer) run["output_text"] = text(r.result.tokens);
+      j["runs"].push_back(run);
+    }
+    io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+
+  const ModelConfig& c = job.target.model->config();
+  io.out << "model    " << job.target.path << " (" << parameter_count(c) / 1e6 << "M parameters), "
+         << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
+  if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
+  io.out << "\n" << std::left << std::setw(12) << "method" << std::right << std::setw(7) << "AL" << std::setw(12)
+         << "tok/forward" << std::setw(10) << "target" << std::setw(10) << "drafter" << std::setw(10) << "tok/s"
+         << "  output\n";
+  io.out << std::setw(12) << "" << std::setw(7) << "" << std::setw(12) << "" << std::setw(10) << "forwards"
+         << std::setw(10) << "forwards" << std::setw(10) << "" << "\n";
+  for (const MethodRun& r : runs) {
+    const GenerationResult& g = r.result;
+    io.out << std::left << std::setw(12) << r.label.substr(0, r.label.find('=')) << std::right << std::fixed
+           << std::setprecision(2) << std::setw(7) << al(g) << std::setw(12) << per_forward(g) << std::setw(10)
+           << g.stats.target_forwards << std::setw(10) << g.stats.drafter_forwards << std::setprecision(0)
+           << std::setw(10) << g.decode_tokens_per_second() << "  "
+           << (&r == &runs.front() ? "(shown below)" : g.tokens == first ? "same as " + runs.front().label
+                                                                          : "DIFFERS (shown below)")
+           << "\n";
+    io.out.unsetf(std::ios::fixed);
+  }
+  io.out << "\n[" << runs.front().label << "] " << printable(text(first)) << "\n";
+  for (const MethodRun& r : runs) {
+    if (r.result.tokens != first) io.out << "[" << r.label << "] " << printable(text(r.result.tokens)) << "\n";
+  }
+  const bool exact_mode = job.sampling.mode != SamplingParams::Mode::sample;
+  io.out << "\n"
+         << (all_agree ? "all outputs agree token for token"
+                       : exact_mode ? "OUTPUTS DISAGREE: speculative decoding must reproduce sequential decoding here"
+                                    : "outputs differ: plain sampling is lossless in distribution only "
+                                      "(--sampling coupled makes every method reproduce the same tokens)")
+         << "\n";
+  return all_agree || !exact_mode ? 0 : 1;
+}
+
+}  // namespace specdec::cli

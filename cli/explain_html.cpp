@@ -1,0 +1,206 @@
+#include "cli/explain_html.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/options.hpp"
+#include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
+
+namespace specdec::cli {
+
+namespace {
+
+using nlohmann::json;
+
+json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+json entries(const std::vector<ProbEntry>& v, const TokenText& tt) {
+  json a = json::array();
+  for (const ProbEntry& e : v) a.push_back({{"t", tt.label(e.token)}, {"id", e.token}, {"p", num(e.p)}, {"q", num(e.q)}});
+  return a;
+}
+
+json labels(const std::vector<int32_t>& ids, const TokenText& tt) {
+  json a = json::array();
+  for (int32_t t : ids) a.push_back(tt.label(t));
+  return a;
+}
+
+json step_json(const StepRecord& r, const TokenText& tt) {
+  json nodes = json::array();
+  for (size_t n = 0; n < r.tokens.size(); ++n) {
+    nodes.push_back({{"t", tt.label(r.tokens[n])}, {"parent", r.parents[n]}, {"depth", r.depths[n]}, {"status", r.status[n]}});
+  }
+  json points = json::array();
+  for (const Point& pt : r.points) {
+    json tests = json::array();
+    for (const NodeTest& t : pt.tests) {
+      tests.push_back({{"node", t.node},
+                       {"t", tt.label(t.token)},
+                       {"accepted", t.accepted},
+                       {"p", num(t.p)},
+                       {"q", num(t.q)},
+                       {"removed", labels(t.removed, tt)},
+                       {"p_used", num(t.p_used)},
+                       {"q_used", num(t.q_used)},
+                       {"accept_prob", num(t.accept_prob)},
+                       {"u", num(t.u)},
+                       {"choice", t.choice >= 0 ? json(tt.label(t.choice)) : json(nullptr)},
+                       {"choice_p", num(t.choice_p)},
+                       {"score", num(t.score)},
+                       {"choice_score", num(t.choice_score)}});
+    }
+    points.push_back({{"node", pt.node}, {"depth", pt.depth}, {"position", pt.position}, {"reached", pt.reached},
+                      {"top", entries(pt.top, tt)}, {"tests", tests}});
+  }
+  const FinalToken& f = r.final;
+  json scores = json::array();
+  for (const ScoreEntry& e : f.scores)
+    scores.push_back({{"t", tt.label(e.token)}, {"score", num(e.score)}, {"gumbel", num(e.gumbel)}, {"p", num(e.p)}});
+  json fin = {{"t", tt.label(f.token)}, {"kind", f.kind}, {"point", f.point}, {"position", f.position}, {"p", num(f.p)},
+              {"u", num(f.u)}, {"score", num(f.score)}, {"from", f.from}, {"distribution", entries(f.distribution, tt)},
+              {"scores", scores}, {"kept", static_cast<int>(r.emitted.size()) == r.produced}};
+  return {{"index", r.index},
+          {"sequential", r.sequential},
+          {"position", r.position},
+          {"pending", r.pending >= 0 ? json(tt.label(r.pending)) : json(nullptr)},
+          {"chain", r.chain},
+          {"nodes", nodes},
+          {"points", points},
+          {"final", fin},
+          {"emitted", labels(r.emitted, tt)},
+          {"produced", r.produced},
+          {"cut", r.cut},
+          {"drafter_forwards", r.drafter_forwards},
+          {"total_tokens", r.total_tokens},
+          {"total_target_forwards", r.total_target_forwards},
+          {"total_drafter_forwards", r.total_drafter_forwards},
+          {"full_steps", r.full_steps},
+          {"full_step_tokens", r.full_step_tokens}};
+}
+
+// Inside <script>, "</" could end the element: every '<' in the data (only in strings) is
+// written as \u003c, which JSON reads back as '<'.
+std::string script_safe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The page's style and script (explain_page_assets.cpp).
+extern const char* const kExplainPageStyle;
+extern const char* const kExplainPageScript;
+
+std::string TokenText::label(int32_t token) const {
+  if (tokenizer_) return escaped(tokenizer_->token_text(token));
+  std::string s = "#";  // appended, not "#" + temporary: GCC 12 warns falsely (-Wrestrict) on that
+  s += std::to_string(token);
+  return s;
+}
+
+std::string TokenText::quoted(int32_t token) const {
+  if (!tokenizer_) {
+    std::string s = "<";
+    s += std::to_string(token);
+    s += '>';
+    return s;
+  }
+  std::string s = "'";
+  s += label(token);
+  s += '\'';
+  return s;
+}
+
+std::string TokenText::text(const std::vector<int32_t>& ids) const {
+  if (tokenizer_) {
+    std::string s = "\"";
+    s += escaped(tokenizer_->decode(ids));
+    s += '"';
+    return s;
+  }
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  s += ']';
+  return s;
+}
+
+void check_html_destination(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) throw Error("--html " + path + ": is a directory; give the page's file name (OUT.html)");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw Error("--html " + path + ": the directory " + dir.string() + " does not exist");
+}
+
+std::string explain_page(const ExplainRun& run, const TokenText& tt) {
+  json steps = json::array();
+  for (const StepRecord& r : run.steps) steps.push_back(step_json(r, tt));
+  // Parallel drafting (every depth in one drafter forward, as the method's schedule says of a
+  // two-draft chain) is shown with its depth.
+  const MethodEntry& method = method_entry(run.method);
+  StepShape two_drafts;
+  two_drafts.k = 2;
+  int parallel = 0;
+  if (method.schedule && method.schedule(two_drafts, CatchUp{}).forwards() == 1) {
+    for (const StepRecord& r : run.steps)
+      for (int d : r.depths) parallel = std::max(parallel, d);
+  }
+  const json sampling = {{"mode", to_string(run.sampling.mode)}, {"temperature", run.sampling.temperature},
+                         {"top_k", run.sampling.top_k}, {"top_p", run.sampling.top_p}, {"seed", run.sampling.seed}};
+  const json data = {{"method", run.method},
+                     {"method_json", run.method_json},
+                     {"sampling", sampling},
+                     {"sampling_text", run.sampling.to_string()},
+                     {"max_new_tokens", run.max_new_tokens},
+                     {"prompt", labels(run.prompt, tt)},
+                     {"prompt_text", tt.text(run.prompt)},
+                     {"output_text", tt.text(run.output)},
+                     {"stop_reason", run.stop_reason},
+                     {"parallel_depth", parallel},
+                     {"drafted_full", run.drafted_full},
+                     {"accepted_full", run.accepted_full},
+                     {"steps", steps}};
+  std::string page;
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  page += "<title>specdec explain: " + html_escape(run.method) + ", " + html_escape(to_string(run.sampling.mode)) + "</title>\n";
+  page += "<style>\n";
+  page += kExplainPageStyle;
+  page += "</style>\n</head>\n<body>\n";
+  page += "<script id=\"run-data\" type=\"application/json\">" + script_safe(data.dump()) + "</script>\n";
+  page += "<script>\n";
+  page += kExplainPageScript;
+  page += "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,209 @@
+// specdec inspect: summarise a checkpoint (directory or .safetensors file) or an HDF5 trace.
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "cli/options.hpp"
+#include "reference/core/error.hpp"
+#include "reference/drafters/eagle_config.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "text/load_tokenizer.hpp"
+#include "reference/io/tensor_store.hpp"
+#include "reference/model/presets.hpp"
+#include "traces/trace.hpp"
+
+namespace specdec::cli {
+
+namespace {
+
+bool is_hdf5(const std::filesystem::path& p) {
+  static const char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::ifstream in(p, std::ios::binary);
+  char head[8] = {};
+  return std::filesystem::is_regular_file(p) && in.read(head, 8) && std::equal(head, head + 8, signature);
+}
+
+std::string join(const std::vector<int32_t>& v, size_t limit) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < limit; ++i) {
+    if (i) s += ' ';
+    s += std::to_string(v[i]);
+  }
+  if (v.size() > limit) {  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained temporaries
+    s += " … (";
+    s += std::to_string(v.size());
+    s += " in all)";
+  }
+  return s;
+}
+
+int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
+  const Trace t = read_trace(path);
+  size_t full_rows = 0, topk_rows = 0, drafted = 0;
+  for (const StepRecord& s : t.steps) {
+    for (const LogitRecord& r : s.target_logits) (r.is_full() ? full_rows : topk_rows)++;
+    drafted += s.draft_tokens.size();
+  }
+  nlohmann::json models = nlohmann::json::object();
+  for (const auto& [role, info] : t.meta.models) models[role] = {{"path", info.path}, {"fingerprint", info.fingerprint}};
+  const nlohmann::json j = {
+      {"kind", "trace"},
+      {"path", path.string()},
+      {"schema_version", t.meta.schema_version},
+      {"exactness_contract", t.meta.exactness_contract.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.meta.exactness_contract)},
+      {"specdec_version", t.meta.specdec_version},
+      {"created_utc", t.meta.created_utc},
+      {"method", t.meta.method},
+      {"seed", t.meta.seed},
+      {"sampling", nlohmann::json::parse(t.meta.sampling_json)},
+      {"models", models},
+      {"prompt_tokens", t.prompt.size()},
+      {"steps", t.steps.size()},
+      {"output_tokens", t.output.size()},
+      {"draft_tokens", drafted},
+      {"stop_reason", t.stop_reason},
+      {"target_logit_rows", {{"full", full_rows}, {"topk", topk_rows}}},
+      // measured when the trace was recorded, apart from what it records
+      {"timing", {{"prefill_ms", t.timing.prefill_ns / 1e6}, {"total_ms", t.timing.total_ns / 1e6}}},
+  };
+  if (json) {
+    io.out << j.dump() << "\n";
+    return 0;
+  }
+  // Traces of another contract are readable, but validation refuses them: say so here.
+  std::string contract = t.meta.exactness_contract.empty() ? "none recorded" : t.meta.exactness_contract;
+  if (t.meta.exactness_contract != exact::kContractVersion) {
+    contract += std::string(" (this specdec: ") + exact::kContractVersion + "; re-record to validate against it)";
+  }
+  io.out << "trace      " << path.string() << " (schema " << t.meta.schema_version << ", written by specdec "
+         << t.meta.specdec_version << " at " << t.meta.created_utc << ")\n"
+         << "contract   exactness contract " << contract << "\n"
+         << "method     " << t.meta.method << ", sampling " << t.meta.sampling_json << "\n";
+  for (const auto& [role, info] : t.meta.models) io.out << "model      " << role << ": " << info.path << " (" << info.fingerprint << ")\n";
+  io.out << "prompt     " << join(t.prompt, 16) << "\n"
+         << "output     " << join(t.output, 16) << "\n"
+         << "steps      " << t.steps.size() << ", stop: " << t.stop_reason << ", target logit rows: " << full_rows << " full, "
+         << topk_rows << " top-k\n"
+         << "timing     prefill " << t.timing.prefill_ns / 1e6 << " ms, total " << t.timing.total_ns / 1e6 << " ms\n";
+  return 0;
+}
+
+// A drafter head (EAGLE-1, EAGLE-3, P-EAGLE): its config alone, since loading its weights needs
+// the target it drafts for.
+int inspect_head(const std::filesystem::path& path, const TensorStore& store, bool json, bool tensors,
+                 CommandIO& io) {
+  const std::filesystem::path dir = std::filesystem::is_directory(path) ? path : path.parent_path();
+  const std::filesystem::path config_path = dir / "config.json";
+  std::ifstream in(config_path);
+  if (!in) throw Error(config_path.string() + ": cannot read the head's config.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw Error(config_path.string() + ": not valid JSON");
+  const EagleHeadConfig c = parse_eagle_config(j, store.names(), config_path.string());
+  int64_t params = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const std::string& name : store.names()) {
+    const TensorInfo& info = store.info(name);
+    int64_t n = 1;
+    for (int64_t d : info.shape) n *= d;
+    params += n;
+    list.push_back({{"name", name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}});
+  }
+  if (json) {
+    io.out << nlohmann::json{{"kind", "drafter_head"}, {"path", path.string()}, {"head", eagle_kind_name(c.kind)},
+                             {"layout", c.layout}, {"layers", c.num_layers}, {"hidden_size", c.hidden()},
+                             {"target_hidden_size", c.target_hidden}, {"vocab_size", c.target_vocab},
+                             {"draft_vocab_size", c.draft_vocab}, {"aux_layers", c.aux_layers},
+                             {"mask_token_id", c.mask_token_id}, {"trained_depth", c.trained_depth},
+                             {"parameters", params}, {"tensors", list}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  io.out << "head        " << path.string() << "\n"
+         << "kind        " << eagle_kind_name(c.kind) << " (" << c.layout << " layout), " << c.num_layers
+         << (c.num_layers == 1 ? " layer" : " layers") << ", hidden " << c.hidden() << ", intermediate "
+         << c.layer.intermediate_size << ", heads " << c.layer.num_attention_heads << " (KV "
+         << c.layer.num_key_value_heads << ")\n"
+         << "target      hidden " << c.target_hidden << ", vocab " << c.target_vocab << " (draft vocab "
+         << c.draft_vocab << ")\n";
+  if (!c.aux_layers.empty()) {
+    io.out << "aux layers ";
+    for (int l : c.aux_layers) io.out << " " << l;
+    io.out << "\n";
+  }
+  if (c.kind == EagleKind::peagle) {
+    io.out << "parallel    mask token " << c.mask_token_id << ", trained depth "
+           << (c.trained_depth ? std::to_string(c.trained_depth) : std::string("unknown")) << "\n";
+  }
+  io.out << "tensors     " << list.size() << ", " << std::fixed << std::setprecision(2) << params / 1e6
+         << "M parameters (load it with a target: generate --method ... --drafter " << path.string() << ")\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "\n";
+  }
+  return 0;
+}
+
+int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  const TensorStore store(path);
+  if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
+  const LlamaModel m = load_llama_checkpoint(path);
+  const ModelConfig& c = m.config;
+  const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);
+  nlohmann::json list = nlohmann::json::array();
+  std::set<std::string> files;
+  for (const std::string& name : store.names()) {
+    const TensorInfo& info = store.info(name);
+    files.insert(store.file_of(name).filename().string());
+    list.push_back({{"name", name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape},
+                    {"file", store.file_of(name).filename().string()}});
+  }
+  if (json) {
+    io.out << nlohmann::json{{"kind", "checkpoint"},
+                             {"path", path.string()},
+                             {"config", model_config_to_json(c)},
+                             {"parameters", parameter_count(c)},
+                             {"fingerprint", weights_fingerprint(m.weights)},
+                             {"tokenizer", tokenizer ? tokenizer->description() : "none"},
+                             {"tensors", list}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  io.out << "checkpoint  " << path.string() << "\n"
+         << "model       " << c.architecture << " (" << c.model_type << "), " << std::fixed << std::setprecision(2)
+         << parameter_count(c) / 1e6 << "M parameters, stored " << c.torch_dtype << "\n"
+         << "shape       " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", intermediate "
+         << c.intermediate_size << ", heads " << c.num_attention_heads << " (KV " << c.num_key_value_heads << ", dim "
+         << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
+         << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
+         << "tensors     " << list.size() << " in " << files.size() << (files.size() == 1 ? " file\n" : " files\n")
+         << "fingerprint " << weights_fingerprint(m.weights) << "\n"
+         << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "  " << t["file"].get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_inspect(const std::vector<std::string>& args, CommandIO& io) {
+  std::string path;
+  bool json = false, tensors = false;
+  po::options_description desc("inspect options");
+  desc.add_options()
+      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors file, or trace (.h5)")
+      ("json", po::bool_switch(&json), "print one JSON object")
+      ("tensors", po::bool_switch(&tensors), "list every tensor of a checkpoint");
+  po::positional_options_description pos;
+  pos.add("path", 1);
+  if (!parse_options(args, desc, io, "specdec inspect PATH [--json] [--tensors]", &pos)) return 0;
+  if (!std::filesystem::exists(path)) throw Error(path + ": no such file or directory");
+  if (is_hdf5(path)) return inspect_trace(path, json, io);
+  return inspect_checkpoint(path, json, tensors, io);
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,105 @@
+#include "cli/options.hpp"
+
+#include <iostream>
+
+#include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
+
+namespace specdec::cli {
+
+namespace {
+
+// "decoding method: sequential (one target forward per token (the baseline)) | draft (...) | ...".
+const std::string& method_help() {
+  static const std::string text = [] {
+    std::string s = "decoding method:";
+    for (const MethodEntry& e : method_registry()) s += (e.name == "sequential" ? " " : " | ") + e.name;
+    return s + " (`specdec methods` lists them with their drafters and shapes)";
+  }();
+  return text;
+}
+
+}  // namespace
+
+void add_decode_options(po::options_description& desc, DecodeArgs& a) {
+  desc.add_options()
+      ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), or a .safetensors file beside a config.json")
+      ("prompt", po::value(&a.prompt), "prompt text, encoded by the checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
+      ("prompt-ids", po::value(&a.prompt_ids), "prompt as comma-separated token ids")
+      ("method", po::value(&a.method.name)->default_value(a.method.name)->notifier([&a](const std::string& name) {
+         a.method.name = canonical_method_name(name);  // an alias names its method; anything else is refused later
+       }), method_help().c_str())
+      ("drafter", po::value(&a.drafter), "drafter checkpoint directory: a draft LM sharing the target's vocabulary (draft), or an EAGLE-1 (eagle), EAGLE-3 (eagle3) or P-EAGLE (peagle) head")
+      ("k", po::value(&a.method.k)->default_value(a.method.k), "draft length K: tokens drafted per step (chains; P-EAGLE's parallel depth)")
+      ("tree", po::value(&a.method.tree)->default_value(a.method.tree), "draft shape for eagle/eagle3/peagle: chain | dynamic (EAGLE-2; eagle/eagle3) | mc_sim_7b_63 | paths of child ranks as JSON, inline or in a file, e.g. '[[0],[1],[0,0]]'")
+      ("depth", po::value(&a.method.depth)->default_value(a.method.depth), "dynamic tree: expansion depth")
+      ("tree-top-k", po::value(&a.method.tree_top_k)->default_value(a.method.tree_top_k), "dynamic tree: children kept per node and frontier width")
+      ("total-tokens", po::value(&a.method.total_tokens)->default_value(a.method.total_tokens), "dynamic tree: tokens verified per step (draft nodes + 1)")
+      ("force-depth", po::bool_switch(&a.method.force_depth), "P-EAGLE: allow K beyond the depth the head was trained for")
+      ("sampling", po::value(&a.sampling)->default_value(a.sampling), "greedy | sample | coupled")
+      ("temperature", po::value(&a.temperature)->default_value(a.temperature), "sampling temperature (> 0)")
+      ("top-k", po::value(&a.top_k)->default_value(a.top_k), "keep the k most likely tokens (0 = off)")
+      ("top-p", po::value(&a.top_p)->default_value(a.top_p), "nucleus sampling mass in (0, 1] (1 = off)")
+      ("seed", po::value(&a.seed)->default_value(a.seed), "random seed (Philox key)")
+      ("max-new-tokens", po::value(&a.max_new_tokens)->default_value(a.max_new_tokens), "tokens to generate at most")
+      ("ignore-eos", po::bool_switch(&a.ignore_eos), "do not stop at the end-of-sequence token")
+      ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it")
+      ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation of the target, a draft LM and an EAGLE-family head: reference | cpu (optimized, when built) | cuda (the target and a draft LM on a GPU, heads in the reference's code; SPECDEC_CUDA_DEVICE=emulator runs it on the CPU grid emulator) | plugin:PATH.so (a plug-in backend, docs/validation.md)")
+      ("json", po::bool_switch(&a.json), "print one JSON object instead of text");
+}
+
+bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,
+                   const std::string& usage_line, po::positional_options_description* positional) {
+  desc.add_options()("help,h", po::bool_switch(), "show this help");
+  po::variables_map vm;
+  auto parser = po::command_line_parser(args).options(desc);
+  if (positional) parser.positional(*positional);
+  po::store(parser.run(), vm);
+  // Bound variables are only written by notify(), which also enforces required options: look at
+  // --help in the map first so that it works without them.
+  if (vm.count("help") && vm["help"].as<bool>()) {
+    io.out << "usage: " << usage_line << "\n\n" << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  static const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool valid = len > 0 && i + len <= text.size();
+    for (int k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (valid && len == 1 && (c < 0x20 || c == 0x7f) && c != '\n' && c != '\t') valid = false;
+    if (valid) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string escaped(const std::string& text) {
+  std::string out, run;
+  for (char c : text) {
+    const char* e = c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : nullptr;
+    if (!e) {
+      run += c;
+      continue;
+    }
+    out += printable(run);  // UTF-8 sequences hold no ASCII bytes, so splitting here keeps them whole
+    run.clear();
+    out += e;
+  }
+  return out + printable(run);
+}
+
+}  // namespace specdec::cli

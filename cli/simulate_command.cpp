@@ -1,0 +1,790 @@
+// specdec simulate: the cost simulator on the command line — one scenario (table or JSON), the
+// best K, capacity planning, sweeps to CSV/HDF5, CPU measurement and calibration.
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
+#include "simulator/batching.hpp"
+#include "simulator/calibration.hpp"
+#include "simulator/capacity.hpp"
+#include "simulator/cpu_measure.hpp"
+#include "simulator/evaluation.hpp"
+#include "simulator/predictor.hpp"
+#include "simulator/search.hpp"
+#include "simulator/spec_json.hpp"
+#include "simulator/spec_library.hpp"
+#include "simulator/sweep.hpp"
+#include "simulator/trace_replay.hpp"
+
+namespace po = boost::program_options;
+
+namespace specdec::cli {
+
+namespace {
+
+using namespace specdec::sim;
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double parse_double(const std::string& s, const std::string& option) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + option + ": '" + s + "' is not a number");
+}
+
+int parse_int(const std::string& s, const std::string& option) {
+  const double v = parse_double(s, option);
+  if (v != std::floor(v) || std::fabs(v) > 1e9) throw Error("--" + option + ": '" + s + "' is not an integer");
+  return int(v);
+}
+
+// "1,2,4" or "1-8" (or a mix: "1-4,8").
+std::vector<int> parse_int_list(const std::string& s, const std::string& option) {
+  std::vector<int> out;
+  for (const auto& item : split_list(s)) {
+    const auto dash = item.find('-', 1);
+    if (dash != std::string::npos) {
+      const int a = parse_int(item.substr(0, dash), option), b = parse_int(item.substr(dash + 1), option);
+      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
+      for (int v = a; v <= b; ++v) out.push_back(v);
+    } else {
+      out.push_back(parse_int(item, option));
+    }
+  }
+  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
+  return out;
+}
+
+std::vector<double> parse_double_list(const std::string& s, const std::string& option) {
+  std::vector<double> out;
+  for (const auto& item : split_list(s)) out.push_back(parse_double(item, option));
+  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
+  return out;
+}
+
+nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
+  try {
+    return nlohmann::json::parse(s);
+  } catch (const nlohmann::json::parse_error&) {
+    if (std::filesystem::is_regular_file(s)) return read_json_file(s);
+    throw Error("--" + option + ": '" + s + "' is neither JSON nor a readable JSON file");
+  }
+}
+
+// The acceptance model from whichever option was given (at most one).
+AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
+  int given = 0;
+  for (const char* o : {"alpha", "acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace", "al"})
+    given += vm.count(o) > 0;
+  if (given > 1)
+    throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --acceptance-by-depth, "
+                "--tree-acceptance, --trace or --al");
+  if (vm.count("alpha")) return iid_acceptance(vm["alpha"].as<double>());
+  if (vm.count("acceptance-by-depth"))
+    return acceptance_by_depth(parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth"));
+  if (vm.count("acceptance")) return conditional_acceptance(parse_double_list(vm["acceptance"].as<std::string>(), "acceptance"));
+  if (vm.count("acceptance-table")) {
+    std::map<int, double> t;
+    for (const auto& item : split_list(vm["acceptance-table"].as<std::string>())) {
+      const auto colon = item.find(':');
+      if (colon == std::string::npos) throw Error("--acceptance-table: entries are K:AL, got '" + item + "'");
+      t[parse_int(item.substr(0, colon), "acceptance-table")] = parse_double(item.substr(colon + 1), "acceptance-table");
+    }
+    return table_acceptance(t);
+  }
+  if (vm.count("tree-acceptance")) {
+    const auto j = parse_json_arg(vm["tree-acceptance"].as<std::string>(), "tree-acceptance");
+    std::vector<std::vector<double>> p;
+    if (!j.is_array()) throw Error("--tree-acceptance: expected [[p(depth 1, rank 0), p(depth 1, rank 1), ...], ...]");
+    for (const auto& row : j) {
+      if (!row.is_array()) throw Error("--tree-acceptance: each depth must be a list of per-rank probabilities");
+      std::vector<double> r;
+      for (const auto& v : row) {
+        if (!v.is_number()) throw Error("--tree-acceptance: probabilities must be numbers");
+        r.push_back(v.get<double>());
+      }
+      p.push_back(r);
+    }
+    return tree_acceptance(p);
+  }
+  if (vm.count("trace")) return replay_acceptance_from_file(vm["trace"].as<std::string>());
+  return nullptr;
+}
+
+// Sets the plan's tree from --tree (static) or --dynamic-tree (EAGLE-2, drafted beam-style); leaves
+// a chain plan as it is.
+void tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc, DraftPlan& plan) {
+  if (vm.count("tree") && vm.count("dynamic-tree")) throw Error("give either --tree or --dynamic-tree, not both");
+  if ((vm.count("tree") || vm.count("dynamic-tree")) && vm.count("acceptance-table"))
+    throw Error("--acceptance-table holds a chain's AL by K; for a tree give its measured AL (--al) or acceptance "
+                "by depth (--acceptance-by-depth) with --tree, or per-rank probabilities (--tree-acceptance)");
+  if (vm.count("tree")) {
+    const std::string t = vm["tree"].as<std::string>();
+    if (!t.empty() && (t[0] == '[' || std::filesystem::is_regular_file(t))) {
+      const auto j = parse_json_arg(t, "tree");
+      std::vector<std::vector<int>> choices;
+      try {
+        choices = j.get<std::vector<std::vector<int>>>();
+      } catch (const nlohmann::json::exception&) {
+        throw Error("--tree: expected a list of rank paths, e.g. [[0],[1],[0,0]]");
+      }
+      plan.tree = make_tree_shape(choices, "--tree");
+    } else {
+      plan.tree = builtin_tree(t);
+    }
+    return;
+  }
+  if (vm.count("dynamic-tree")) {
+    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
+    if (v.size() != 3) throw Error("--dynamic-tree: expected TOTAL_TOKENS,DEPTH,TOP_K (e.g. 60,7,10)");
+    if (!acc || vm.count("acceptance-by-depth"))
+      throw Error("--dynamic-tree chooses its tree from per-rank acceptance probabilities (--alpha, --tree-acceptance, "
+                  "...); for a tree whose AL was measured, give that tree (--tree with its choices) and --al or "
+                  "--acceptance-by-depth");
+    set_dynamic_tree(plan, *acc, v[0], v[1], v[2]);
+  }
+}
+
+std::string fmt(double v, int precision = 3) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
+  nlohmann::json j = {{"method", method_name(p.method)},
+                      {"k", p.k},
+                      {"tree_nodes", p.tree_nodes},
+                      {"acceptance_length", p.tokens_per_step},
+                      {"acceptance_length_counts", "accepted drafts + the bonus token (plain decoding = 1)"},
+                      {"tpot_ms", p.tpot_s * 1e3},
+                      {"ttft_ms", p.ttft_s * 1e3},
+                      {"throughput_tokens_per_s", p.throughput_tokens_per_s},
+                      {"sequential_tpot_ms", p.sequential_tpot_s * 1e3},
+                      {"speedup", p.speedup},
+                      {"step_ms", p.step.total_s() * 1e3},
+                      {"draft_ms", p.step.draft_s * 1e3},
+                      {"verify_ms", p.step.verify_s * 1e3},
+                      {"overhead_ms", p.step.overhead_s * 1e3},
+                      {"verify_tokens_per_sequence", p.step.verify_tokens},
+                      {"verify_flop_per_byte", p.verify_intensity},
+                      {"ridge_point_flop_per_byte", p.ridge_point},
+                      {"weight_bytes_per_device", p.weight_bytes_per_device},
+                      {"kv_bytes_per_device", p.kv_bytes_per_device},
+                      {"fits_memory", p.fits_memory}};
+  if (breakdown) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& c : p.step.ops)
+      ops.push_back({{"phase", c.op.phase}, {"op", c.op.name}, {"count", c.op.count}, {"flops", c.op.flops},
+                     {"bytes", c.op.bytes}, {"time_us", c.time_s * 1e6}, {"total_us", c.total_s * 1e6}, {"bound", c.bound}});
+    j["breakdown"] = ops;
+  }
+  return j;
+}
+
+void print_breakdown(std::ostream& out, const Prediction& p) {
+  // Merge identical (phase, op) entries: per-layer ops repeat for each drafter step.
+  struct Row {
+    double count = 0, total = 0, flops = 0, bytes = 0;
+    std::string bound;
+  };
+  std::vector<std::pair<std::string, Row>> rows;
+  for (const auto& c : p.step.ops) {
+    const std::string key = std::string(c.op.phase) + " " + c.op.name;
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == key; });
+    if (it == rows.end()) {
+      rows.push_back({key, {}});
+      it = rows.end() - 1;
+    }
+    it->second.count += c.op.count;
+    it->second.total += c.total_s;
+    it->second.flops += c.op.flops * c.op.count;
+    it->second.bytes += c.op.bytes * c.op.count;
+    it->second.bound = c.bound;
+  }
+  const double total = p.step.total_s();
+  out << "\nPer-operator breakdown of one step (per device):\n";
+  out << std::left << std::setw(34) << "phase op" << std::right << std::setw(9) << "count" << std::setw(12) << "GFLOP"
+      << std::setw(12) << "MB" << std::setw(12) << "time us" << std::setw(8) << "share" << "  bound\n";
+  for (const auto& [key, r] : rows)
+    out << std::left << std::setw(34) << key << std::right << std::setw(9) << fmt(r.count, 1) << std::setw(12)
+        << fmt(r.flops / 1e9, 3) << std::setw(12) << fmt(r.bytes / 1e6, 2) << std::setw(12) << fmt(r.total * 1e6, 1)
+        << std::setw(7) << fmt(100 * r.total / total, 1) << "%  " << r.bound << "\n";
+}
+
+void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p) {
+  out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp << ", batch "
+      << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
+  out << "method " << method_name(p.method);
+  if (s.drafter) out << " with " << s.drafter->name;
+  if (p.tree_nodes) out << ", tree of " << p.tree_nodes << " nodes, depth " << p.k;
+  else if (p.method != Method::sequential) out << ", K = " << p.k;
+  if (s.measured_tokens_per_step && p.method != Method::sequential) out << ", acceptance: measured AL";
+  else if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
+  out << "\n\n";
+  auto line = [&](const std::string& k, const std::string& v) { out << "  " << std::left << std::setw(34) << k << v << "\n"; };
+  line("AL (tokens/step, incl. bonus)", fmt(p.tokens_per_step, 3));
+  line("TPOT", fmt(p.tpot_s * 1e3, 3) + " ms");
+  line("TTFT", fmt(p.ttft_s * 1e3, 2) + " ms");
+  line("throughput (per replica)", fmt(p.throughput_tokens_per_s, 1) + " tokens/s");
+  line("sequential TPOT", fmt(p.sequential_tpot_s * 1e3, 3) + " ms");
+  line("speedup", fmt(p.speedup, 3) + "x");
+  line("step = draft + verify + overhead",
+       fmt(p.step.total_s() * 1e3, 3) + " = " + fmt(p.step.draft_s * 1e3, 3) + " + " + fmt(p.step.verify_s * 1e3, 3) +
+           " + " + fmt(p.step.overhead_s * 1e3, 3) + " ms");
+  line("verify intensity / ridge", fmt(p.verify_intensity, 1) + " / " + fmt(p.ridge_point, 1) + " FLOP/byte");
+  line("memory per device", fmt((p.weight_bytes_per_device + p.kv_bytes_per_device) / 1e9, 2) + " GB of " +
+                                fmt(s.hardware.memory_bytes / 1e9, 1) + (p.fits_memory ? " (fits)" : " (DOES NOT FIT)"));
+}
+
+int usage(std::ostream& out, const po::options_description& desc) {
+  out << "usage: specdec simulate --model M --hardware H [--drafter D --k K --alpha A] [options]\n"
+         "       specdec simulate --sweep OUT.{csv,h5} --model M1,M2 --hardware H1,H2 --drafter none,D1 --k 1-8 ...\n"
+         "       specdec simulate --measure-cpu OUT.json\n"
+         "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--engine E] [--output FITTED.json]\n"
+         "                        [--engine-output FITTED_ENGINE.json]\n"
+         "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n"
+         "       specdec simulate --evaluate PUBLISHED.json|DIR [--specs-dir FITTED] [--hardware H] [--engine E]\n\n"
+         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
+         "P-EAGLE decoding from model, drafter, hardware and engine specs (simulator/specs; any HF config.json\n"
+         "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
+      << desc << "\n";
+  return 0;
+}
+
+int run_measure_cpu(const po::variables_map& vm, CommandIO& io) {
+  CpuMeasureOptions opt;
+  opt.threads = vm["threads"].as<int>();
+  if (vm.count("quick")) {
+    opt.array_bytes = 32e6;
+    opt.gemm_size = 256;
+    opt.min_seconds = 0.05;
+  }
+  const CpuMeasurement m = measure_cpu(opt);
+  HardwareSpec h = cpu_hardware_spec(m, vm.count("name") ? vm["name"].as<std::string>() : "cpu-local");
+  nlohmann::json j = hardware_spec_to_json(
+      h, {{"memory_bandwidth_bytes_per_s", "measured: streaming read of large float arrays, all threads at once"},
+          {"peak_flops_per_s", "measured: fp32 Eigen GEMM, one per thread at once"},
+          {"memory_bytes", "sysconf(_SC_PHYS_PAGES)"},
+          {"kernel_floor_s", "measured: an 8x8 GEMM call"}});
+  j["measured"] = cpu_measurement_to_json(m);
+  j["source"] = "measured by specdec simulate --measure-cpu";
+  const std::string out_path = vm["measure-cpu"].as<std::string>();
+  specdec::write_file_atomically(out_path, j.dump(2) + "\n");
+  io.out << "threads " << m.threads << "\n"
+         << "memory bandwidth: " << fmt(m.bandwidth_single_bytes_per_s / 1e9, 2) << " GB/s (1 thread), "
+         << fmt(m.bandwidth_all_bytes_per_s / 1e9, 2) << " GB/s (all)\n"
+         << "fp32 GEMM: " << fmt(m.flops_single_per_s / 1e9, 2) << " GFLOP/s (1 thread), " << fmt(m.flops_all_per_s / 1e9, 2)
+         << " GFLOP/s (all)\n"
+         << "wrote " << out_path << "\n";
+  return 0;
+}
+
+int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  if (vm.count("calibrate") && vm.count("calibrate-traces"))
+    throw Error("give either --calibrate MEASURED.{json,csv} or --calibrate-traces T1.h5,T2.h5,..., not both");
+  const bool traces = vm.count("calibrate-traces") > 0;
+  const std::string path = traces ? "--calibrate-traces" : vm["calibrate"].as<std::string>();
+  CalibrationSet set;
+  if (traces) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : split_list(vm["calibrate-traces"].as<std::string>())) files.emplace_back(f);
+    set = calibration_set_from_traces(files);
+  } else {
+    std::vector<CalibrationSet> sets;
+    for (const auto& f : split_list(path)) sets.push_back(load_calibration_set(f, specs));
+    if (sets.empty()) throw Error("--calibrate: no file given");
+    set = merge_calibration_sets(sets);
+  }
+  std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
+  if (hw_name.empty())
+    throw Error(traces ? "--calibrate-traces needs --hardware (a spec name or a hardware JSON, e.g. from --measure-cpu)"
+                       : path + ": no hardware named in the file; give --hardware");
+  const Platform start = platform_for(set, specs, hw_name, vm.count("engine") ? vm["engine"].as<std::string>() : "");
+  const HardwareSpec& hw = start.hardware;
+  std::vector<std::string> params;
+  if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
+  const CalibrationResult before = evaluate_calibration(set, start);
+  const CalibrationResult r = calibrate(set, start, params);
+  std::unique_ptr<CrossValidation> cv;
+  if (vm.count("cross-validate")) cv = std::make_unique<CrossValidation>(cross_validate(set, start, params));
+  if (vm.count("json")) {
+    nlohmann::json j;
+    if (cv) {
+      j["cross_validation"] = {{"grouping", cv->grouping},
+                               {"max_abs_relative_error", cv->max_abs_error},
+                               {"rms_log_error", cv->rms_log_error}};
+      for (const auto& f : cv->folds)
+        for (const auto& row : f.rows)
+          j["cross_validation"]["held_out"].push_back({{"fold", f.held_out}, {"label", row.label},
+                                                       {"measured_ms", row.measured_s * 1e3},
+                                                       {"predicted_ms", row.predicted_s * 1e3},
+                                                       {"relative_error", row.relative_error}});
+    }
+    j["hardware"] = hardware_spec_to_json(r.hardware);
+    j["engine"] = engine_spec_to_json(r.engine);
+    for (size_t i = 0; i < r.parameters.size(); ++i)
+      j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
+    for (size_t i = 0; i < r.rows.size(); ++i) {
+      const Scenario& sc = set.rows[i].scenario;
+      j["rows"].push_back({{"label", r.rows[i].label}, {"method", method_name(sc.plan.method)},
+                           {"k", sc.plan.method == Method::sequential ? 0 : sc.plan.k},
+                           {"acceptance_length", set.rows[i].tokens_per_step}, {"context", set.rows[i].context},
+                           {"measured_ms", r.rows[i].measured_s * 1e3},
+                           {"predicted_before_ms", before.rows[i].predicted_s * 1e3},
+                           {"relative_error_before", before.rows[i].relative_error},
+                           {"predicted_ms", r.rows[i].predicted_s * 1e3}, {"relative_error", r.rows[i].relative_error}});
+    }
+    j["max_abs_relative_error_before"] = before.max_abs_error;
+    j["max_abs_relative_error"] = r.max_abs_error;
+    io.out << j.dump(2) << "\n";
+  } else {
+    io.out << "calibration of " << hw.name << " with engine " << start.engine.name << " on " << set.rows.size()
+           << " measured configurations (" << set.source << ")\n\n";
+    io.out << std::left << std::setw(36) << "parameter" << std::right << std::setw(14) << "before" << std::setw(14) << "after\n";
+    for (size_t i = 0; i < r.parameters.size(); ++i)
+      io.out << std::left << std::setw(36) << r.parameters[i] << std::right << std::setw(14) << std::setprecision(4)
+             << r.before[i] << std::setw(14) << r.after[i] << "\n";
+    io.out << "\n" << std::left << std::setw(40) << "configuration" << std::right << std::setw(12) << "measured" << std::setw(12)
+           << "before" << std::setw(12) << "fitted" << std::setw(9) << "error\n";
+    for (size_t i = 0; i < r.rows.size(); ++i)
+      io.out << std::left << std::setw(40) << r.rows[i].label << std::right << std::setw(9) << fmt(r.rows[i].measured_s * 1e3)
+             << " ms" << std::setw(9) << fmt(before.rows[i].predicted_s * 1e3) << " ms" << std::setw(9)
+             << fmt(r.rows[i].predicted_s * 1e3) << " ms" << std::setw(8) << fmt(100 * r.rows[i].relative_error, 1) << "%\n";
+    io.out << "\nlargest error " << fmt(100 * r.max_abs_error, 1) << "% (before fitting " << fmt(100 * before.max_abs_error, 1)
+           << "%); times are TPOT where the file gave TPOT, else step times\n";
+  }
+  if (cv && !vm.count("json")) {
+    io.out << "\nheld-out error (leave one " << cv->grouping << " out: each " << cv->grouping
+           << " predicted by a fit to the others)\n";
+    for (const auto& f : cv->folds)
+      for (const auto& row : f.rows)
+        io.out << "  " << std::left << std::setw(38) << (cv->grouping == "source" ? f.held_out + ": " + row.label : row.label)
+               << std::right << std::setw(9) << fmt(row.measured_s * 1e3) << " ms" << std::setw(9)
+               << fmt(row.predicted_s * 1e3) << " ms" << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
+    io.out << "largest held-out error " << fmt(100 * cv->max_abs_error, 1) << "%, RMS log error "
+           << fmt(cv->rms_log_error, 3) << "\n";
+  }
+  const std::string fitted = "fitted by specdec simulate --calibrate to " + set.source;
+  if (vm.count("output")) {
+    nlohmann::json sources = {{"efficiency", fitted}, {"roofline", fitted}, {"overhead", fitted}};
+    specdec::write_file_atomically(vm["output"].as<std::string>(), hardware_spec_to_json(r.hardware, sources).dump(2) + "\n");
+    if (!vm.count("json")) io.out << "wrote " << vm["output"].as<std::string>() << "\n";
+  }
+  if (vm.count("engine-output")) {
+    const nlohmann::json sources = {{"overhead", fitted}, {"kernels", fitted}};
+    specdec::write_file_atomically(vm["engine-output"].as<std::string>(), engine_spec_to_json(r.engine, sources).dump(2) + "\n");
+    if (!vm.count("json")) io.out << "wrote " << vm["engine-output"].as<std::string>() << "\n";
+  }
+  return 0;
+}
+
+// Published speedups predicted from the specs alone (the sources' ALs given): never fitted.
+int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  const std::string hw = vm.count("hardware") ? vm["hardware"].as<std::string>() : "";
+  const std::string engine = vm.count("engine") ? vm["engine"].as<std::string>() : "";
+  std::vector<EvaluationResult> results;
+  for (const auto& set : load_evaluation_sets(vm["evaluate"].as<std::string>(), specs, hw, engine))
+    results.push_back(evaluate_published(set));
+  const EvaluationResult all = pool_evaluations(results);
+  if (vm.count("json")) {
+    nlohmann::json j;
+    auto summary = [](const EvaluationResult& r) {
+      nlohmann::json s = {{"set", r.name},
+                          {"source", r.source},
+                          {"results", r.rows.size()},
+                          {"max_abs_relative_error", r.max_abs_error},
+                          {"mean_relative_error", r.mean_error},
+                          {"rms_log_error", r.rms_log_error}};
+      for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
+      return s;
+    };
+    for (const auto& r : results) {
+      nlohmann::json set = summary(r);
+      for (const auto& row : r.rows)
+        set["rows"].push_back({{"label", row.label}, {"hardware", row.hardware}, {"engine", row.engine},
+                               {"acceptance_length", row.acceptance_length},
+                               {"published_speedup", row.published_speedup},
+                               {"predicted_speedup", row.predicted_speedup}, {"relative_error", row.relative_error}});
+      j["sets"].push_back(set);
+    }
+    j["all"] = summary(all);
+    io.out << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& r : results) {
+    io.out << (r.name.empty() ? "" : r.name + ": ") << r.source << "\n";
+    int width = 8;
+    for (const auto& row : r.rows) width = std::max(width, int(row.label.size()) + 2);
+    io.out << "  " << std::left << std::setw(width) << "result" << std::setw(26) << "hardware / engine" << std::right
+           << std::setw(6) << "AL" << std::setw(11) << "published" << std::setw(11) << "predicted" << std::setw(9)
+           << "error\n";
+    for (const auto& row : r.rows)
+      io.out << "  " << std::left << std::setw(width) << row.label << std::setw(26) << (row.hardware + " / " + row.engine)
+             << std::right << std::setw(6) << fmt(row.acceptance_length, 2) << std::setw(10)
+             << fmt(row.published_speedup, 2) << "x" << std::setw(10) << fmt(row.predicted_speedup, 2) << "x"
+             << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
+    for (const auto& k : r.skipped) io.out << "  skipped " << k.label << ": " << k.reason << "\n";
+    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean " << fmt(100 * r.mean_error, 1)
+           << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
+  }
+  io.out << all.rows.size() << " published results in " << results.size() << " set(s)"
+         << (all.skipped.empty() ? "" : " (" + std::to_string(all.skipped.size()) + " skipped: no spec)")
+         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean " << fmt(100 * all.mean_error, 1)
+         << "% (> 0: speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
+  return 0;
+}
+
+int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
+  SweepSpec spec;
+  if (!vm.count("model") || !vm.count("hardware")) throw Error("--sweep needs --model and --hardware (comma-separated lists)");
+  spec.models = split_list(vm["model"].as<std::string>());
+  spec.hardware = split_list(vm["hardware"].as<std::string>());
+  spec.drafters = vm.count("drafter") ? split_list(vm["drafter"].as<std::string>()) : std::vector<std::string>{"none"};
+  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k");
+  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch");
+  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp");
+  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len");
+  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len");
+  if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
+  for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
+    if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
+  spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
+  for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace"})
+    if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
+  if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
+  if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
+  std::vector<SweepRow> rows;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string out_path = vm["sweep"].as<std::string>();
+  if (out_path == "-") {
+    write_sweep_csv(io.out, rows);
+  } else {
+    write_sweep(out_path, rows);
+    // The rate is of the predictions alone (one thread), without writing the file.
+    io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s ("
+           << fmt(sum.scenarios / std::max(secs, 1e-9), 0) << " per second, one thread); wrote " << out_path << "\n";
+  }
+  if (sum.skipped) {
+    io.err << "skipped " << sum.skipped << " invalid combinations, e.g.:\n";
+    for (const auto& r : sum.skip_reasons) io.err << "  " << r << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
+  po::options_description desc("options");
+  // clang-format off
+  desc.add_options()
+    ("help,h", "print this help")
+    ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
+    ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
+    ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
+    ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
+    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter)")
+    ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
+    ("best-k", po::value<std::string>(), "search K and report the best (lowest TPOT): N (K = 1..N), a list 2,4,6 or a range 3-8; P-EAGLE: its parallel depth")
+    ("best-tree", po::value<std::string>(), "search EAGLE-2 trees TOTALS/DEPTHS/TOP_KS, each a list or range (e.g. 32,48,64/4-8/8,10)")
+    ("tree", po::value<std::string>(), "static draft tree: mc_sim_7b_63, chain<K>, or choices JSON [[0],[1],[0,0]]")
+    ("dynamic-tree", po::value<std::string>(), "EAGLE-2 style tree TOTAL_TOKENS,DEPTH,TOP_K chosen from the acceptance model")
+    ("alpha", po::value<double>(), "i.i.d. acceptance rate")
+    ("alphas", po::value<std::string>()->default_value("0.8"), "sweep: list of i.i.d. acceptance rates")
+    ("acceptance", po::value<std::string>(), "per-position conditional acceptance a1,a2,...")
+    ("acceptance-table", po::value<std::string>(), "measured AL by K: K:AL,K:AL,...")
+    ("acceptance-by-depth", po::value<std::string>(), "measured P(accepted >= d) for d = 1,2,...: a chain's (any K up to its length) or the --tree's (one per depth)")
+    ("al", po::value<double>(), "measured AL (tokens per step, incl. the bonus token) of exactly this chain or --tree")
+    ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
+    ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
+    ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep: list")
+    ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
+    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
+    ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
+    ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
+    ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
+    ("json", "print JSON instead of a table")
+    ("breakdown", "print the per-operator breakdown of one step")
+    ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
+    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
+    ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
+    ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
+    ("sweep", po::value<std::string>(), "sweep mode: write all combinations to OUT.csv, OUT.h5 or - (CSV to stdout)")
+    ("measure-cpu", po::value<std::string>(), "measure this CPU and write a hardware spec to OUT.json")
+    ("threads", po::value<int>()->default_value(0), "--measure-cpu: threads for the all-thread figures (0 = all)")
+    ("quick", "--measure-cpu: short measurement (less accurate)")
+    ("name", po::value<std::string>(), "--measure-cpu: hardware name to write (default cpu-local)")
+    ("calibrate", po::value<std::string>(), "fit efficiency/overhead terms to measured step timings: a JSON or CSV set, or sets on one platform A.json,B.json (held out by source with --cross-validate)")
+    ("calibrate-traces", po::value<std::string>(), "like --calibrate, from recorded traces T1.h5,T2.h5,... (timed steps; needs --hardware)")
+    ("fit", po::value<std::string>(), "--calibrate: parameters to fit (comma list; 'engine' / 'hardware' = that side's defaults; default: both, as the data allows)")
+    ("output", po::value<std::string>(), "--calibrate: write the calibrated hardware spec here")
+    ("engine-output", po::value<std::string>(), "--calibrate: write the calibrated engine spec here")
+    ("cross-validate", "--calibrate: also report held-out errors (leave one source out when rows name several, else leave one row out)")
+    ("evaluate", po::value<std::string>(), "predict the published speedups of an evaluation set (JSON) or of every set in a directory, e.g. simulator/evaluation; never fitted")
+    ("specs-dir", po::value<std::vector<std::string>>(), "extra spec directory with hardware/, engines/, models/, drafters/ (repeatable)")
+    ("list", "list the available specs");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(std::string("simulate: ") + e.what() + " (see specdec simulate --help)");
+  }
+  if (vm.count("help")) return usage(io.out, desc);
+
+  std::vector<std::filesystem::path> dirs;
+  if (vm.count("specs-dir"))
+    for (const auto& d : vm["specs-dir"].as<std::vector<std::string>>()) {
+      if (!std::filesystem::is_directory(d)) throw Error("--specs-dir: '" + d + "' is not a directory");
+      dirs.push_back(d);
+    }
+  const SpecLibrary specs(dirs);
+
+  if (vm.count("list")) {
+    for (const char* kind : {"hardware", "engines", "models", "drafters"}) {
+      io.out << kind << ":";
+      for (const auto& n : specs.names(kind)) io.out << " " << n;
+      io.out << "\n";
+    }
+    return 0;
+  }
+  if (vm.count("evaluate")) {
+    for (const char* o : {"calibrate", "calibrate-traces", "sweep", "measure-cpu"})
+      if (vm.count(o))
+        throw Error(std::string("--evaluate predicts published results without fitting: it cannot be combined with --") + o);
+    return run_evaluate(vm, specs, io);
+  }
+  if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
+  if (vm.count("calibrate") || vm.count("calibrate-traces")) return run_calibrate(vm, specs, io);
+  if (vm.count("sweep")) return run_sweep_mode(vm, specs, io);
+
+  if (!vm.count("model")) throw Error("simulate: --model is required (a spec name or a config.json path; see --list)");
+  if (!vm.count("hardware")) throw Error("simulate: --hardware is required (see --list)");
+  Scenario s;
+  s.target = specs.model(vm["model"].as<std::string>());
+  s.hardware = specs.hardware(vm["hardware"].as<std::string>());
+  s.engine = specs.engine_for(vm.count("engine") ? vm["engine"].as<std::string>() : "", s.hardware);
+  s.workload.batch = parse_int(vm["batch"].as<std::string>(), "batch");
+  s.workload.tp = parse_int(vm["tp"].as<std::string>(), "tp");
+  s.workload.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
+  s.workload.output_len = parse_int(vm["output-len"].as<std::string>(), "output-len");
+  if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
+  if (s.workload.tp > s.hardware.devices_per_instance)
+    throw Error("--tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
+                " devices of one " + s.hardware.name + " instance");
+  if (vm.count("drafter")) {
+    s.drafter = specs.drafter(vm["drafter"].as<std::string>(), s.target);
+    s.plan.method = s.drafter->method;
+  }
+  if (vm.count("method")) {
+    const Method m = parse_method(vm["method"].as<std::string>(), "--method");
+    if (m == Method::sequential) s.drafter.reset();
+    else if (!s.drafter) throw Error("--method " + method_name(m) + " needs --drafter");
+    s.plan.method = m;
+  }
+  s.acceptance = acceptance_from_options(vm);
+  if (vm.count("al")) s.measured_tokens_per_step = vm["al"].as<double>();
+  if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
+    throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
+                "--acceptance-by-depth, --tree-acceptance, --trace or --al");
+  s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
+  tree_from_options(vm, s.acceptance, s.plan);
+  if (s.plan.tree && vm.count("acceptance-by-depth")) {
+    // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
+    const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
+    if (int(reached.size()) != s.plan.tree->max_depth())
+      throw Error("--acceptance-by-depth gives " + std::to_string(reached.size()) + " depths, the tree has " +
+                  std::to_string(s.plan.tree->max_depth()) + ": a tree's table is measured on that tree, one entry per depth");
+    double al = 1.0;
+    for (double r : reached) al += r;
+    s.measured_tokens_per_step = al;
+  }
+  if (vm.count("best-k") && vm.count("best-tree")) throw Error("give --best-k (chains) or --best-tree (EAGLE-2 trees), not both");
+  if (vm.count("batching") && (vm.count("best-k") || vm.count("best-tree")))
+    throw Error("--batching evaluates one configuration: give --k, --tree or --dynamic-tree rather than a search");
+  const bool batched = vm.count("batching") > 0;
+  const Batching batching = batched ? parse_batching(vm["batching"].as<std::string>(), "--batching") : Batching::continuous;
+  for (const char* search : {"best-k", "best-tree"})
+    if (vm.count(search) && (vm.count("tree") || vm.count("dynamic-tree") || vm.count("al")))
+      throw Error(std::string("--") + search + " searches draft shapes under an acceptance model; it cannot be combined with " +
+                  (vm.count("al") ? "--al (a measured AL belongs to the one configuration it was measured with)"
+                                  : "--tree or --dynamic-tree"));
+
+  nlohmann::json out;
+  Prediction p;
+  auto print_skipped = [&](const std::vector<SkippedSetting>& skipped) {
+    if (vm.count("json")) {
+      out["skipped"] = nlohmann::json::array();
+      for (const auto& k : skipped) out["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
+    } else {
+      for (const auto& k : skipped) io.out << "not evaluated: " << k.setting << ": " << k.reason << "\n";
+      io.out << (skipped.empty() ? "" : "\n");
+    }
+  };
+  if (vm.count("best-k")) {
+    const std::string range = vm["best-k"].as<std::string>();
+    std::vector<int> ks = parse_int_list(range, "best-k");
+    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos) ks = parse_int_list("1-" + range, "best-k");
+    const BestK b = best_k(s, ks);
+    p = b.best;
+    s.plan.k = b.k;
+    if (vm.count("json")) {
+      out["best_k"] = b.k;
+      for (const auto& q : b.all) out["by_k"].push_back(prediction_json(q, false));
+    } else {
+      io.out << "K   AL      TPOT ms   speedup\n";
+      for (const auto& q : b.all)
+        io.out << std::left << std::setw(4) << q.k << std::setw(8) << fmt(q.tokens_per_step, 3) << std::setw(10)
+               << fmt(q.tpot_s * 1e3, 3) << fmt(q.speedup, 3) << (q.k == b.k ? "  <- best" : "") << "\n";
+      io.out << "\n";
+    }
+    print_skipped(b.skipped);
+  } else if (vm.count("best-tree")) {
+    const std::string grid = vm["best-tree"].as<std::string>();
+    std::vector<std::string> parts;
+    std::istringstream in(grid);
+    for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+    if (parts.size() != 3)
+      throw Error("--best-tree: expected TOTALS/DEPTHS/TOP_KS (each a list or range, e.g. 32,48,64/4-8/8,10), got '" + grid + "'");
+    const BestTree b = best_dynamic_tree(s, parse_int_list(parts[0], "best-tree (totals)"),
+                                         parse_int_list(parts[1], "best-tree (depths)"),
+                                         parse_int_list(parts[2], "best-tree (top-k)"));
+    p = b.best;
+    s.plan.tree = b.tree;
+    s.plan.dynamic_depth = b.setting.depth;
+    s.plan.dynamic_top_k = b.setting.top_k;
+    auto is_best = [&](const DynamicTreeSetting& t) {
+      return t.total_tokens == b.setting.total_tokens && t.depth == b.setting.depth && t.top_k == b.setting.top_k;
+    };
+    if (vm.count("json")) {
+      out["best_tree"] = {{"total_tokens", b.setting.total_tokens}, {"depth", b.setting.depth}, {"top_k", b.setting.top_k}};
+      for (const auto& c : b.all) {
+        nlohmann::json row = prediction_json(c.prediction, false);
+        row["total_tokens"] = c.setting.total_tokens;
+        row["depth"] = c.setting.depth;
+        row["top_k"] = c.setting.top_k;
+        out["by_tree"].push_back(row);
+      }
+    } else {
+      io.out << "total depth top-k nodes AL      TPOT ms   speedup\n";
+      for (const auto& c : b.all)
+        io.out << std::left << std::setw(6) << c.setting.total_tokens << std::setw(6) << c.setting.depth << std::setw(6)
+               << c.setting.top_k << std::setw(6) << c.prediction.tree_nodes << std::setw(8)
+               << fmt(c.prediction.tokens_per_step, 3) << std::setw(10) << fmt(c.prediction.tpot_s * 1e3, 3)
+               << fmt(c.prediction.speedup, 3) << (is_best(c.setting) ? "  <- best" : "") << "\n";
+      io.out << "\n";
+    }
+    print_skipped(b.skipped);
+  } else {
+    p = predict(s);
+  }
+  if (vm.count("json")) {
+    out["scenario"] = {{"model", s.target.name},
+                       {"hardware", s.hardware.name},
+                       {"engine", s.engine.name},
+                       {"drafter", s.drafter ? s.drafter->name : "none"},
+                       {"batch", s.workload.batch},
+                       {"tp", s.workload.tp},
+                       {"prompt_len", s.workload.prompt_len},
+                       {"output_len", s.workload.output_len},
+                       {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
+    out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
+  } else {
+    print_prediction(io.out, s, p);
+    if (vm.count("breakdown")) print_breakdown(io.out, p);
+  }
+
+  if (batched) {
+    const BatchingPrediction b = predict_batching(s, batching);
+    if (vm.count("json")) {
+      out["batching"] = {{"mode", batching_name(b.mode)},
+                         {"sequences", b.sequences},
+                         {"tokens_per_step", b.tokens_per_step},
+                         {"tokens_per_step_sd", b.tokens_per_step_sd},
+                         {"step_ms", b.step_s * 1e3},
+                         {"prefill_per_step_ms", b.prefill_per_step_s * 1e3},
+                         {"steps", b.steps},
+                         {"ragged_factor", b.ragged_factor},
+                         {"tpot_ms", b.tpot_s * 1e3},
+                         {"throughput_tokens_per_s", b.throughput_tokens_per_s},
+                         {"sequential_tpot_ms", b.sequential_tpot_s * 1e3},
+                         {"sequential_throughput_tokens_per_s", b.sequential_throughput_tokens_per_s},
+                         {"speedup", b.speedup}};
+    } else {
+      auto line = [&](const std::string& k, const std::string& v) {
+        io.out << "  " << std::left << std::setw(34) << k << v << "\n";
+      };
+      io.out << "\n" << batching_name(b.mode) << " batching, "
+             << (b.mode == Batching::continuous ? "concurrency " : "batch ") << b.sequences
+             << " (tokens per step " << fmt(b.tokens_per_step, 3) << " ± " << fmt(b.tokens_per_step_sd, 3) << "):\n";
+      if (b.mode == Batching::static_batch) {
+        line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
+      } else {
+        line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
+      }
+      line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
+      line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +
+                                           fmt(b.sequential_throughput_tokens_per_s, 1) + ")");
+      line("speedup", fmt(b.speedup, 3) + "x");
+    }
+  }
+
+  if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {
+    if (!vm.count("capacity-rate") || !vm.count("tpot-target-ms"))
+      throw Error("capacity planning needs both --capacity-rate and --tpot-target-ms");
+    CapacityRequest req;
+    req.requests_per_s = vm["capacity-rate"].as<double>();
+    req.tpot_target_s = vm["tpot-target-ms"].as<double>() * 1e-3;
+    req.ttft_target_s = vm["ttft-target-ms"].as<double>() * 1e-3;
+    if (vm.count("price")) {
+      req.price_per_device_hour = vm["price"].as<double>();
+      if (req.price_per_device_hour < 0) throw Error("--price must be >= 0 USD per device-hour");
+    }
+    const CapacityPlan plan = plan_capacity(s, req);
+    if (vm.count("json")) {
+      out["capacity"] = {{"feasible", plan.feasible},
+                         {"batch", plan.batch},
+                         {"replicas", plan.replicas},
+                         {"devices", plan.devices},
+                         {"cost_per_hour_usd", plan.cost_per_hour},
+                         {"cost_per_million_output_tokens_usd", plan.cost_per_million_output_tokens},
+                         {"tpot_ms", plan.prediction.tpot_s * 1e3},
+                         {"ttft_ms", plan.prediction.ttft_s * 1e3}};
+    } else if (plan.feasible) {
+      io.out << "\ncapacity for " << req.requests_per_s << " requests/s at TPOT <= " << req.tpot_target_s * 1e3 << " ms:\n"
+             << "  batch " << plan.batch << " per replica (TPOT " << fmt(plan.prediction.tpot_s * 1e3) << " ms), "
+             << plan.replicas << " replicas = " << plan.devices << " devices, $" << fmt(plan.cost_per_hour, 2)
+             << "/hour, $" << fmt(plan.cost_per_million_output_tokens, 3) << " per million output tokens\n";
+    } else {
+      io.out << "\ncapacity: no batch size meets TPOT <= " << req.tpot_target_s * 1e3
+             << " ms (and the TTFT target) within memory\n";
+    }
+  }
+  if (vm.count("json")) io.out << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,346 @@
+#include "experiments/sweep/sweep_runner.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "runtime/method_runner.hpp"
+#include "runtime/backend.hpp"
+#include "experiments/sweep/progress.hpp"
+#include "experiments/sweep/results_store.hpp"
+#include "reference/core/error.hpp"
+#include "reference/drafting/tree_choices.hpp"
+#include "reference/io/atomic_file.hpp"
+#include "reference/io/fingerprint.hpp"
+#include "reference/methods/draft_schedule.hpp"
+#include "simulator/predictor.hpp"
+#include "simulator/spec_library.hpp"
+
+namespace specdec::sweep {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// Wall time spent drafting and verifying, and the drafts accepted per step (what a trace of the
+// run records, and what the simulator replays).
+struct RunObserver final : DecodeObserver {
+  int64_t draft_ns = 0, verify_ns = 0;
+  std::vector<int> accepted;
+  int max_depth = 0;
+  void on_sequential_step(const SequentialStep& s) override {
+    if (s.index > 0) verify_ns += s.step_ns;  // step 0's forward is the prefill
+  }
+  void on_speculative_step(const SpeculativeStep& s) override {
+    draft_ns += s.draft_ns;
+    verify_ns += s.verify_ns;
+    accepted.push_back(static_cast<int>(s.verify->accepted_nodes.size()));
+    for (int n = 0; n < s.tree->size(); ++n) max_depth = std::max(max_depth, s.tree->depth(n));
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+DecodeArgs decode_args(const SweepSpec& spec, const Cell& c, const Prompt& p) {
+  DecodeArgs a;
+  a.model = spec.model;
+  a.prompt = p.text;
+  a.method = c.method;
+  a.drafter = c.drafter;
+  a.sampling = c.sampling;
+  a.temperature = c.temperature;
+  a.top_k = c.top_k;
+  a.top_p = c.top_p;
+  a.seed = static_cast<uint64_t>(c.seed < 0 ? p.index : c.seed);
+  a.max_new_tokens = spec.max_new_tokens;
+  a.ignore_eos = spec.ignore_eos;
+  a.backend = c.backend;
+  return a;
+}
+
+// The simulator's prediction for this run: its accepted lengths replayed on the spec's hardware
+// and model, with the run's own method and draft shape.
+json predict_run(const SweepSpec& spec, const sim::SpecLibrary& lib, const Cell& c, const RunObserver& obs,
+                 int prompt_tokens, int generated) {
+  sim::Scenario s;
+  s.target = lib.model(spec.predict.model);
+  s.hardware = lib.hardware(spec.predict.hardware);
+  s.engine = lib.engine_for(spec.predict.engine, s.hardware);
+  s.workload.batch = spec.predict.batch;
+  s.workload.prompt_len = prompt_tokens;
+  s.workload.output_len = std::max(1, generated);
+  const MethodSpec& m = c.method;
+  s.plan.method = sim::parse_method(m.name, "method");
+  if (s.plan.method != sim::Method::sequential) {
+    s.drafter = lib.drafter(spec.predict.drafters[m.name].get<std::string>(), s.target);
+    if (obs.accepted.empty()) return nullptr;  // no step to replay
+    const int recorded = std::max(obs.max_depth, 1);
+    s.acceptance = sim::replay_acceptance(obs.accepted, recorded);
+    s.plan.k = m.tree == "chain" ? m.k : recorded;
+    if (m.tree == "dynamic") {
+      // The plan counts draft levels; the method spec counts expansions after the first.
+      sim::set_dynamic_tree(s.plan, *s.acceptance, m.total_tokens, step_shape(m).max_depth(), m.tree_top_k);
+    } else if (m.tree != "chain") {
+      s.plan.tree = make_tree_shape(tree_choices_from_spec(m.tree), m.tree);
+    }
+  }
+  const sim::Prediction p = sim::predict(s);
+  return {{"hardware", s.hardware.name}, {"engine", s.engine.name}, {"model", s.target.name}, {"speedup", p.speedup},
+          {"tokens_per_step", p.tokens_per_step}, {"tpot_ms", p.tpot_s * 1e3}};
+}
+
+std::string target_key(const std::string& backend) { return "target|" + backend; }
+std::string drafter_key(const std::string& method, const std::string& drafter, const std::string& backend) {
+  return "drafter|" + method + "|" + drafter + "|" + backend;
+}
+
+// Models and drafters are loaded once per backend and reused by every run. A checkpoint whose
+// weights differ from those the results directory's rows were computed with is refused.
+class ModelCache {
+ public:
+  ModelCache(std::string model, std::map<std::string, std::string> known, fs::path out)
+      : model_(std::move(model)), known_(std::move(known)), out_(std::move(out)) {}
+  const LoadedModel& target(const std::string& backend) {
+    auto it = targets_.find(backend);
+    if (it == targets_.end()) {
+      it = targets_.emplace(backend, load_model(model_, backend)).first;
+      check(target_key(backend), model_, it->second.fingerprint);
+    }
+    return it->second;
+  }
+  const LoadedDrafter* drafter(const DecodeArgs& a) {
+    if (a.drafter.empty()) return nullptr;  // a method without a drafter (the spec checked which need one)
+    const auto key = std::make_tuple(a.method.name, a.drafter, a.backend);
+    auto it = drafters_.find(key);
+    if (it == drafters_.end()) {
+      it = drafters_.emplace(key, *load_drafter(a, target(a.backend))).first;
+      check(drafter_key(a.method.name, a.drafter, a.backend), a.drafter, it->second.fingerprint);
+    }
+    return &it->second;
+  }
+
+ private:
+  void check(const std::string& key, const std::string& path, const std::string& fingerprint) const {
+    const auto k = known_.find(key);
+    if (k != known_.end() && k->second != fingerprint) {
+      throw Error(path + ": the checkpoint changed since the rows in " + out_.string() + " were computed (" + k->second +
+                  " then, " + fingerprint + " now); results of two different models are not mixed: give a new --out directory");
+    }
+  }
+
+  std::string model_;
+  std::map<std::string, std::string> known_;
+  fs::path out_;
+  std::map<std::string, LoadedModel> targets_;
+  std::map<std::tuple<std::string, std::string, std::string>, LoadedDrafter> drafters_;
+};
+
+json run_one(const SweepSpec& spec, int64_t run, ModelCache& cache, const sim::SpecLibrary* lib) {
+  const Cell& c = spec.cell_of(run);
+  const Prompt& p = spec.prompt_of(run);
+  const DecodeArgs a = decode_args(spec, c, p);
+  const LoadedModel& target = cache.target(a.backend);
+  const LoadedDrafter* drafter = cache.drafter(a);
+  const std::vector<int32_t> prompt = prompt_tokens(a, target);
+  const SamplingParams sampling = sampling_params(a);
+  const GenerationOptions options = generation_options(a);
+
+  GenerationResult first;
+  RunObserver first_obs;
+  std::vector<double> draft_ms, verify_ms, decode_ms, prefill_ms, tps;
+  for (int rep = 0; rep < spec.repeats; ++rep) {
+    RunObserver obs;
+    GenerationResult r = run_method(a, target, prompt, sampling, options, &obs, drafter);
+    if (rep == 0) {
+      first = r;
+      first_obs = obs;
+    } else if (r.tokens != first.tokens) {
+      throw Error("run " + std::to_string(run) + " (" + c.label() + ", prompt " + p.id + ") gave different tokens on repeat " +
+                  std::to_string(rep + 1) + "; decoding must be deterministic");
+    }
+    draft_ms.push_back(obs.draft_ns / 1e6);
+    verify_ms.push_back(obs.verify_ns / 1e6);
+    decode_ms.push_back(r.stats.decode_ns / 1e6);
+    prefill_ms.push_back(r.stats.prefill_ns / 1e6);
+    tps.push_back(r.decode_tokens_per_second());
+  }
+  const GenerationStats& st = first.stats;
+  Fnv1a64 h;
+  h.update(first.tokens.data(), first.tokens.size() * sizeof(int32_t));
+  json row = {{"run", run},
+              {"cell", run / static_cast<int64_t>(spec.prompts.size())},
+              {"label", c.label()},
+              {"prompt_set", p.set},
+              {"prompt_id", p.id},
+              {"category", p.category},
+              {"seed_used", a.seed},
+              {"prompt_tokens", prompt.size()},
+              {"generated_tokens", first.tokens.size()},
+              {"stop_reason", first.stop_reason},
+              {"output_fnv1a64", h.str()},
+              {"target_forwards", st.target_forwards},
+              {"drafter_forwards", st.drafter_forwards},
+              {"steps", st.steps},
+              {"drafted_tokens", st.drafted_tokens},
+              {"accepted_tokens", st.accepted_tokens},
+              {"emitted_in_steps", st.emitted_in_steps},
+              {"acceptance_length", st.steps ? st.acceptance_length() : 1.0},
+              {"acceptance_by_depth", st.acceptance_by_depth()},
+              {"depth_attempts", st.depth_attempts},
+              {"depth_accepts", st.depth_accepts},
+              {"tokens_per_target_forward", static_cast<double>(first.tokens.size()) / st.target_forwards},
+              {"timing",
+               {{"repeats", spec.repeats},
+                {"draft_ms", median(draft_ms)},
+                {"verify_ms", median(verify_ms)},
+                {"decode_ms", median(decode_ms)},
+                {"prefill_ms", median(prefill_ms)},
+                {"tokens_per_s", median(tps)}}}};
+  const json config = c.to_json();
+  for (const auto& [k, v] : config.items()) row[k] = v;
+  row["model_fingerprint"] = target.fingerprint;
+  if (drafter) row["drafter_fingerprint"] = drafter->fingerprint;
+  if (lib) {
+    try {
+      const json pred = predict_run(spec, *lib, c, first_obs, static_cast<int>(prompt.size()), static_cast<int>(first.tokens.size()));
+      if (!pred.is_null()) row["predicted"] = pred;
+    } catch (const std::exception& e) {
+      throw Error(spec.source + ": predict for " + c.label() + ": " + e.what());
+    }
+  }
+  return row;
+}
+
+// The runs a directory's rows cover, checked against its manifest.
+std::set<int64_t> done_runs(const std::vector<json>& rows, const json& manifest, const fs::path& dir) {
+  std::set<int64_t> done;
+  const int64_t runs = manifest["runs"].get<int64_t>();
+  const int64_t prompts = static_cast<int64_t>(manifest["prompts"].size());
+  for (const json& r : rows) {
+    const int64_t run = r["run"].get<int64_t>();
+    if (run < 0 || run >= runs || r.value("cell", int64_t(-1)) != run / prompts ||
+        r.value("prompt_id", std::string()) != manifest["prompts"][run % prompts]["id"].get<std::string>()) {
+      throw Error((dir / "rows.jsonl").string() + ": row of run " + std::to_string(run) + " does not belong to this sweep's manifest");
+    }
+    if (!done.insert(run).second) throw Error((dir / "rows.jsonl").string() + ": run " + std::to_string(run) + " appears twice");
+  }
+  return done;
+}
+
+std::vector<json> sorted_by_run(std::vector<json> rows) {
+  std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return a["run"].get<int64_t>() < b["run"].get<int64_t>(); });
+  return rows;
+}
+
+// What can be checked before the first run, so that a typo fails now rather than hours in: the
+// target and drafter directories, the backends and the simulator's specs.
+void check_before_running(const SweepSpec& spec, const std::optional<sim::SpecLibrary>& lib) {
+  if (!fs::is_directory(spec.model)) throw Error(spec.source + ": model '" + spec.model + "' is not a directory");
+  std::set<std::string> checked;
+  for (const Cell& c : spec.cells) {
+    check_backend(c.backend, spec.source + ": backend of " + c.label());
+    if (!c.drafter.empty() && checked.insert(c.drafter).second && !fs::exists(c.drafter)) {
+      throw Error(spec.source + ": drafter '" + c.drafter + "' of " + c.label() + " does not exist");
+    }
+  }
+  if (lib) {
+    lib->hardware(spec.predict.hardware);
+    lib->model(spec.predict.model);
+    for (const auto& [method, drafter] : spec.predict.drafters.items()) lib->drafter_spec(drafter.get<std::string>());
+  }
+}
+
+}  // namespace
+
+int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream& log, bool log_is_terminal) {
+  std::optional<sim::SpecLibrary> lib;
+  if (spec.predict_enabled) lib.emplace();
+  check_before_running(spec, lib);
+  const json manifest = make_manifest(spec, o.shard);
+  open_results_dir(o.out, manifest);
+  const std::vector<json> existing = read_rows(o.out, /*repair=*/true);
+  const std::set<int64_t> done = done_runs(existing, manifest, o.out);
+  std::map<std::string, std::string> fingerprints;  // of the checkpoints the existing rows used
+  for (const json& r : existing) {
+    if (r.contains("model_fingerprint")) fingerprints[target_key(r["backend"])] = r["model_fingerprint"];
+    if (r.contains("drafter_fingerprint")) {
+      fingerprints[drafter_key(r["method"], r["drafter"], r["backend"])] = r["drafter_fingerprint"];
+    }
+  }
+  std::vector<int64_t> todo;
+  int64_t owned = 0;
+  for (int64_t r = 0; r < spec.run_count(); ++r) {
+    if (!o.shard.owns(r)) continue;
+    ++owned;
+    if (!done.count(r)) todo.push_back(r);
+  }
+  apply_threads(spec.threads);
+  ModelCache cache(spec.model, std::move(fingerprints), o.out);
+  RowWriter writer(o.out);
+  Progress progress(log, log_is_terminal, static_cast<int64_t>(todo.size()), owned - static_cast<int64_t>(todo.size()),
+                           o.progress_interval_s);
+  for (const int64_t r : todo) {
+    progress.start_run(spec.cell_of(r).label() + " " + spec.prompt_of(r).id);
+    writer.append(run_one(spec, r, cache, lib ? &*lib : nullptr));
+    progress.finish_run();
+  }
+  progress.done();
+  const std::vector<json> rows = sorted_by_run(read_rows(o.out, false));
+  write_summary(o.out, manifest, rows);
+  log << "sweep: " << rows.size() << " of " << owned << " runs" << (o.shard.count > 1 ? " of shard " + o.shard.text() : "")
+         << " in " << (o.out / "rows.jsonl").string() << "; summary in " << (o.out / "summary.json").string() << "\n";
+  return 0;
+}
+
+void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out, std::ostream& log) {
+  if (shards.empty()) throw Error("merge: no shard directories given");
+  json base;
+  std::map<int, fs::path> seen;
+  int count = 0;
+  std::vector<json> all;
+  for (const fs::path& d : shards) {
+    json m = read_manifest(d);
+    const Shard sh = parse_shard(m["shard"].get<std::string>());
+    json general = m;
+    general.erase("shard");
+    if (base.is_null()) {
+      base = general;
+      count = sh.count;
+    } else if (general != base) {
+      throw Error("merge: " + d.string() + " holds a different sweep than " + shards.front().string() + " (their manifests differ)");
+    } else if (sh.count != count) {
+      throw Error("merge: " + d.string() + " is shard " + sh.text() + " but " + shards.front().string() + " has " + std::to_string(count) + " shards");
+    }
+    if (seen.count(sh.index)) throw Error("merge: shard " + sh.text() + " is given twice (" + seen[sh.index].string() + " and " + d.string() + ")");
+    seen[sh.index] = d;
+    const std::vector<json> rows = read_rows(d, false);
+    const std::set<int64_t> done = done_runs(rows, m, d);
+    for (int64_t r = 0; r < m["runs"].get<int64_t>(); ++r) {
+      if (sh.owns(r) && !done.count(r)) {
+        throw Error("merge: shard " + sh.text() + " in " + d.string() + " is incomplete (run " + std::to_string(r) + " missing); resume it first");
+      }
+    }
+    for (const json& r : rows)
+      if (!sh.owns(r["run"].get<int64_t>())) throw Error("merge: " + d.string() + " holds run " + r["run"].dump() + " of another shard");
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  for (int i = 1; i <= count; ++i)
+    if (!seen.count(i)) throw Error("merge: shard " + std::to_string(i) + "/" + std::to_string(count) + " is missing");
+  json merged = base;
+  merged["shard"] = "1/1";
+  const std::vector<json> rows = sorted_by_run(std::move(all));
+  if (fs::exists(out / "rows.jsonl")) throw Error("merge: " + out.string() + " already holds rows; give a new --out directory");
+  open_results_dir(out, merged);
+  std::string text;
+  for (const json& r : rows) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  write_file_atomically(out / "rows.jsonl", text);
+  write_summary(out, merged, rows);
+  log << "merge: " << count << " shards, " << rows.size() << " runs into " << (out / "rows.jsonl").string() << "\n";
+}
+
+}  // namespace specdec::sweep

@@ -1,0 +1,87 @@
+#include "runtime/decode_request.hpp"
+
+#include <sstream>
+
+#include "reference/core/error.hpp"
+#include "reference/io/fingerprint.hpp"
+#include "reference/io/llama_checkpoint.hpp"
+#include "reference/model/ops.hpp"
+#include "runtime/backend.hpp"
+#include "text/load_tokenizer.hpp"
+
+namespace specdec {
+
+LoadedModel load_model(const std::string& path, const std::string& backend) {
+  check_backend(backend, "--backend");
+  LoadedModel m;
+  m.path = path;
+  m.backend = backend;
+  LlamaModel loaded = load_llama_checkpoint(path);
+  m.stored_dtype = loaded.config.torch_dtype;
+  m.fingerprint = weights_fingerprint(loaded.weights);
+  m.model = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
+  if (backend != "reference") m.backend_model = load_backend(backend, path);
+  m.tokenizer = text::load_tokenizer(path, m.model->config().bos_token_id);
+  if (m.tokenizer && m.tokenizer->size() > m.model->config().vocab_size) {
+    throw Error(m.tokenizer->description() + " has token ids up to " + std::to_string(m.tokenizer->size() - 1) +
+                ", but the model's config.json has vocab_size " + std::to_string(m.model->config().vocab_size) +
+                ": the tokenizer and the model do not belong together");
+  }
+  return m;
+}
+
+std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m) {
+  if (!a.prompt.empty() && !a.prompt_ids.empty()) throw Error("give either --prompt or --prompt-ids, not both");
+  std::vector<int32_t> ids;
+  if (!a.prompt_ids.empty()) {
+    std::stringstream ss(a.prompt_ids);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || v < 0 || v >= m.model->config().vocab_size) {
+        throw Error("--prompt-ids: '" + item + "' is not a token id in [0, " + std::to_string(m.model->config().vocab_size) + ")");
+      }
+      ids.push_back(static_cast<int32_t>(v));
+    }
+  } else if (!a.prompt.empty()) {
+    if (!m.tokenizer) {
+      throw Error(m.path + " has no tokenizer (tokenizer.json, tokenizer.model or vocab.json), so text prompts cannot be encoded; "
+                  "give --prompt-ids instead");
+    }
+    ids = m.tokenizer->encode(a.prompt, true);
+  }
+  if (ids.empty()) throw Error("no prompt: give --prompt TEXT or --prompt-ids 1,2,3");
+  return ids;
+}
+
+SamplingParams sampling_params(const DecodeArgs& a) {
+  SamplingParams p;
+  p.mode = parse_sampling_mode(a.sampling);
+  p.temperature = a.temperature;
+  p.top_k = a.top_k;
+  p.top_p = a.top_p;
+  p.seed = a.seed;
+  p.validate();
+  return p;
+}
+
+GenerationOptions generation_options(const DecodeArgs& a) {
+  if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be >= 0");
+  GenerationOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.stop_at_eos = !a.ignore_eos;
+  return o;
+}
+
+void apply_threads(int threads) {
+  if (threads < 0) throw Error("--threads must be >= 0");
+  if (threads > 0) ops::set_num_threads(threads);
+}
+
+}  // namespace specdec

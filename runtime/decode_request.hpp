@@ -1,0 +1,61 @@
+#pragma once
+// A decoding run as the commands, sweeps and the Python module describe it: the options
+// (DecodeArgs), the target loaded on a backend (LoadedModel), and the prompt, sampling and
+// generation settings derived from them. Messages name the command-line options.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/decoding/generation.hpp"
+#include "reference/methods/method_spec.hpp"
+#include "reference/model/transformer.hpp"
+#include "reference/sampling/sampling_params.hpp"
+#include "text/tokenizer.hpp"
+
+namespace specdec {
+
+struct DecodeArgs {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  MethodSpec method;            // --method and its shape options (--k, --tree, ...)
+  std::string drafter;          // draft LM (draft) or EAGLE / EAGLE-3 / P-EAGLE head directory
+  std::string sampling = "greedy";
+  double temperature = 1.0;
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  int max_new_tokens = 32;
+  bool ignore_eos = false;
+  int threads = 0;
+  std::string backend = "reference";  // forward implementation of the target and the draft LM
+  bool json = false;
+};
+
+// A checkpoint loaded for decoding. `model` is always the reference Transformer: its config, and
+// the weights EAGLE heads bind to (embeddings, LM head). Target forwards go to forward_model(),
+// the backend chosen with --backend (the reference itself unless another one was loaded).
+struct LoadedModel {
+  std::string path;
+  std::unique_ptr<Transformer> model;
+  std::string backend = "reference";
+  std::unique_ptr<LanguageModel> backend_model;  // null for the reference backend
+  std::shared_ptr<const text::Tokenizer> tokenizer;  // null: prompts and outputs as token ids
+  std::string fingerprint;
+  std::string stored_dtype;
+
+  const LanguageModel& forward_model() const { return backend_model ? *backend_model : *model; }
+};
+// Loads the checkpoint at `path` into the reference and, unless `backend` is "reference", into
+// that backend too. Throws specdec::Error for an unknown or unavailable backend before reading.
+LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
+
+// The prompt as token ids: --prompt-ids "1,2,3" (as given) or --prompt TEXT (encoded by the
+// checkpoint's tokenizer with what it adds around a prompt, typically BOS).
+std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m);
+SamplingParams sampling_params(const DecodeArgs& a);
+GenerationOptions generation_options(const DecodeArgs& a);
+// Applies --threads (0 = leave the OpenMP default).
+void apply_threads(int threads);
+
+}  // namespace specdec

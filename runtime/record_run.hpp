@@ -1,0 +1,33 @@
+#pragma once
+// Recording a decoding run as an HDF5 trace (traces/SCHEMA.md): what `specdec record` and the
+// Python module's record() do, from a DecodeArgs.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/decode_request.hpp"
+
+namespace specdec {
+
+struct RecordOptions {
+  std::string out;          // trace file, written atomically
+  std::string logits = "topk";  // full | topk (top-k ids and values, logsumexp, checksum)
+  int logit_top_k = 20;
+};
+
+struct RecordResult {
+  std::string trace;
+  int64_t steps = 0;
+  std::vector<int32_t> output_tokens;
+  std::string stop_reason;
+
+  // {"trace", "steps", "output_tokens", "stop_reason"}: record --json.
+  nlohmann::json to_json() const;
+};
+
+// Checks the options (before any model is loaded), decodes `a` and writes its trace. Throws
+// specdec::Error naming the option at fault; nothing is written then.
+RecordResult record_run(const DecodeArgs& a, const RecordOptions& options);
+
+}  // namespace specdec

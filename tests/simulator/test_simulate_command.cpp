@@ -1,0 +1,325 @@
+// specdec simulate: the command's modes end to end, through run_simulate.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "simulator/engine_spec.hpp"
+#include "simulator/hardware_spec.hpp"
+#include "simulator/spec_json.hpp"
+#include "test_util.hpp"
+
+namespace specdec::cli {
+namespace {
+
+struct CommandRun {
+  int code = 0;
+  std::string out, err;
+};
+
+CommandRun simulate(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  CommandIO io{out, err};
+  CommandRun r;
+  r.code = run_simulate(args, io);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+TEST(SimulateCommand, HelpAndTable) {
+  EXPECT_NE(simulate({"--help"}).out.find("usage: specdec simulate"), std::string::npos);
+  const CommandRun r = simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--k",
+                          "4", "--alpha", "0.8", "--breakdown"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("TPOT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speedup"), std::string::npos);
+  EXPECT_NE(r.out.find("draft lm_head"), std::string::npos) << "per-operator breakdown: " << r.out;
+  EXPECT_NE(r.out.find("verify attention"), std::string::npos);
+}
+
+TEST(SimulateCommand, JsonBestKAndCapacity) {
+  const CommandRun r = simulate({"--model", "llama-2-70b", "--hardware", "trn1-32xlarge", "--tp", "32", "--drafter",
+                          "draft-llama-2-7b", "--alpha", "0.75", "--best-k", "8", "--json", "--capacity-rate", "2",
+                          "--tpot-target-ms", "50"});
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["by_k"].size(), 8u);
+  const int best = j["best_k"];
+  for (const auto& row : j["by_k"]) EXPECT_GE(row["tpot_ms"].get<double>(), j["prediction"]["tpot_ms"].get<double>() - 1e-12);
+  EXPECT_EQ(j["prediction"]["k"], best);
+  EXPECT_TRUE(j["capacity"]["feasible"].get<bool>());
+  EXPECT_EQ(j["capacity"]["devices"].get<int>() % 32, 0);
+  EXPECT_GT(j["capacity"]["cost_per_million_output_tokens_usd"].get<double>(), 0);
+}
+
+TEST(SimulateCommand, TreesAndAcceptanceOptions) {
+  auto tpot = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return nlohmann::json::parse(simulate(a).out)["prediction"];
+  };
+  const auto tree = tpot({"--tree", "mc_sim_7b_63", "--tree-acceptance", "[[0.7,0.2,0.1,0.1],[0.7,0.2,0.1],[0.7,0.2,0.1],[0.7,0.2],[0.7,0.2]]"});
+  EXPECT_EQ(tree["tree_nodes"], 25);
+  const auto dyn = tpot({"--dynamic-tree", "26,5,4", "--tree-acceptance", "[[0.7,0.2,0.1,0.1],[0.7,0.2,0.1],[0.7,0.2,0.1],[0.7,0.2],[0.7,0.2]]"});
+  EXPECT_GE(dyn["acceptance_length"].get<double>(), tree["acceptance_length"].get<double>() - 1e-12);
+  const auto vec = tpot({"--k", "3", "--acceptance", "0.9,0.8,0.7"});
+  EXPECT_NEAR(vec["acceptance_length"].get<double>(), 1 + 0.9 + 0.72 + 0.504, 1e-12);
+  const auto table = tpot({"--k", "3", "--acceptance-table", "3:2.5"});
+  EXPECT_DOUBLE_EQ(table["acceptance_length"].get<double>(), 2.5);
+}
+
+TEST(SimulateCommand, UserErrors) {
+  using test = std::vector<std::string>;
+  auto err = [](test args) { return sim::test::error_of([&] { simulate(args); }); };
+  EXPECT_NE(err({"--hardware", "h100-sxm"}).find("--model is required"), std::string::npos);
+  EXPECT_NE(err({"--model", "llama-9b", "--hardware", "h100-sxm"}).find("unknown models spec 'llama-9b'"), std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b"})
+                .find("needs an acceptance model"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--k", "x"}).find("--k: 'x' is not a number"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--tp", "16"}).find("exceeds the 8 devices"),
+            std::string::npos);
+  EXPECT_NE(err({"--bogus"}).find("unrecognised option"), std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--alpha", "0.5",
+                 "--acceptance", "0.5"})
+                .find("give one acceptance model"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3"}).find("--tpot-target-ms"),
+            std::string::npos);
+}
+
+// Engines: each hardware kind's default, a named one, what an engine cannot run, eager launches.
+TEST(SimulateCommand, Engines) {
+  auto run = [](std::vector<std::string> a) {
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r;
+  };
+  auto json = [&](std::vector<std::string> a) {
+    a.push_back("--json");
+    return nlohmann::json::parse(run(a).out);
+  };
+  const std::vector<std::string> eagle = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter",
+                                          "eagle1-vicuna-7b", "--alpha", "0.8", "--k", "4"};
+  EXPECT_NE(run(eagle).out.find("on a100-80gb-sxm with vllm"), std::string::npos) << "the GPU default";
+  EXPECT_EQ(json({"--model", "llama-2-7b", "--hardware", "trn1-32xlarge"})["scenario"]["engine"], "transformers-neuronx");
+  auto with = [&](const std::string& engine) {
+    std::vector<std::string> a = eagle;
+    a.insert(a.end(), {"--engine", engine});
+    return json(a)["prediction"];
+  };
+  const auto ideal = with("ideal"), vllm = with("vllm"), eager = with("hf-eager");
+  EXPECT_DOUBLE_EQ(ideal["overhead_ms"].get<double>(), 0.0);
+  EXPECT_GT(vllm["tpot_ms"].get<double>(), ideal["tpot_ms"].get<double>()) << "1 ms per target forward";
+  // Eager PyTorch: every operator waits for its launches, so a 7B forward is launch bound at batch 1.
+  EXPECT_GT(eager["sequential_tpot_ms"].get<double>(), 1.5 * vllm["sequential_tpot_ms"].get<double>());
+  const std::string list = run({"--list"}).out;
+  EXPECT_NE(list.find("engines: hf-eager ideal sglang specdec-cpu tensorrt-llm transformers-neuronx vllm"), std::string::npos)
+      << list;
+
+  auto err = [](std::vector<std::string> a) { return sim::test::error_of([&] { simulate(a); }); };
+  std::vector<std::string> tree = eagle;
+  tree.insert(tree.end(), {"--tree", "mc_sim_7b_63"});
+  EXPECT_NE(err(tree).find("engine 'vllm' verifies draft chains only, not trees"), std::string::npos);
+  tree.insert(tree.end(), {"--engine", "tensorrt-llm"});
+  EXPECT_EQ(err(tree), "");
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "peagle-llama3.1-8b", "--alpha", "0.8",
+                 "--engine", "sglang"})
+                .find("engine 'sglang' does not run method peagle (it runs: draft, eagle, eagle3)"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "warp"}).find("unknown engines spec 'warp'"),
+            std::string::npos);
+}
+
+// --batching: static and continuous batches with ragged acceptance, in the table and in JSON.
+TEST(SimulateCommand, Batching) {
+  const std::vector<std::string> base = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                         "eagle3-llama3.1-8b", "--k", "4", "--alpha", "0.8", "--batch", "32"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  const auto st = nlohmann::json::parse(run({"--batching", "static", "--json"}));
+  EXPECT_EQ(st["batching"]["mode"], "static");
+  EXPECT_EQ(st["batching"]["sequences"], 32);
+  EXPECT_GT(st["batching"]["ragged_factor"].get<double>(), 1.0);
+  EXPECT_LT(st["batching"]["speedup"].get<double>(), st["prediction"]["speedup"].get<double>());
+  const auto co = nlohmann::json::parse(run({"--batching", "continuous", "--json"}));
+  EXPECT_GT(co["batching"]["prefill_per_step_ms"].get<double>(), 0.0);
+  EXPECT_NE(run({"--batching", "static"}).find("steps until the batch is done"), std::string::npos);
+  EXPECT_NE(run({"--batching", "continuous"}).find("step + interleaved prefill"), std::string::npos);
+  auto err = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return sim::test::error_of([&] { simulate(a); });
+  };
+  EXPECT_NE(err({"--batching", "paged"}).find("unknown batching 'paged'"), std::string::npos);
+  EXPECT_NE(err({"--batching", "static", "--best-k", "6"}).find("--batching evaluates one configuration"),
+            std::string::npos);
+}
+
+// The searches and measured acceptance on the command line: --best-k over a list, a range or what
+// a table covers; --best-tree over an EAGLE-2 grid; a tree's measured AL or per-depth table.
+TEST(SimulateCommand, SearchesAndMeasuredAcceptance) {
+  auto json = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto ks = [](const nlohmann::json& j) {
+    std::vector<int> v;
+    for (const auto& row : j["by_k"]) v.push_back(row["k"]);
+    return v;
+  };
+  EXPECT_EQ(ks(json({"--alpha", "0.8", "--best-k", "2,4,6"})), (std::vector<int>{2, 4, 6}));
+  EXPECT_EQ(ks(json({"--alpha", "0.8", "--best-k", "3-5"})), (std::vector<int>{3, 4, 5}));
+  const auto table = json({"--acceptance-table", "2:2.4,4:3.1", "--best-k", "8"});
+  EXPECT_EQ(ks(table), (std::vector<int>{2, 4}));
+  EXPECT_EQ(table["skipped"].size(), 6u);
+  EXPECT_EQ(table["skipped"][0]["setting"], "K = 1");
+
+  const std::string probs = "[[0.7,0.2,0.1],[0.7,0.2,0.1],[0.6,0.2],[0.6,0.2],[0.5,0.2]]";
+  const auto trees = json({"--tree-acceptance", probs, "--best-tree", "32,64/4-6/4,8"});
+  EXPECT_EQ(trees["by_tree"].size(), 8u) << "depth 6 is beyond the 5 depths given";
+  EXPECT_EQ(trees["skipped"].size(), 4u);
+  EXPECT_EQ(trees["prediction"]["tree_nodes"], trees["best_tree"]["total_tokens"].get<int>() - 1);
+  for (const auto& row : trees["by_tree"])
+    EXPECT_GE(row["tpot_ms"].get<double>(), trees["prediction"]["tpot_ms"].get<double>() - 1e-12);
+  const auto text = simulate({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b",
+                              "--tree-acceptance", probs, "--best-tree", "32/5-6/4"});
+  EXPECT_NE(text.out.find("<- best"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not evaluated: total 32, depth 6, top-k 4"), std::string::npos) << text.out;
+
+  const auto al = json({"--tree", "mc_sim_7b_63", "--al", "3.6"});
+  EXPECT_DOUBLE_EQ(al["prediction"]["acceptance_length"].get<double>(), 3.6);
+  EXPECT_EQ(al["prediction"]["tree_nodes"], 25);
+  const auto by_depth = json({"--tree", "mc_sim_7b_63", "--acceptance-by-depth", "0.8,0.6,0.45,0.3,0.2"});
+  EXPECT_NEAR(by_depth["prediction"]["acceptance_length"].get<double>(), 3.35, 1e-12);
+  const auto chain = json({"--k", "3", "--acceptance-by-depth", "0.8,0.6,0.45,0.3,0.2"});
+  EXPECT_NEAR(chain["prediction"]["acceptance_length"].get<double>(), 2.85, 1e-12);
+}
+
+TEST(SimulateCommand, SearchAndMeasuredAcceptanceErrors) {
+  auto err = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return sim::test::error_of([&] { simulate(a); });
+  };
+  auto says = [](const std::string& error, const std::string& what) {
+    EXPECT_NE(error.find(what), std::string::npos) << "expected '" << what << "' in: " << error;
+  };
+  says(err({"--tree", "mc_sim_7b_63", "--acceptance-by-depth", "0.8,0.6,0.4"}), "gives 3 depths, the tree has 5");
+  says(err({"--al", "3.0", "--best-k", "4"}), "a measured AL belongs to the one configuration");
+  says(err({"--al", "3.0", "--dynamic-tree", "26,5,4"}), "chooses its tree from per-rank acceptance probabilities");
+  says(err({"--acceptance-by-depth", "0.8,0.6", "--dynamic-tree", "26,2,4"}), "chooses its tree from per-rank");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4"}), "expected TOTALS/DEPTHS/TOP_KS");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4/x"}), "--best-tree (top-k): 'x' is not a number");
+  says(err({"--alpha", "0.8", "--best-tree", "32/4/4", "--best-k", "4"}), "not both");
+  says(err({"--alpha", "0.8", "--best-k", "4", "--tree", "mc_sim_7b_63"}), "cannot be combined with --tree");
+  says(err({"--alpha", "0.8", "--al", "3"}), "give one acceptance model");
+  says(err({"--k", "4", "--al", "5.5"}), "measured AL 5.5 is outside [1, 5]");
+  says(err({"--acceptance-table", "4:3.0", "--best-k", "2"}), "none of K = 1..2 can be evaluated");
+  says(err({"--acceptance-by-depth", "0.5,0.7"}), "exceeds P(accepted >= 1)");
+  says(err({"--sweep", "-", "--al", "3"}), "--al is not available in --sweep mode");
+  says(err({"--tree", "mc_sim_7b_63", "--acceptance-table", "5:3.6"}), "for a tree give its measured AL (--al)");
+}
+
+// The README's simulate examples run as written, from the repository root as the README runs
+// them: a documented command that fails is the first bug a user meets.
+TEST(SimulateCommand, TheReadmeExamplesRun) {
+  const std::string readme = std::string(SPECDEC_SOURCE_DIR) + "/README.md";
+  std::ifstream in(readme);
+  ASSERT_TRUE(in) << "cannot read " << readme;
+  struct InDirectory {
+    std::filesystem::path was = std::filesystem::current_path();
+    explicit InDirectory(const std::filesystem::path& d) { std::filesystem::current_path(d); }
+    ~InDirectory() { std::filesystem::current_path(was); }
+  } at_root(SPECDEC_SOURCE_DIR);
+  const std::string prefix = "build/specdec simulate ";
+  int examples = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    std::istringstream words(line.substr(prefix.size(), line.find('#') - prefix.size()));
+    std::vector<std::string> args;
+    for (std::string w; words >> w;) args.push_back(w);
+    ++examples;
+    CommandRun r;
+    EXPECT_EQ(sim::test::error_of([&] { r = simulate(args); }), "") << readme << ": " << line;
+    EXPECT_EQ(r.code, 0) << readme << ": " << line << "\n" << r.err;
+    EXPECT_NE(r.out.find("speedup"), std::string::npos) << line << "\n" << r.out;
+  }
+  EXPECT_GE(examples, 1) << readme << " has no '" << prefix << "' example";
+}
+
+TEST(SimulateCommand, SweepCalibrateAndMeasure) {
+  sim::test::TempDir dir;
+  const auto csv = (dir.path() / "sweep.csv").string();
+  CommandRun r = simulate({"--sweep", csv, "--model", "llama-3.1-8b,llama-2-7b", "--hardware", "h100-sxm,b200", "--drafter",
+                    "none,eagle3-llama3.1-8b", "--k", "1-4", "--batch", "1,8", "--alphas", "0.6,0.8"});
+  EXPECT_NE(r.out.find("predicted"), std::string::npos);
+  std::ifstream in(csv);
+  int lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  // 2 models × 2 hardware × 2 batches × (1 sequential + 4 K × 2 alphas) + header.
+  EXPECT_EQ(lines, 2 * 2 * 2 * 9 + 1);
+
+  const auto fitted = (dir.path() / "fitted.json").string();
+  r = simulate({"--calibrate", (sim::test::source_dir() / "simulator/calibration/aws_trainium_trn1.json").string(),
+                "--output", fitted});
+  EXPECT_NE(r.out.find("largest error"), std::string::npos) << r.out;
+  const sim::HardwareSpec h = sim::load_hardware_spec(fitted);
+  EXPECT_EQ(h.name, "trn1-32xlarge");
+  const std::string aws = (sim::test::source_dir() / "simulator/calibration/aws_trainium_trn1.json").string();
+  r = simulate({"--calibrate", aws, "--cross-validate"});
+  EXPECT_NE(r.out.find("held-out error (leave one row out"), std::string::npos) << r.out;
+  const auto cv = nlohmann::json::parse(simulate({"--calibrate", aws, "--cross-validate", "--json"}).out);
+  EXPECT_EQ(cv["cross_validation"]["held_out"].size(), 4u);
+  EXPECT_EQ(cv["cross_validation"]["grouping"], "row");
+  const auto engine_out = (dir.path() / "engine.json").string();
+  simulate({"--calibrate", aws, "--engine-output", engine_out});
+  EXPECT_EQ(sim::load_engine_spec(engine_out).name, "transformers-neuronx");
+
+  const auto cpu = (dir.path() / "cpu.json").string();
+  r = simulate({"--measure-cpu", cpu, "--quick", "--threads", "1"});
+  const sim::HardwareSpec c = sim::load_hardware_spec(cpu);
+  EXPECT_EQ(c.kind, "cpu");
+  EXPECT_GT(c.memory_bandwidth_bytes_per_s, 1e8);
+  EXPECT_GT(c.peak_flops("fp32"), 1e8);
+  EXPECT_TRUE(sim::read_json_file(cpu).contains("measured"));
+  // The measured spec is usable at once.
+  r = simulate({"--model", "vicuna-68m", "--hardware", cpu});
+  EXPECT_NE(r.out.find("TPOT"), std::string::npos);
+}
+
+TEST(SimulateCommand, EvaluatePublishedResults) {
+  const std::string dir = (sim::test::source_dir() / "simulator/evaluation").string();
+  CommandRun r = simulate({"--evaluate", dir});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("published results in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("largest error"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(simulate({"--evaluate", dir, "--json"}).out);
+  ASSERT_TRUE(j.contains("sets"));
+  EXPECT_GE(j["all"]["results"].get<int>(), 20);
+  for (const auto& set : j["sets"])
+    for (const auto& row : set["rows"]) EXPECT_GT(row["predicted_speedup"].get<double>(), 0) << row.dump();
+  // --hardware/--engine replace every row's.
+  const auto h = nlohmann::json::parse(simulate({"--evaluate", dir, "--json", "--hardware", "h200", "--engine", "ideal"}).out);
+  for (const auto& set : h["sets"])
+    for (const auto& row : set["rows"]) {
+      EXPECT_EQ(row["hardware"], "h200");
+      EXPECT_EQ(row["engine"], "ideal");
+    }
+  EXPECT_THROW(simulate({"--evaluate", dir, "--calibrate", dir}), Error);
+  EXPECT_THROW(simulate({"--evaluate", "/nonexistent/set.json"}), Error);
+}
+
+}  // namespace
+}  // namespace specdec::cli

@@ -1,0 +1,15 @@
+#include "validation/forced_proposer.hpp"
+
+namespace specdec::validation {
+
+Proposal ForcedProposer::propose(const DraftContext& context) {
+  ++*step_;
+  Proposal own = inner_.propose(context);
+  const auto it = forced_.find(*step_);
+  if (it == forced_.end()) return own;
+  Proposal p = it->second;
+  p.drafter_forwards = own.drafter_forwards;
+  return p;
+}
+
+}  // namespace specdec::validation

@@ -1,0 +1,172 @@
+#include "validation/validation_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "reference/core/format.hpp"
+
+namespace specdec::validation {
+
+namespace {
+
+// JSON has no NaN or infinity: unknown values are null, infinite ones the string "inf".
+nlohmann::json number(double v) {
+  if (std::isnan(v)) return nullptr;
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+std::string g(double v) {
+  if (std::isnan(v)) return "n/a";
+  return format_brief(v);
+}
+
+nlohmann::json tokens_or_null(int32_t t) { return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t); }
+
+}  // namespace
+
+nlohmann::json to_json(const ValidationReport& r) {
+  nlohmann::json j;
+  j["result"] = r.passed ? "pass" : "fail";
+  j["candidate"] = r.candidate;
+  j["reference"] = r.reference;
+  j["method"] = r.method;
+  j["reference_steps"] = r.reference_steps;
+  j["steps_compared"] = r.steps_compared;
+  j["tokens_compared"] = r.tokens_compared;
+  j["candidate_runs"] = r.candidate_runs;
+  j["near_ties"] = nlohmann::json::array();
+  for (const NearTie& t : r.near_ties) {
+    j["near_ties"].push_back({{"step", t.step},
+                              {"position", t.position},
+                              {"kind", t.kind},
+                              {"row", t.row},
+                              {"reference_token", tokens_or_null(t.reference_token)},
+                              {"candidate_token", tokens_or_null(t.candidate_token)},
+                              {"reference", t.reference},
+                              {"candidate", t.candidate},
+                              {"margin", number(t.margin)},
+                              {"margin_units", t.margin_units},
+                              {"logit_error", number(t.logit_error)}});
+  }
+  j["quantities"] = nlohmann::json::array();
+  for (const QuantitySummary& q : r.quantities) {
+    j["quantities"].push_back({{"quantity", q.quantity},
+                               {"rule", q.rule},
+                               {"bound", number(q.bound)},
+                               {"worst", number(q.worst)},
+                               {"worst_at", q.worst_at},
+                               {"compared", q.compared},
+                               {"pass", q.pass}});
+  }
+  if (r.failure) {
+    const Divergence& d = *r.failure;
+    j["failure"] = {{"step", d.step},
+                    {"position", d.position},
+                    {"what", d.what},
+                    {"detail", d.detail},
+                    {"row", d.row},
+                    {"drafter_call", d.drafter_call < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.drafter_call)},
+                    {"reference_token", tokens_or_null(d.reference_token)},
+                    {"candidate_token", tokens_or_null(d.candidate_token)},
+                    {"margin", number(d.margin)},
+                    {"margin_units", d.margin_units},
+                    {"logit_error", number(d.logit_error)},
+                    {"value", number(d.value)},
+                    {"bound", number(d.bound)},
+                    {"reference_emitted", d.reference_emitted},
+                    {"candidate_emitted", d.candidate_emitted},
+                    {"layer", d.layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer)},
+                    {"substep", d.substep.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.substep)},
+                    {"layer_row", d.layer_row < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer_row)},
+                    {"layer_nmse", number(d.layer_value)}};
+  } else {
+    j["failure"] = nullptr;
+  }
+  j["policy"] = {{"logits_nmse", r.policy.logits_nmse},
+                 {"hidden_nmse", r.policy.hidden_nmse},
+                 {"logsumexp_abs", r.policy.logsumexp_abs},
+                 {"draft_probability_abs", r.policy.draft_probability_abs},
+                 {"near_tie_logit_margin", r.policy.near_tie_logit_margin},
+                 {"near_tie_probability_margin", r.policy.near_tie_probability_margin},
+                 {"max_near_ties", r.policy.max_near_ties}};
+  return j;
+}
+
+namespace {
+
+// A token id, and its text in quotes when there is a tokenizer (control characters escaped).
+std::string shown(int32_t id, const text::Tokenizer* tokenizer) {
+  std::string s = std::to_string(id);
+  if (!tokenizer || id < 0) return s;
+  s += " '";
+  for (const unsigned char c : tokenizer->token_text(id)) {
+    if (c == '\n') {
+      s += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      s += hex;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  s += "'";
+  return s;
+}
+
+}  // namespace
+
+void print_report(const ValidationReport& r, std::ostream& out, const text::Tokenizer* tokenizer) {
+  out << (r.passed ? "PASS" : "FAIL") << "  " << r.candidate << " against " << r.reference << ", method " << r.method << ": "
+      << r.steps_compared << "/" << r.reference_steps << " steps, " << r.tokens_compared << " tokens equal, "
+      << r.near_ties.size() << " near-tie" << (r.near_ties.size() == 1 ? "" : "s") << ", " << r.candidate_runs << " candidate run"
+      << (r.candidate_runs == 1 ? "" : "s") << "\n";
+  if (r.failure) {
+    const Divergence& d = *r.failure;
+    out << "first divergence: " << d.what;
+    if (d.step >= 0) out << " at step " << d.step << ", position " << d.position;
+    if (d.drafter_call >= 0) out << ", drafter row " << d.row << " (drafter forward " << d.drafter_call << " of the step)";
+    else if (d.row >= 0) out << ", row " << d.row;
+    out << "\n  " << d.detail << "\n";
+    if (d.reference_token >= 0 || d.candidate_token >= 0) {
+      out << "  tokens: reference " << shown(d.reference_token, tokenizer) << ", candidate " << shown(d.candidate_token, tokenizer)
+          << "; reference margin "
+          << g(d.margin) << (d.margin_units.empty() ? "" : " (" + d.margin_units + ")") << ", logit error " << g(d.logit_error)
+          << "\n";
+    }
+    if (!std::isnan(d.value)) out << "  measured " << g(d.value) << ", bound " << g(d.bound) << "\n";
+    if (d.layer >= 0) {
+      out << "  first out of tolerance inside the target forward: layer " << d.layer << ", " << d.substep << " (row " << d.layer_row
+          << ", NMSE " << g(d.layer_value) << ", bound " << g(r.policy.hidden_nmse) << ")\n";
+    }
+    if (!d.reference_emitted.empty() || !d.candidate_emitted.empty()) {
+      out << "  emitted: reference [";
+      for (size_t i = 0; i < d.reference_emitted.size(); ++i) out << (i ? " " : "") << d.reference_emitted[i];
+      out << "], candidate [";
+      for (size_t i = 0; i < d.candidate_emitted.size(); ++i) out << (i ? " " : "") << d.candidate_emitted[i];
+      out << "]\n";
+      if (tokenizer) {
+        out << "  emitted text: reference \"" << tokenizer->decode(d.reference_emitted) << "\", candidate \""
+            << tokenizer->decode(d.candidate_emitted) << "\"\n";
+      }
+    }
+  }
+  for (const NearTie& t : r.near_ties) {
+    out << "near-tie at step " << t.step << ", position " << t.position << " (" << t.kind << "): reference " << t.reference
+        << "; candidate " << t.candidate << "; margin " << g(t.margin) << (t.margin_units.empty() ? "" : " " + t.margin_units)
+        << ", logit error " << g(t.logit_error) << "; forced the reference's and continued\n";
+  }
+  if (!r.quantities.empty()) {
+    out << "quantity                              worst        bound        compared  where\n";
+    for (const QuantitySummary& q : r.quantities) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%-36s  %-11s  %-11s  %8ld  %s%s\n", q.quantity.c_str(), g(q.worst).c_str(), g(q.bound).c_str(),
+                    q.compared, q.worst_at.c_str(), q.pass ? "" : "  OUT OF TOLERANCE");
+      out << line;
+    }
+  }
+}
+
+}  // namespace specdec::validation

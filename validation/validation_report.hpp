@@ -1,0 +1,93 @@
+#pragma once
+// What a validation run found: pass or the first divergence, the near-ties it excused, and how
+// close every compared quantity came to its bound.
+#include <cstdint>
+#include <iosfwd>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "validation/tolerance_policy.hpp"
+#include "text/tokenizer.hpp"
+
+namespace specdec::validation {
+
+inline constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+
+// A token decision that differed where the reference was within the near-tie margin of
+// flipping; the comparison forced the reference's outcome and went on.
+struct NearTie {
+  int step = 0;
+  int32_t position = 0;
+  std::string kind;               // "choice" | "test" | "draw" | "draft"
+  int row = -1;                   // target logits row the decision read (-1: a draft)
+  int32_t reference_token = -1;
+  int32_t candidate_token = -1;
+  std::string reference, candidate;  // the two decisions in words
+  double margin = kUnknown;       // the reference's distance to flipping
+  std::string margin_units;       // "logit" | "probability" | "" (drafts)
+  double logit_error = kUnknown;  // max |Δ logit| over the row read
+};
+
+// The first difference that the policy does not excuse.
+struct Divergence {
+  int step = -1;                  // -1: not tied to a step (step count, output)
+  int32_t position = -1;
+  std::string what;               // "token", "target logits", "hidden states", "draft LM logits",
+                                  // "draft distributions", "draft", "drafter inputs", "drafter hidden",
+                                  // "drafter logits", "step field", "steps", "near-ties"
+  std::string detail;             // one line in words
+  int row = -1;                   // target logits row; for "drafter ..." the step's drafter row
+  int drafter_call = -1;          // "drafter ...": the reference's drafter forward of that row
+  int32_t reference_token = -1;
+  int32_t candidate_token = -1;
+  double margin = kUnknown;
+  std::string margin_units;
+  double logit_error = kUnknown;
+  double value = kUnknown;        // tolerance failures: the measured value ...
+  double bound = kUnknown;        // ... and its bound
+  std::vector<int32_t> reference_emitted, candidate_emitted;  // the step's emitted tokens
+  // Localisation (a candidate trace with per-layer target states): the first layer and sub-step
+  // of the step's target forward whose state is out of tolerance, in forward order; -1 / "" when
+  // none is, or the trace records none.
+  int layer = -1;
+  std::string substep;     // input_norm | attention | post_attention_norm | mlp
+  int layer_row = -1;      // the forward's row (0 = the first token of the forward) where it is worst
+  double layer_value = kUnknown;  // its NMSE, against the hidden-state bound
+};
+
+// How one compared quantity fared: the worst value seen against its bound.
+struct QuantitySummary {
+  std::string quantity;
+  std::string rule;
+  double bound = 0;
+  double worst = 0;
+  std::string worst_at;  // "step 3 row 1"
+  long compared = 0;     // rows (or entries) compared
+  bool pass = true;
+};
+
+struct ValidationReport {
+  bool passed = false;
+  std::string candidate;   // backend name
+  std::string reference;   // backend name, or "trace FILE"
+  std::string method;
+  int reference_steps = 0;
+  int steps_compared = 0;  // steps found equal (forced ones included)
+  int tokens_compared = 0;
+  int candidate_runs = 0;  // 1 + reruns after near-ties
+  std::vector<NearTie> near_ties;
+  std::vector<QuantitySummary> quantities;
+  std::optional<Divergence> failure;
+  TolerancePolicy policy;
+};
+
+nlohmann::json to_json(const ValidationReport& report);
+// Human-readable: verdict, the first divergence in full, near-ties, the quantity table. With the
+// checkpoint's tokenizer, tokens are shown with their text as well as their ids.
+void print_report(const ValidationReport& report, std::ostream& out, const text::Tokenizer* tokenizer = nullptr);
+
+}  // namespace specdec::validation
