@@ -18,14 +18,22 @@ if [ "${1:-}" = --print ]; then
   echo "$python"
   exit 0
 fi
-if [ -f "$env_dir/.complete" ]; then
+complete() { [ -f "$env_dir/.complete" ] && [ -x "$python" ]; }
+if complete; then
   echo "$python"
   exit 0
 fi
 # venv and ensurepip come from Debian's python3-venv (scripts/setup.sh installs it). A venv
-# records its own path in its scripts, so it is built in place; one left without .complete by an
-# interrupted install is removed and made again.
+# records its own path in its scripts, so it is built in place; one left incomplete by an
+# interrupted install is removed and made again. One maker at a time: two test runs at once must
+# not build the same environment over each other (a run that waited finds it made).
 mkdir -p "$cache"
+exec 9> "$cache/pyenv.lock"
+flock 9
+if complete; then
+  echo "$python"
+  exit 0
+fi
 rm -rf "$env_dir"
 echo "pyenv: installing the pinned interop libraries into $env_dir (about 6 GB, once)" >&2
 /usr/bin/python3 -m venv "$env_dir"
