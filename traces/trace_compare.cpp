@@ -131,20 +131,27 @@ const StepField* first_differing_field(std::initializer_list<StepFieldId> order,
   return nullptr;
 }
 
-std::string brief_value(const StepField& f, const StepRecord& step) {
-  return with_value(f, step, [](const auto& v) {
+// A field's value as "[a b c]" (validate's wording) or "[a,b,c]" (trace diff's): `element`
+// writes one element.
+template <class Element>
+std::string joined_value(const StepField& f, const StepRecord& step, char separator, Element element) {
+  return with_value(f, step, [&](const auto& v) {
     using T = std::decay_t<decltype(v)>;
     if constexpr (is_vector<T>::value) {
       std::string s = "[";
       for (std::size_t i = 0; i < v.size(); ++i) {
-        if (i) s += ' ';
-        s += brief_element(v[i]);
+        if (i) s += separator;
+        s += element(v[i]);
       }
       return s + ']';
     } else {
       return std::to_string(v);
     }
   });
+}
+
+std::string brief_value(const StepField& f, const StepRecord& step) {
+  return joined_value(f, step, ' ', [](const auto& x) { return brief_element(x); });
 }
 
 std::string element_difference(const StepField& f, const StepRecord& a, const StepRecord& b) {
@@ -162,19 +169,7 @@ std::string element_difference(const StepField& f, const StepRecord& a, const St
 }
 
 std::string comma_values(const StepField& f, const StepRecord& step) {
-  return with_value(f, step, [](const auto& v) {
-    using T = std::decay_t<decltype(v)>;
-    if constexpr (is_vector<T>::value) {
-      std::string s = "[";
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        if (i) s += ',';
-        s += comma_element(v[i]);
-      }
-      return s + "]";
-    } else {
-      return std::to_string(v);
-    }
-  });
+  return joined_value(f, step, ',', [](const auto& x) { return comma_element(x); });
 }
 
 std::string difference_sentence(const StepField& f, const StepRecord& a, const StepRecord& b) {
