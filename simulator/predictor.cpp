@@ -90,6 +90,9 @@ void validate_scenario(const Scenario& s) {
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
+  const ShapeSupport& shapes = method_registry()[size_t(m)].shapes;
+  if (s.plan.tree && !shapes.static_tree && !shapes.dynamic_tree)
+    throw Error("method " + method_name(m) + " drafts a chain (the method registry's shapes); give --k, not a tree");
   if (!s.engine.runs(m)) {
     std::string runs;
     for (Method r : s.engine.methods) runs += (runs.empty() ? "" : ", ") + method_name(r);
@@ -116,6 +119,8 @@ void validate_scenario(const Scenario& s) {
     }
   }
   if (s.plan.tree) {
+    // The registry's P-EAGLE takes static trees (one forward, per-position candidates); the cost
+    // model of its head forward is written for a chain of K positions so far.
     if (m == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; tree drafting is not supported for it");
     if (s.plan.tree->size() < 1) throw Error("draft tree has no nodes");
   } else {

@@ -28,7 +28,7 @@ struct Workload {
 struct DraftPlan {
   Method method = Method::sequential;
   int k = 0;                      // chain: draft tokens per step (P-EAGLE: parallel depth)
-  std::optional<TreeShape> tree;  // tree drafting instead of a chain (eagle1, eagle3, draft_model)
+  std::optional<TreeShape> tree;  // tree drafting instead of a chain (methods whose registry entry takes trees)
   // A dynamic tree (EAGLE-2; SGLang's --speculative-eagle-topk) is drafted beam-style: `depth`
   // drafter steps, each after the first expanding the `top_k` best frontier nodes, and then
   // reranked to `tree`. 0 = a static tree: one step per depth of `tree` over that depth's nodes.

@@ -175,6 +175,13 @@ TEST(Predictor, ScenarioErrors) {
   s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 3, 0.8);
   s.plan.method = Method::eagle1;
   EXPECT_NE(error_of([&] { predict(s); }).find("is a eagle3 drafter"), std::string::npos);
+  // A tree for a method whose registry entry drafts chains only.
+  s = scenario("llama-2-70b", "h100-sxm", "draft-llama-2-7b", 0, 0.8);
+  s.plan.tree = builtin_tree("mc_sim_7b_63");
+  EXPECT_NE(error_of([&] { predict(s); }).find("method draft drafts a chain"), std::string::npos) << error_of([&] { predict(s); });
+  s.plan.tree.reset();
+  s.plan.k = 4;
+  EXPECT_NO_THROW(predict(s));
 }
 
 // A measured AL (a tree's, from a recorded run) replaces the acceptance model's AL and nothing
