@@ -1,6 +1,8 @@
 // specdec init-model: write a deterministic random-weight checkpoint in the Hugging Face format.
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <sstream>
 
 #include "cli/options.hpp"
 #include "runtime/random_drafters.hpp"
@@ -13,7 +15,6 @@
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/drafters/eagle_head.hpp"
-#include <sstream>
 
 namespace specdec::cli {
 
@@ -44,19 +45,14 @@ int init_head(const std::string& kind, const std::string& target_dir, int layers
   LlamaModel t = load_llama_checkpoint(target_dir);
   const Transformer target(t.config, std::move(t.weights));
   const ModelConfig& tc = target.config();
-  EagleKind head_kind;
-  if (kind == "eagle1") {
-    head_kind = EagleKind::eagle1;
-  } else if (kind == "eagle3") {
-    head_kind = EagleKind::eagle3;
-  } else if (kind == "peagle") {
-    head_kind = EagleKind::peagle;
-  } else {
-    throw Error("--head must be eagle1, eagle3 or peagle, not '" + kind + "'");
-  }
+  // The head kinds by their names (eagle_kind_name): eagle1, eagle3, peagle.
+  std::optional<EagleKind> head_kind;
+  for (EagleKind k : {EagleKind::eagle1, EagleKind::eagle3, EagleKind::peagle})
+    if (kind == eagle_kind_name(k)) head_kind = k;
+  if (!head_kind) throw Error("--head must be eagle1, eagle3 or peagle, not '" + kind + "'");
   if (layers < 0) throw Error("--head-layers must be >= 0");
   std::vector<int> aux_layers;
-  if (head_kind != EagleKind::eagle1 && !aux.empty()) {
+  if (*head_kind != EagleKind::eagle1 && !aux.empty()) {
     std::stringstream ss(aux);
     std::string item;
     while (std::getline(ss, item, ',')) {
@@ -67,7 +63,7 @@ int init_head(const std::string& kind, const std::string& target_dir, int layers
       }
     }
   }
-  const EagleHeadConfig c = random_head_config(head_kind, tc, layers, aux_layers);
+  const EagleHeadConfig c = random_head_config(*head_kind, tc, layers, aux_layers);
   const EagleHead h = random_eagle_head(c, target, seed, 0.02f);
   write_into_directory(dir, "drafter head", [&](const std::filesystem::path& d) { save_eagle_head(d, h, dtype); });
   io.out << "wrote " << out << ": random " << eagle_kind_name(c.kind) << " head (" << c.num_layers << " layer"
