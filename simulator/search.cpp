@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 
 namespace specdec::sim {
 
@@ -58,7 +59,9 @@ BestK best_k(Scenario s, std::vector<int> ks) {
 BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, const std::vector<int>& depths,
                            const std::vector<int>& top_ks) {
   check_searchable(s, "the best dynamic tree");
-  if (s.plan.method == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; it has no dynamic tree to search");
+  const MethodEntry& method = method_registry()[size_t(s.plan.method)];
+  if (!method.shapes.dynamic_tree)
+    throw Error(method.title + " drafts no dynamic tree (the method registry's shapes); there is none to search");
   if (total_tokens.empty() || depths.empty() || top_ks.empty())
     throw Error("the best dynamic tree: give at least one total-token budget, depth and top-k");
   s.measured_tokens_per_step.reset();

@@ -72,7 +72,7 @@ TEST(Search, PeagleDepthBeyondItsTrainingIsSkipped) {
   EXPECT_EQ(evaluated(b), range(1, 8));
   ASSERT_EQ(b.skipped.size(), 2u);
   EXPECT_NE(b.skipped[0].reason.find("trained for up to 8 parallel positions"), std::string::npos) << b.skipped[0].reason;
-  EXPECT_NE(error_of([&] { best_dynamic_tree(s, {32}, {4}, {4}); }).find("P-EAGLE drafts a chain"), std::string::npos);
+  EXPECT_NE(error_of([&] { best_dynamic_tree(s, {32}, {4}, {4}); }).find("P-EAGLE drafts no dynamic tree"), std::string::npos);
 }
 
 TEST(Search, RefusesWhatItCannotSearch) {
