@@ -56,17 +56,22 @@ template <class Fn> decltype(auto) with_value(const StepField& f, const StepReco
   return std::visit([&](auto member) -> decltype(auto) { return fn(s.*member); }, f.member);
 }
 
+// A Philox counter as "{a,b,c,d}", in both wordings.
+std::string counter_text(const std::array<uint32_t, 4>& v) {
+  std::string s = "{";
+  for (std::size_t w = 0; w < 4; ++w) {
+    if (w) s += ',';
+    s += std::to_string(v[w]);
+  }
+  return s + '}';
+}
+
 // One element as brief_value writes it.
 template <class T> std::string brief_element(const T& v) {
   if constexpr (std::is_same_v<T, double>) {
     return format_brief(v);
   } else if constexpr (std::is_same_v<T, std::array<uint32_t, 4>>) {
-    std::string s = "{";
-    for (std::size_t w = 0; w < 4; ++w) {
-      if (w) s += ',';
-      s += std::to_string(v[w]);
-    }
-    return s + '}';
+    return counter_text(v);
   } else {
     return std::to_string(static_cast<long long>(v));
   }
@@ -75,12 +80,7 @@ template <class T> std::string brief_element(const T& v) {
 // One element as comma_values writes it.
 template <class T> std::string comma_element(const T& v) {
   if constexpr (std::is_same_v<T, std::array<uint32_t, 4>>) {
-    std::string s = "{";
-    for (std::size_t w = 0; w < 4; ++w) {
-      if (w) s += ',';
-      s += std::to_string(v[w]);
-    }
-    return s + '}';
+    return counter_text(v);
   } else {
     std::ostringstream o;
     o << +v;
