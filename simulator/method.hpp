@@ -9,7 +9,7 @@ namespace specdec::sim {
 enum class Method { sequential, draft_model, eagle1, eagle3, peagle };
 inline constexpr int kPricedMethods = 5;
 
-// The registry name: "sequential", "draft", "eagle", "eagle3", "peagle".
+// The method's registry name (method_registry()[m].name).
 std::string method_name(Method m);
 // A registry name or alias (method_entry's spellings); `source` names the input in errors.
 Method parse_method(const std::string& name, const std::string& source);
