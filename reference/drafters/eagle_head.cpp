@@ -136,6 +136,39 @@ bool EagleHead::in_draft_vocab(int32_t t) const {
 }
 
 EagleHead::Output EagleHead::forward(KVCache& cache, const Input& in) const {
+  check_input(in);
+  return engine_ ? engine_->forward(cache, in) : reference_forward(cache, in);
+}
+
+std::vector<EagleHead::Output> EagleHead::forward_batch(const std::vector<BatchEntry>& batch) const {
+  std::set<const KVCache*> seen;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::string where = "eagle head forward_batch: entry " + std::to_string(i) + ": ";
+    if (!batch[i].cache || !batch[i].input) throw Error(where + "no " + (batch[i].cache ? "input" : "cache"));
+    if (!seen.insert(batch[i].cache).second) {
+      throw Error(where + "uses a KV cache an earlier entry uses (each sequence of a batch needs its own cache)");
+    }
+    try {
+      check_input(*batch[i].input);
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+  }
+  if (engine_) return engine_->forward_batch(batch);
+  std::vector<Output> out;
+  out.reserve(batch.size());
+  for (const BatchEntry& e : batch) out.push_back(reference_forward(*e.cache, *e.input));
+  return out;
+}
+
+std::vector<EagleHead::Output> EagleHeadEngine::forward_batch(const std::vector<EagleHead::BatchEntry>& batch) const {
+  std::vector<EagleHead::Output> out;
+  out.reserve(batch.size());
+  for (const EagleHead::BatchEntry& e : batch) out.push_back(forward(*e.cache, *e.input));
+  return out;
+}
+
+void EagleHead::check_input(const Input& in) const {
   const EagleHeadConfig& c = config_;
   const std::string where = "eagle head forward: ";
   const int T = static_cast<int>(in.tokens.size());
@@ -169,7 +202,6 @@ EagleHead::Output EagleHead::forward(KVCache& cache, const Input& in) const {
                   std::to_string(embed.rows()) + ")");
     }
   }
-  return engine_ ? engine_->forward(cache, in) : reference_forward(cache, in);
 }
 
 EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input& in) const {

@@ -79,6 +79,15 @@ class EagleHead {
   // give bitwise the same results as T one-row calls. Checks `in` against the head, then computes
   // on the engine (the reference's own code when none is bound).
   Output forward(KVCache& cache, const Input& in) const;
+  // One sequence of a batched head forward: its own cache and input.
+  struct BatchEntry {
+    KVCache* cache = nullptr;
+    const Input* input = nullptr;
+  };
+  // Several sequences in one call: out[i] is bitwise forward(*batch[i].cache, *batch[i].input),
+  // whatever the other entries. Every input is checked before any cache is touched; caches must be
+  // distinct. The engine may read each weight once for all rows of all entries.
+  std::vector<Output> forward_batch(const std::vector<BatchEntry>& batch) const;
   // A cache of the engine's kind with num_layers layers of the drafter's KV width (reference:
   // a DenseKVCache).
   std::unique_ptr<KVCache> new_cache(int capacity) const;
@@ -106,6 +115,8 @@ class EagleHead {
   const Vector& mask_hidden() const { return weights_->mask_hidden; }
 
  private:
+  // Throws specdec::Error unless `in` suits this head (the checks of forward).
+  void check_input(const Input& in) const;
   // The reference's forward on a DenseKVCache; `in` already checked.
   Output reference_forward(KVCache& cache, const Input& in) const;
 
@@ -127,6 +138,9 @@ class EagleHeadEngine {
   virtual std::unique_ptr<KVCache> new_cache(int capacity) const = 0;
   // As EagleHead::forward; throws specdec::Error when `cache` is not one of this engine's.
   virtual EagleHead::Output forward(KVCache& cache, const EagleHead::Input& in) const = 0;
+  // As EagleHead::forward_batch (inputs checked, caches distinct). This default runs the entries
+  // one by one; an engine may read each weight once for all of them.
+  virtual std::vector<EagleHead::Output> forward_batch(const std::vector<EagleHead::BatchEntry>& batch) const;
 };
 
 // For engines: throws unless a cache of `layers` layers of width `kv_dim` fits head config `c`.

@@ -3,6 +3,7 @@
 // cuda) implements it; algorithms never see how the forward is computed.
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "reference/core/tensor.hpp"
@@ -48,6 +49,17 @@ struct ForwardResult {
 
 inline constexpr const char* kLayerStateNames[4] = {"input_norm", "attention", "post_attention_norm", "mlp"};
 
+// One sequence of a batched forward: its own cache and its own request (ragged: each entry has its
+// own token count, positions, mask and cache length).
+struct BatchEntry {
+  KVCache* cache = nullptr;
+  const ForwardRequest* request = nullptr;
+};
+
+// Throws specdec::Error unless every entry has a cache and a request and no cache appears twice
+// (two entries appending to one cache would depend on their order). `where` starts the message.
+void check_batch_entries(const std::vector<BatchEntry>& batch, const std::string& where);
+
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;
@@ -55,6 +67,13 @@ class LanguageModel {
   virtual std::unique_ptr<KVCache> new_cache(int capacity) const = 0;
   // Appends the request's tokens to `cache` (which must come from this model's new_cache).
   virtual ForwardResult forward(KVCache& cache, const ForwardRequest& request) const = 0;
+  // Several sequences in one call, each appended to its own cache. results[i] is bitwise what
+  // forward(*batch[i].cache, *batch[i].request) returns, whatever the other entries are (the
+  // batch-invariance every backend keeps). This default computes the entries one by one (the
+  // reference: the truth); the cpu and cuda backends read each weight once for all rows of all
+  // entries, with attention per entry over its own cache. A request that fails its checks throws
+  // before any cache is touched.
+  virtual std::vector<ForwardResult> forward_batch(const std::vector<BatchEntry>& batch) const;
 };
 
 }  // namespace specdec
