@@ -35,6 +35,9 @@ struct GenerationStats {
   // Per draft depth d (index d − 1): steps whose draft reached depth d with every shallower
   // draft accepted, and how many of those accepted a node at depth d.
   std::vector<int> depth_attempts, depth_accepts;
+  // Speculative steps by how many draft nodes they accepted: accepted_per_step[n] steps accepted n
+  // (vLLM's per-request acceptance histogram). Empty for sequential decoding.
+  std::vector<int> accepted_per_step;
 
   // Acceptance length: tokens emitted per verification step, counting the bonus/correction token
   // (plain decoding = 1.00). 0 when no step ran.
