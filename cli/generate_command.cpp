@@ -80,6 +80,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
           {"accepted_tokens", r.stats.accepted_tokens},
           {"acceptance_length", r.stats.steps ? r.stats.acceptance_length() : 1.0},
           {"acceptance_by_depth", r.stats.acceptance_by_depth()},
+          {"accepted_per_step", r.stats.accepted_per_step},
           {"tokens_per_target_forward", static_cast<double>(r.tokens.size()) / r.stats.target_forwards}}},
         // Wall-clock measurements, apart from the results, so identical runs compare equal
         // once "timing" is dropped.

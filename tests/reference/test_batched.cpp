@@ -281,6 +281,59 @@ TEST(BatchedDecoding, BadRequestsAreRefusedNamingThem) {
   EXPECT_THROW(decode_batched(target.forward_model(), requests, nullptr, zero), Error);
 }
 
+// A target that counts the KV caches alive (the batched loop's memory is its caches).
+class CacheCountingModel final : public LanguageModel {
+ public:
+  explicit CacheCountingModel(const LanguageModel& inner) : inner_(inner) {}
+  int alive = 0, most_alive = 0;
+  const ModelConfig& config() const override { return inner_.config(); }
+  std::unique_ptr<KVCache> new_cache(int capacity) const override {
+    return std::make_unique<Counted>(inner_.new_cache(capacity), const_cast<CacheCountingModel&>(*this));
+  }
+  ForwardResult forward(KVCache& cache, const ForwardRequest& request) const override {
+    return inner_.forward(*static_cast<Counted&>(cache).inner, request);
+  }
+  std::vector<ForwardResult> forward_batch(const std::vector<BatchEntry>& batch) const override {
+    std::vector<BatchEntry> unwrapped = batch;
+    for (BatchEntry& e : unwrapped) e.cache = static_cast<Counted*>(e.cache)->inner.get();
+    return inner_.forward_batch(unwrapped);
+  }
+
+ private:
+  struct Counted final : KVCache {
+    Counted(std::unique_ptr<KVCache> c, CacheCountingModel& m) : inner(std::move(c)), model(m) {
+      model.most_alive = std::max(model.most_alive, ++model.alive);
+    }
+    ~Counted() override { --model.alive; }
+    int length() const override { return inner->length(); }
+    int capacity() const override { return inner->capacity(); }
+    void truncate(int n) override { inner->truncate(n); }
+    void gather(int start, const std::vector<int>& slots) override { inner->gather(start, slots); }
+    std::unique_ptr<KVCache> inner;
+    CacheCountingModel& model;
+  };
+  const LanguageModel& inner_;
+};
+
+TEST(BatchedDecoding, MemoryIsBoundedByTheSequencesInFlight) {
+  const LoadedModel& target = target_on("reference");
+  CacheCountingModel counting(target.forward_model());
+  std::vector<BatchRequest> requests(40);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    requests[i].prompt = kPrompts[i % kPrompts.size()];
+    requests[i].max_new_tokens = 2 + static_cast<int>(i % 5);
+    requests[i].sequence = static_cast<uint32_t>(i);
+  }
+  BatchOptions o;
+  o.max_in_flight = 3;
+  const BatchResult b = decode_batched(counting, requests, nullptr, o);
+  EXPECT_EQ(counting.most_alive, 3);  // never more target caches than sequences in flight
+  EXPECT_EQ(counting.alive, 0);
+  std::size_t tokens = 0;
+  for (const RequestResult& r : b.requests) tokens += r.generation.tokens.size();
+  EXPECT_GT(tokens, 0u);
+}
+
 TEST(ForwardGather, AFailingTaskAbandonsTheOthersAndIsRethrown) {
   const LoadedModel& target = target_on("reference");
   ForwardGather gather;
