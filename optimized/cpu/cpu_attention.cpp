@@ -10,37 +10,57 @@
 
 namespace specdec::cpu {
 
-void attention(const ModelConfig& c, const float* q, std::size_t ldq, const CpuKVCache& cache, int layer,
-               const TokenBlock& block, int window, const std::vector<int>& rows, float* out, std::size_t ldo) {
-  const int n_rows = static_cast<int>(rows.size());
+namespace {
+
+// One output row of the batch: its sequence and the keys it sees.
+struct AttentionRow {
+  const AttentionSequence* seq;
+  int token;              // index into the sequence's block
+  float* out;             // (nh·hd)
+  std::vector<int> keys;  // visible slots, in slot order
+};
+
+}  // namespace
+
+void attention(const ModelConfig& c, int layer, int window, const std::vector<AttentionSequence>& seqs, std::size_t ldq,
+               std::size_t ldo) {
   const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int group = nh / nkv;
-  const int cols = block.first_slot + static_cast<int>(block.positions.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  // The keys each row sees, in slot order: allowed by the mask and inside the window.
-  std::vector<std::vector<int>> visible(static_cast<std::size_t>(n_rows));
-  for (int i = 0; i < n_rows; ++i) {
-    const int t = rows[static_cast<std::size_t>(i)];
-    const int q_pos = block.positions[static_cast<std::size_t>(t)];
-    std::vector<int>& v = visible[static_cast<std::size_t>(i)];
-    for (int j = 0; j < cols; ++j) {
-      if (!block.mask->allowed(t, j)) continue;
-      if (window > 0 && q_pos - cache.position(j) >= window) continue;
-      v.push_back(j);
+  // The keys each row sees, in slot order: allowed by its sequence's mask and inside the window.
+  std::vector<AttentionRow> rows;
+  long long work = 0;  // multiply-adds of the scores, for the threading threshold
+  for (const AttentionSequence& s : seqs) {
+    const TokenBlock& block = *s.block;
+    const int cols = block.first_slot + static_cast<int>(block.positions.size());
+    for (std::size_t i = 0; i < s.rows->size(); ++i) {
+      const int t = (*s.rows)[i];
+      const int q_pos = block.positions[static_cast<std::size_t>(t)];
+      AttentionRow r{&s, t, s.out + i * ldo, {}};
+      for (int j = 0; j < cols; ++j) {
+        if (!block.mask->allowed(t, j)) continue;
+        if (window > 0 && q_pos - s.cache->position(j) >= window) continue;
+        r.keys.push_back(j);
+      }
+      rows.push_back(std::move(r));
+      work += static_cast<long long>(nh) * cols * hd;
     }
   }
+  const int n_rows = static_cast<int>(rows.size());
 
-  const bool parallel = static_cast<long long>(n_rows) * nh * cols * hd >= ops::parallel_work_threshold();
+  const bool parallel = work >= ops::parallel_work_threshold();
 #pragma omp parallel if (parallel)
   {
     std::vector<float> scores;  // (heads of the group, visible keys)
 #pragma omp for collapse(2) schedule(static)
     for (int i = 0; i < n_rows; ++i) {
       for (int g = 0; g < nkv; ++g) {
-        const std::vector<int>& keys = visible[static_cast<std::size_t>(i)];
+        const AttentionRow& row = rows[static_cast<std::size_t>(i)];
+        const CpuKVCache& cache = *row.seq->cache;
+        const std::vector<int>& keys = row.keys;
         const int n_keys = static_cast<int>(keys.size());
-        const float* qg = q + static_cast<std::size_t>(rows[static_cast<std::size_t>(i)]) * ldq +
+        const float* qg = row.seq->q + static_cast<std::size_t>(row.token) * ldq +
                           static_cast<std::size_t>(g) * group * hd;  // the group's heads, contiguous
         scores.resize(static_cast<std::size_t>(group) * n_keys);
         // Scores of every head in the group against blocks of keys: out[r·TB + h] = q_h · k_r.
@@ -66,7 +86,7 @@ void attention(const ModelConfig& c, const float* q, std::size_t ldq, const CpuK
           exp_shifted(s, max_score, n_keys, s);
           float sum = 0.0f;
           for (int j = 0; j < n_keys; ++j) sum += s[j];
-          float* o = out + static_cast<std::size_t>(i) * ldo + static_cast<std::size_t>(g * group + h) * hd;
+          float* o = row.out + static_cast<std::size_t>(g * group + h) * hd;
           std::fill(o, o + hd, 0.0f);
           for (int j = 0; j < n_keys; ++j) {
             const float* v = cache.values(layer, keys[static_cast<std::size_t>(j)]) + g * hd;

@@ -3,7 +3,9 @@
 // reference's order (reference/model/decoder_layer.cpp): per (token, head) the visible keys in
 // slot order, scores dot(q, k)·(1/√hd), a max-shifted exp, their sequential sum, the values
 // accumulated in key order and scaled by 1/sum. The query heads sharing a KV head are scored in
-// one pass over its keys; (token, KV head) pairs are split over threads.
+// one pass over its keys; (token, KV head) pairs of every sequence of a batch are split over
+// threads. Each row sees only its own sequence's cache and mask, so a row's result does not
+// depend on the other rows or sequences computed with it.
 #include <cstddef>
 #include <vector>
 
@@ -13,10 +15,18 @@
 
 namespace specdec::cpu {
 
-// rows: the token indices (into block) to compute, output row i for token rows[i]. q: (T, ≥ nh·hd)
-// at row stride ldq, indexed by token; the block's keys and values are already in the cache.
-// window: the layer's sliding window (0 = full attention). out: (rows.size(), nh·hd) at stride ldo.
-void attention(const ModelConfig& c, const float* q, std::size_t ldq, const CpuKVCache& cache, int layer,
-               const TokenBlock& block, int window, const std::vector<int>& rows, float* out, std::size_t ldo);
+// One sequence's share of a batched attention. Its block's keys and values are already in its
+// cache.
+struct AttentionSequence {
+  const float* q = nullptr;               // (T, ≥ nh·hd) at stride ldq, indexed by token of the block
+  const CpuKVCache* cache = nullptr;
+  const TokenBlock* block = nullptr;      // its T new tokens
+  const std::vector<int>* rows = nullptr;  // the token indices (into the block) to compute
+  float* out = nullptr;                   // (rows.size(), nh·hd) at stride ldo, row i for token rows[i]
+};
+
+// window: the layer's sliding window (0 = full attention).
+void attention(const ModelConfig& c, int layer, int window, const std::vector<AttentionSequence>& seqs, std::size_t ldq,
+               std::size_t ldo);
 
 }  // namespace specdec::cpu

@@ -60,10 +60,13 @@ void rms_norm_rows(const float* x, float* y, int rows, int n, const std::vector<
   }
 }
 
-void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, CpuKVCache& cache,
-                   int layer, const TokenBlock& block, const std::vector<int>& rows, float* x, LayerScratch& s) {
-  const int T = static_cast<int>(block.positions.size());
-  const int n = static_cast<int>(rows.size());
+void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, int layer,
+                   const std::vector<LayerSequence>& seqs, float* x, LayerScratch& s) {
+  int T = 0, n = 0;  // new tokens, residual rows: over every sequence
+  for (const LayerSequence& q : seqs) {
+    T += static_cast<int>(q.block->positions.size());
+    n += static_cast<int>(q.rows.size());
+  }
   const int H = c.hidden_size, I = c.intermediate_size;
   const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int qd = c.q_dim(), kvd = c.kv_dim(), qkvd = qd + 2 * kvd;
@@ -73,21 +76,32 @@ void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope,
   grow(s.act, static_cast<std::size_t>(n) * I);     // (n, I)
 
   linear(w.qkv, or_null(w.qkv_bias), attn_in, w.qkv.cols(), T, s.qkv.data(), qkvd, false);
-  for (int t = 0; t < T; ++t) {
-    float* q = &s.qkv[static_cast<std::size_t>(t) * qkvd];
-    float* k = q + qd;
-    const float* v = k + kvd;
-    if (!w.q_norm.empty()) {  // Qwen3: RMSNorm over each head before RoPE
-      for (int h = 0; h < nh; ++h) ops::rms_norm_inplace(q + h * hd, w.q_norm.data(), hd, c.rms_norm_eps);
-      for (int h = 0; h < nkv; ++h) ops::rms_norm_inplace(k + h * hd, w.k_norm.data(), hd, c.rms_norm_eps);
+  std::vector<AttentionSequence> attend;  // each sequence's queries and output rows
+  attend.reserve(seqs.size());
+  std::size_t first_token = 0, first_row = 0;
+  for (const LayerSequence& seq : seqs) {
+    const TokenBlock& block = *seq.block;
+    const int Ti = static_cast<int>(block.positions.size());
+    float* qkv = &s.qkv[first_token * qkvd];  // (Ti, q | k | v) this sequence's tokens
+    for (int t = 0; t < Ti; ++t) {
+      float* q = qkv + static_cast<std::size_t>(t) * qkvd;
+      float* k = q + qd;
+      const float* v = k + kvd;
+      if (!w.q_norm.empty()) {  // Qwen3: RMSNorm over each head before RoPE
+        for (int h = 0; h < nh; ++h) ops::rms_norm_inplace(q + h * hd, w.q_norm.data(), hd, c.rms_norm_eps);
+        for (int h = 0; h < nkv; ++h) ops::rms_norm_inplace(k + h * hd, w.k_norm.data(), hd, c.rms_norm_eps);
+      }
+      rope.apply(q, nh, block.angles[static_cast<std::size_t>(t)]);
+      rope.apply(k, nkv, block.angles[static_cast<std::size_t>(t)]);
+      std::memcpy(seq.cache->keys(layer, block.first_slot + t), k, sizeof(float) * kvd);
+      std::memcpy(seq.cache->values(layer, block.first_slot + t), v, sizeof(float) * kvd);
     }
-    rope.apply(q, nh, block.angles[static_cast<std::size_t>(t)]);
-    rope.apply(k, nkv, block.angles[static_cast<std::size_t>(t)]);
-    std::memcpy(cache.keys(layer, block.first_slot + t), k, sizeof(float) * kvd);
-    std::memcpy(cache.values(layer, block.first_slot + t), v, sizeof(float) * kvd);
+    if (!seq.rows.empty()) attend.push_back({qkv, seq.cache, &block, &seq.rows, &s.attn[first_row * qd]});
+    first_token += static_cast<std::size_t>(Ti);
+    first_row += seq.rows.size();
   }
   if (n == 0) return;
-  attention(c, s.qkv.data(), qkvd, cache, layer, block, c.layer_sliding_window(layer), rows, s.attn.data(), qd);
+  attention(c, layer, c.layer_sliding_window(layer), attend, qkvd, qd);
   linear(w.o, or_null(w.o_bias), s.attn.data(), qd, n, x, H, true);  // x += o_proj(attn)
   rms_norm_rows(x, s.xn.data(), n, H, w.post_norm, c.rms_norm_eps);
   linear_swiglu(w.gate_up, or_null(w.gate_bias), or_null(w.up_bias), s.xn.data(), H, n, s.act.data(), I);

@@ -49,11 +49,22 @@ struct LayerScratch {
   std::vector<float> qkv, attn, xn, act;
 };
 
-// One layer on the block's T new tokens. attn_in: (T, w.qkv.cols()) the attention input of every
-// new token; their keys and values go into `cache` at the block's slots for `layer`. x: (n, H)
-// the residual stream of the tokens `rows` (ascending indices into the block, n = rows.size()),
-// updated in place: x += o_proj(attention), then x += down(swiglu(gate, up)(post_norm(x))).
-void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, CpuKVCache& cache,
-                   int layer, const TokenBlock& block, const std::vector<int>& rows, float* x, LayerScratch& s);
+// One sequence of a (batched) layer: its new tokens, appended to its own cache, and the tokens
+// whose residual rows the layer updates.
+struct LayerSequence {
+  CpuKVCache* cache = nullptr;
+  const TokenBlock* block = nullptr;  // its T_i new tokens, at the block's slots of `cache`
+  std::vector<int> rows;              // ascending indices into the block; n_i = rows.size()
+};
+
+// One layer on the new tokens of every sequence, each weight read once for all of them.
+// attn_in: (ΣT_i, w.qkv.cols()) the attention input of every new token, sequence by sequence;
+// their keys and values go into each sequence's cache at its block's slots for `layer`, and each
+// sequence attends over its own cache under its own mask. x: (Σn_i, H) the residual stream of
+// each sequence's `rows`, sequence by sequence, updated in place: x += o_proj(attention), then
+// x += down(swiglu(gate, up)(post_norm(x))). Every row is computed as if alone (batch-invariant
+// kernels), so one sequence's results do not depend on the others.
+void decoder_layer(const PackedLayer& w, const ModelConfig& c, const Rope& rope, const float* attn_in, int layer,
+                   const std::vector<LayerSequence>& seqs, float* x, LayerScratch& s);
 
 }  // namespace specdec::cpu

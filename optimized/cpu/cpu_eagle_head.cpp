@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "optimized/cpu/cpu_decoder_layer.hpp"
@@ -30,8 +31,24 @@ class CpuEagleEngine final : public EagleHeadEngine {
     return std::make_unique<CpuKVCache>(config_.num_layers, config_.layer.kv_dim(), capacity);
   }
   EagleHead::Output forward(KVCache& cache, const EagleHead::Input& in) const override;
+  // Every entry in one pass per layer (fc, each layer's linears and the output head read once for
+  // the rows of all entries), attention per entry on its own cache; forward is this with one entry.
+  std::vector<EagleHead::Output> forward_batch(const std::vector<EagleHead::BatchEntry>& batch) const override;
 
  private:
+  // One sequence of a forward, checked and ready to compute. Built in place and never moved:
+  // block.mask may point into mask_storage.
+  struct Entry {
+    CpuKVCache* cache = nullptr;
+    const EagleHead::Input* in = nullptr;
+    std::optional<AttentionMask> mask_storage;
+    TokenBlock block;
+  };
+  // The engine's checks of forward (the cache; EagleHead checked the input); touches no cache.
+  void prepare(KVCache& cache, const EagleHead::Input& in, Entry& e) const;
+  // Appends every entry to its cache and computes them together, each weight read once.
+  std::vector<EagleHead::Output> run(std::vector<Entry>& entries) const;
+
   EagleHeadConfig config_;
   Rope rope_;
   const Matrix* embed_;             // [V, H] fp32: the head's table or the target's
@@ -57,92 +74,157 @@ CpuEagleEngine::CpuEagleEngine(const EagleHead& head)
   output_head = pack_exact(head.output_head(), config_.kind == EagleKind::eagle1 ? "the target's lm_head" : "lm_head.weight");
 }
 
-EagleHead::Output CpuEagleEngine::forward(KVCache& cache_base, const EagleHead::Input& in) const {
-  const EagleHeadConfig& c = config_;
-  const ModelConfig& lc = c.layer;
+void CpuEagleEngine::prepare(KVCache& cache_base, const EagleHead::Input& in, Entry& e) const {
   auto* cache = dynamic_cast<CpuKVCache*>(&cache_base);
   if (!cache) {
     throw Error("eagle head forward: the KV cache was not created by the cpu backend (use new_cache of the head bound to it)");
   }
-  check_head_cache(c, cache->layers(), cache->kv_dim());
-  const int T = static_cast<int>(in.tokens.size());
+  check_head_cache(config_, cache->layers(), cache->kv_dim());
+  e.block = head_token_block(in, rope_, cache->length(), e.mask_storage);
+  cache->check_append(static_cast<int>(in.tokens.size()));
+  e.cache = cache;
+  e.in = &in;
+}
+
+std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) const {
+  const EagleHeadConfig& c = config_;
+  const ModelConfig& lc = c.layer;
   const int H = lc.hidden_size;
-  const int F = static_cast<int>(in.features.cols());  // fc_in, or H when every row is projected
-  std::optional<AttentionMask> mask_storage;
-  const TokenBlock block = head_token_block(in, rope_, cache->length(), mask_storage);
-  cache->append(T, block.positions.data());  // every check is done: only now touch the cache
+  const std::size_t B = entries.size();
+  for (Entry& e : entries) e.cache->append(static_cast<int>(e.in->tokens.size()), e.block.positions.data());
 
-  const auto row_of = [](std::vector<float>& m, int t, int width) { return m.data() + static_cast<std::size_t>(t) * width; };
-  std::vector<float> e(static_cast<std::size_t>(T) * H);  // e: (T, H) token embeddings
-  for (int t = 0; t < T; ++t) std::memcpy(row_of(e, t, H), embed_->row(in.tokens[static_cast<std::size_t>(t)]).data(), sizeof(float) * H);
+  // Entry i's tokens are rows [first[i], first[i] + T_i) of the concatenated rows.
+  std::vector<int> first(B + 1, 0);
+  for (std::size_t i = 0; i < B; ++i) first[i + 1] = first[i] + static_cast<int>(entries[i].in->tokens.size());
+  const int N = first[B];
+  const auto row_of = [](std::vector<float>& m, std::size_t t, int width) { return m.data() + t * width; };
+  std::vector<float> e(static_cast<std::size_t>(N) * H);  // e: (N, H) token embeddings
+  for (std::size_t i = 0; i < B; ++i) {
+    const std::vector<int32_t>& tokens = entries[i].in->tokens;
+    for (std::size_t t = 0; t < tokens.size(); ++t)
+      std::memcpy(row_of(e, first[i] + t, H), embed_->row(tokens[t]).data(), sizeof(float) * H);
+  }
 
-  std::vector<int> all_rows(static_cast<std::size_t>(T));
-  for (int t = 0; t < T; ++t) all_rows[static_cast<std::size_t>(t)] = t;
+  std::vector<LayerSequence> seqs(B);  // every row of every entry, in every layer
+  for (std::size_t i = 0; i < B; ++i) {
+    seqs[i].cache = entries[i].cache;
+    seqs[i].block = &entries[i].block;
+    for (int t = 0; t < first[i + 1] - first[i]; ++t) seqs[i].rows.push_back(t);
+  }
   LayerScratch scratch;
-  std::vector<float> x(static_cast<std::size_t>(T) * H);  // x: (T, H) residual stream
+  std::vector<float> x(static_cast<std::size_t>(N) * H);  // x: (N, H) residual stream
   const PackedLayer& l0 = layers.front();
   if (c.kind == EagleKind::eagle1) {
-    std::vector<float> cat(static_cast<std::size_t>(T) * (H + F));  // (T, H + Ht) = [embed | feature]
-    for (int t = 0; t < T; ++t) {
-      std::memcpy(row_of(cat, t, H + F), row_of(e, t, H), sizeof(float) * H);
-      std::memcpy(row_of(cat, t, H + F) + H, in.features.row(t).data(), sizeof(float) * F);
+    const int F = c.feature_width();  // EAGLE-1 has no projected rows: every row is F wide
+    std::vector<float> cat(static_cast<std::size_t>(N) * (H + F));  // (N, H + Ht) = [embed | feature]
+    for (std::size_t i = 0; i < B; ++i) {
+      const Matrix& features = entries[i].in->features;
+      for (int t = 0; t < features.rows(); ++t) {
+        const std::size_t row = static_cast<std::size_t>(first[i] + t);
+        std::memcpy(row_of(cat, row, H + F), row_of(e, row, H), sizeof(float) * H);
+        std::memcpy(row_of(cat, row, H + F) + H, features.row(t).data(), sizeof(float) * F);
+      }
     }
-    linear(fc, or_null(fc_bias), cat.data(), H + F, T, x.data(), H, false);
+    linear(fc, or_null(fc_bias), cat.data(), H + F, N, x.data(), H, false);
     const std::vector<float> attn_in = x;  // no input norm: the layer attends over x itself
-    decoder_layer(l0, lc, rope_, attn_in.data(), *cache, 0, block, all_rows, x.data(), scratch);
+    decoder_layer(l0, lc, rope_, attn_in.data(), 0, seqs, x.data(), scratch);
   } else {
-    std::vector<float> h(static_cast<std::size_t>(T) * H);  // h: (T, H) fused (or fed-back) hidden state
-    std::vector<int> fused;
-    for (int t = 0; t < T; ++t) {
-      if (in.is_projected(t)) {
-        std::memcpy(row_of(h, t, H), in.features.row(t).data(), sizeof(float) * H);
-      } else {
-        fused.push_back(t);
+    const int F = c.feature_width();  // the width of every row that goes through fc
+    std::vector<float> h(static_cast<std::size_t>(N) * H);  // h: (N, H) fused (or fed-back) hidden state
+    std::vector<std::pair<std::size_t, const float*>> fused;  // (row, its F-wide features)
+    for (std::size_t i = 0; i < B; ++i) {
+      const EagleHead::Input& in = *entries[i].in;
+      for (int t = 0; t < in.features.rows(); ++t) {
+        const std::size_t row = static_cast<std::size_t>(first[i] + t);
+        if (in.is_projected(t)) {
+          std::memcpy(row_of(h, row, H), in.features.row(t).data(), sizeof(float) * H);
+        } else {
+          fused.emplace_back(row, in.features.row(t).data());
+        }
       }
     }
     if (!fused.empty()) {
-      const int n = static_cast<int>(fused.size());
-      std::vector<float> aux(static_cast<std::size_t>(n) * F), out(static_cast<std::size_t>(n) * H);  // (n, F), (n, H)
-      for (int i = 0; i < n; ++i) std::memcpy(row_of(aux, i, F), in.features.row(fused[static_cast<std::size_t>(i)]).data(), sizeof(float) * F);
-      linear(fc, or_null(fc_bias), aux.data(), F, n, out.data(), H, false);
-      for (int i = 0; i < n; ++i) std::memcpy(row_of(h, fused[static_cast<std::size_t>(i)], H), row_of(out, i, H), sizeof(float) * H);
+      const std::size_t n = fused.size();
+      std::vector<float> aux(n * F), out(n * H);  // (n, F), (n, H)
+      for (std::size_t j = 0; j < n; ++j) std::memcpy(row_of(aux, j, F), fused[j].second, sizeof(float) * F);
+      linear(fc, or_null(fc_bias), aux.data(), F, static_cast<int>(n), out.data(), H, false);
+      for (std::size_t j = 0; j < n; ++j) std::memcpy(row_of(h, fused[j].first, H), row_of(out, j, H), sizeof(float) * H);
     }
     std::vector<float> hn(h.size());
-    rms_norm_rows(h.data(), hn.data(), T, H, hidden_norm, lc.rms_norm_eps);
+    rms_norm_rows(h.data(), hn.data(), N, H, hidden_norm, lc.rms_norm_eps);
     std::vector<float> en(e.size());
-    rms_norm_rows(e.data(), en.data(), T, H, l0.input_norm, lc.rms_norm_eps);
-    std::vector<float> attn_in(static_cast<std::size_t>(T) * 2 * H);  // (T, 2H) = [input_norm(embed) | hidden_norm(h)]
-    for (int t = 0; t < T; ++t) {
+    rms_norm_rows(e.data(), en.data(), N, H, l0.input_norm, lc.rms_norm_eps);
+    std::vector<float> attn_in(static_cast<std::size_t>(N) * 2 * H);  // (N, 2H) = [input_norm(embed) | hidden_norm(h)]
+    for (std::size_t t = 0; t < static_cast<std::size_t>(N); ++t) {
       std::memcpy(row_of(attn_in, t, 2 * H), row_of(en, t, H), sizeof(float) * H);
       std::memcpy(row_of(attn_in, t, 2 * H) + H, row_of(hn, t, H), sizeof(float) * H);
     }
     x = c.norm_before_residual ? hn : h;
-    decoder_layer(l0, lc, rope_, attn_in.data(), *cache, 0, block, all_rows, x.data(), scratch);
+    decoder_layer(l0, lc, rope_, attn_in.data(), 0, seqs, x.data(), scratch);
   }
   std::vector<float> xn(x.size());
   for (int l = 1; l < c.num_layers; ++l) {
     const PackedLayer& w = layers[static_cast<std::size_t>(l)];
-    rms_norm_rows(x.data(), xn.data(), T, H, w.input_norm, lc.rms_norm_eps);
-    decoder_layer(w, lc, rope_, xn.data(), *cache, l, block, all_rows, x.data(), scratch);
+    rms_norm_rows(x.data(), xn.data(), N, H, w.input_norm, lc.rms_norm_eps);
+    decoder_layer(w, lc, rope_, xn.data(), l, seqs, x.data(), scratch);
   }
 
-  EagleHead::Output result;
-  if (!in.logit_rows.empty()) {
-    const int R = static_cast<int>(in.logit_rows.size());
+  std::vector<EagleHead::Output> results(B);
+  // The output head once over every entry's logit rows: (R, H) -> (R, Vd), entry i's from logit_first[i].
+  std::vector<std::size_t> logit_first(B + 1, 0);
+  for (std::size_t i = 0; i < B; ++i) logit_first[i + 1] = logit_first[i] + entries[i].in->logit_rows.size();
+  const int R = static_cast<int>(logit_first[B]);
+  if (R > 0) {
+    const int Vd = output_head.rows();
     std::vector<float> rows(static_cast<std::size_t>(R) * H);  // (R, H)
-    for (int i = 0; i < R; ++i) std::memcpy(row_of(rows, i, H), row_of(x, in.logit_rows[static_cast<std::size_t>(i)], H), sizeof(float) * H);
+    for (std::size_t i = 0; i < B; ++i) {
+      const std::vector<int>& logit_rows = entries[i].in->logit_rows;
+      for (std::size_t j = 0; j < logit_rows.size(); ++j)
+        std::memcpy(row_of(rows, logit_first[i] + j, H), row_of(x, static_cast<std::size_t>(first[i] + logit_rows[j]), H),
+                    sizeof(float) * H);
+    }
     // EAGLE-1 feeds the layer output straight into the target's LM head; the others normalise.
     if (c.kind != EagleKind::eagle1) {
       std::vector<float> normed(rows.size());
       rms_norm_rows(rows.data(), normed.data(), R, H, norm, lc.rms_norm_eps);
       rows.swap(normed);
     }
-    result.logits.resize(R, output_head.rows());
-    linear(output_head, nullptr, rows.data(), H, R, result.logits.data(), output_head.rows(), false);  // (R, Vd)
+    std::vector<float> logits(static_cast<std::size_t>(R) * Vd);  // (R, Vd)
+    linear(output_head, nullptr, rows.data(), H, R, logits.data(), Vd, false);
+    for (std::size_t i = 0; i < B; ++i) {
+      const int Ri = static_cast<int>(logit_first[i + 1] - logit_first[i]);
+      if (Ri == 0) continue;
+      results[i].logits.resize(Ri, Vd);
+      std::memcpy(results[i].logits.data(), row_of(logits, logit_first[i], Vd), sizeof(float) * Ri * Vd);
+    }
   }
-  result.hidden.resize(T, H);
-  std::memcpy(result.hidden.data(), x.data(), sizeof(float) * x.size());
-  return result;
+  for (std::size_t i = 0; i < B; ++i) {
+    const int T = first[i + 1] - first[i];
+    results[i].hidden.resize(T, H);
+    std::memcpy(results[i].hidden.data(), row_of(x, static_cast<std::size_t>(first[i]), H), sizeof(float) * T * H);
+  }
+  return results;
+}
+
+EagleHead::Output CpuEagleEngine::forward(KVCache& cache, const EagleHead::Input& in) const {
+  std::vector<Entry> entries(1);
+  prepare(cache, in, entries[0]);
+  return std::move(run(entries)[0]);
+}
+
+std::vector<EagleHead::Output> CpuEagleEngine::forward_batch(const std::vector<EagleHead::BatchEntry>& batch) const {
+  // EagleHead::forward_batch checked the inputs and that the caches are distinct; the caches are
+  // checked here, all before any is touched.
+  std::vector<Entry> entries(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    try {
+      prepare(*batch[i].cache, *batch[i].input, entries[i]);
+    } catch (const Error& e) {
+      throw Error("eagle head forward_batch: entry " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  if (entries.empty()) return {};
+  return run(entries);
 }
 
 }  // namespace

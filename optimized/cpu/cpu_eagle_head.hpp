@@ -1,7 +1,8 @@
 #pragma once
 // EAGLE-1, EAGLE-3 and P-EAGLE heads on the cpu kernels: the forward of the reference EagleHead
 // (reference/drafters/eagle_head.hpp) computed with the cpu backend's batched linear layers,
-// attention and KV cache, bitwise equal to the reference's.
+// attention and KV cache, bitwise equal to the reference's. EagleHead::forward_batch reads each
+// weight once for the rows of all its entries; attention stays per entry, on the entry's own cache.
 //
 // Every matrix of the head (fc, the layers' projections, EAGLE-3's lm_head, EAGLE-1's use of the
 // target's LM head) is packed in the narrowest precision that holds all its values exactly (BF16,

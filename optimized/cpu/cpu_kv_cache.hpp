@@ -23,6 +23,8 @@ class CpuKVCache final : public KVCache {
   // Reserves n new slots at the end and returns the first one's index; throws if the cache would
   // overflow its capacity.
   int append(int n, const int32_t* positions);
+  // Throws what append(n, ·) would throw, touching nothing (a batch checks every cache first).
+  void check_append(int n) const;
 
   int layers() const { return layers_; }
   int kv_dim() const { return kv_dim_; }

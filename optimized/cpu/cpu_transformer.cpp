@@ -30,6 +30,19 @@ struct CpuTransformer::Impl {
 
   Impl(ModelConfig c, Dtype p) : config(std::move(c)), precision(p), rope(config) {}
   const PackedMatrix& head() const { return lm_head ? *lm_head : embed; }
+
+  // One sequence of a forward, checked and ready to compute. Built in place and never moved:
+  // block.mask may point into mask_storage.
+  struct Entry {
+    CpuKVCache* cache = nullptr;
+    const ForwardRequest* request = nullptr;
+    std::optional<AttentionMask> mask_storage;
+    TokenBlock block;
+  };
+  // Every check of forward, with its messages; touches no cache.
+  void prepare(KVCache& cache, const ForwardRequest& request, Entry& e) const;
+  // Appends every entry to its cache and computes them together, each weight read once.
+  std::vector<ForwardResult> run(std::vector<Entry>& entries) const;
 };
 
 CpuTransformer::CpuTransformer(ModelConfig config, const LlamaWeights& weights, Dtype precision) {
@@ -63,9 +76,8 @@ std::unique_ptr<KVCache> CpuTransformer::new_cache(int capacity) const {
   return std::make_unique<CpuKVCache>(impl_->config.num_hidden_layers, impl_->config.kv_dim(), capacity);
 }
 
-ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest& request) const {
-  const Impl& m = *impl_;
-  const ModelConfig& c = m.config;
+void CpuTransformer::Impl::prepare(KVCache& cache_base, const ForwardRequest& request, Entry& e) const {
+  const ModelConfig& c = config;
   auto* cache = dynamic_cast<CpuKVCache*>(&cache_base);
   if (!cache) throw Error("forward: the KV cache was not created by the cpu backend (use CpuTransformer::new_cache)");
   if (cache->layers() != c.num_hidden_layers || cache->kv_dim() != c.kv_dim()) {
@@ -73,82 +85,152 @@ ForwardResult CpuTransformer::forward(KVCache& cache_base, const ForwardRequest&
                 std::to_string(cache->kv_dim()) + ", this model needs " + std::to_string(c.num_hidden_layers) +
                 " of width " + std::to_string(c.kv_dim()) + " (a cache of another model?)");
   }
-  const int T = static_cast<int>(request.tokens.size());
-  const int H = c.hidden_size, L = c.num_hidden_layers;
   check_forward_request(c, request);
-  bool wants_all_final = request.final_hidden;
-  for (int a : request.aux_layers)
-    if (a == L) wants_all_final = true;
-  std::optional<AttentionMask> mask_storage;
-  const TokenBlock block = make_token_block(request, m.rope, cache->length(), mask_storage);
-  cache->append(T, block.positions.data());  // block.first_slot
+  e.block = make_token_block(request, rope, cache->length(), e.mask_storage);
+  cache->check_append(static_cast<int>(request.tokens.size()));
+  e.cache = cache;
+  e.request = &request;
+}
 
-  // x: (T, H) residual stream; after the last layer only the rows kept (see below).
-  std::vector<float> x(static_cast<std::size_t>(T) * H);
-  for (int t = 0; t < T; ++t) m.embed.widen_row(request.tokens[static_cast<std::size_t>(t)], &x[static_cast<std::size_t>(t) * H]);
+std::vector<ForwardResult> CpuTransformer::Impl::run(std::vector<Entry>& entries) const {
+  const ModelConfig& c = config;
+  const int H = c.hidden_size, L = c.num_hidden_layers;
+  const std::size_t B = entries.size();
+  for (Entry& e : entries) e.cache->append(static_cast<int>(e.request->tokens.size()), e.block.positions.data());
 
-  ForwardResult result;
-  const int n_aux = static_cast<int>(request.aux_layers.size());
-  if (n_aux) result.aux_hidden.resize(T, static_cast<Eigen::Index>(n_aux) * H);
-  auto record_aux = [&](int index, const float* state) {  // state: (T, H)
-    for (int a = 0; a < n_aux; ++a) {
-      if (request.aux_layers[static_cast<std::size_t>(a)] != index) continue;
+  // Entry i's tokens are rows [first[i], first[i] + T_i) of the concatenated rows.
+  std::vector<int> first(B + 1, 0);
+  for (std::size_t i = 0; i < B; ++i) first[i + 1] = first[i] + static_cast<int>(entries[i].request->tokens.size());
+  const int N = first[B];
+
+  // x: (N, H) residual stream of every entry's tokens; after the last layer only the rows kept.
+  std::vector<float> x(static_cast<std::size_t>(N) * H);
+  for (std::size_t i = 0; i < B; ++i) {
+    const std::vector<int32_t>& tokens = entries[i].request->tokens;
+    for (std::size_t t = 0; t < tokens.size(); ++t) embed.widen_row(tokens[t], &x[(static_cast<std::size_t>(first[i]) + t) * H]);
+  }
+
+  std::vector<ForwardResult> results(B);
+  for (std::size_t i = 0; i < B; ++i) {
+    const ForwardRequest& r = *entries[i].request;
+    if (!r.aux_layers.empty()) results[i].aux_hidden.resize(first[i + 1] - first[i], static_cast<Eigen::Index>(r.aux_layers.size()) * H);
+  }
+  // Copies entry i's state at hidden-state index `index` into its aux_hidden. state: (T_i, H).
+  auto record_aux = [&](std::size_t i, int index, const float* state) {
+    const std::vector<int>& aux = entries[i].request->aux_layers;
+    const int T = first[i + 1] - first[i];
+    for (std::size_t a = 0; a < aux.size(); ++a) {
+      if (aux[a] != index) continue;
       for (int t = 0; t < T; ++t)
-        std::memcpy(result.aux_hidden.row(t).data() + static_cast<std::size_t>(a) * H, state + static_cast<std::size_t>(t) * H,
-                    sizeof(float) * H);
+        std::memcpy(results[i].aux_hidden.row(t).data() + a * H, state + static_cast<std::size_t>(t) * H, sizeof(float) * H);
     }
   };
 
   // The last layer's attention output and MLP only matter for the rows whose final state is
-  // returned; every row is independent, so skipping the others changes nothing else.
-  std::vector<int> all_rows(static_cast<std::size_t>(T));
-  for (int t = 0; t < T; ++t) all_rows[static_cast<std::size_t>(t)] = t;
-  std::vector<int> final_rows = all_rows;
-  if (!wants_all_final) {
-    final_rows = request.logit_rows;
-    std::sort(final_rows.begin(), final_rows.end());
-    final_rows.erase(std::unique(final_rows.begin(), final_rows.end()), final_rows.end());
+  // returned; every row is independent, so skipping the others changes nothing else. Per entry:
+  // every row when it wants the final hidden states, else its logit rows, ascending.
+  std::vector<LayerSequence> seqs(B);
+  std::vector<std::vector<int>> final_rows(B);
+  std::vector<bool> wants_all_final(B, false);
+  for (std::size_t i = 0; i < B; ++i) {
+    const ForwardRequest& r = *entries[i].request;
+    seqs[i].cache = entries[i].cache;
+    seqs[i].block = &entries[i].block;
+    for (int t = 0; t < first[i + 1] - first[i]; ++t) seqs[i].rows.push_back(t);
+    wants_all_final[i] = r.final_hidden || std::find(r.aux_layers.begin(), r.aux_layers.end(), L) != r.aux_layers.end();
+    if (wants_all_final[i]) {
+      final_rows[i] = seqs[i].rows;
+    } else {
+      final_rows[i] = r.logit_rows;
+      std::sort(final_rows[i].begin(), final_rows[i].end());
+      final_rows[i].erase(std::unique(final_rows[i].begin(), final_rows[i].end()), final_rows[i].end());
+    }
   }
 
-  std::vector<float> xn(static_cast<std::size_t>(T) * H);  // (T, H) normed input of the attention
+  std::vector<float> xn(static_cast<std::size_t>(N) * H);  // (N, H) normed input of the attention
   LayerScratch scratch;
-  int n = T;  // rows of x currently held
   for (int l = 0; l < L; ++l) {
-    record_aux(l, x.data());
-    const PackedLayer& w = m.layers[static_cast<std::size_t>(l)];
-    rms_norm_rows(x.data(), xn.data(), T, H, w.input_norm, c.rms_norm_eps);
-    const bool last = l == L - 1;
-    const std::vector<int>& rows = last ? final_rows : all_rows;
-    if (last && rows.size() != all_rows.size()) {
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        std::memmove(&x[i * H], &x[static_cast<std::size_t>(rows[i]) * H], sizeof(float) * H);
+    for (std::size_t i = 0; i < B; ++i) record_aux(i, l, &x[static_cast<std::size_t>(first[i]) * H]);
+    const PackedLayer& w = layers[static_cast<std::size_t>(l)];
+    rms_norm_rows(x.data(), xn.data(), N, H, w.input_norm, c.rms_norm_eps);
+    if (l == L - 1) {
+      // Keep only each entry's final rows, entry after entry. A row only moves towards the front
+      // (ascending rows of ascending entries), so moving front to back overwrites nothing unread.
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < B; ++i) {
+        for (int t : final_rows[i]) {
+          const std::size_t from = static_cast<std::size_t>(first[i] + t);
+          if (from != kept) std::memmove(&x[kept * H], &x[from * H], sizeof(float) * H);
+          ++kept;
+        }
+        seqs[i].rows = final_rows[i];
       }
-      n = static_cast<int>(rows.size());
     }
-    decoder_layer(w, c, m.rope, xn.data(), *cache, l, block, rows, x.data(), scratch);
+    decoder_layer(w, c, rope, xn.data(), l, seqs, x.data(), scratch);
   }
-  // h: (n, H) after the final norm, row i for token final_rows[i].
+  // h: (n, H) after the final norm: entry i's final rows from row kept_first[i] on.
+  std::vector<std::size_t> kept_first(B + 1, 0);
+  for (std::size_t i = 0; i < B; ++i) kept_first[i + 1] = kept_first[i] + final_rows[i].size();
+  const int n = static_cast<int>(kept_first[B]);
   std::vector<float> h(static_cast<std::size_t>(n) * H);
-  rms_norm_rows(x.data(), h.data(), n, H, m.norm, c.rms_norm_eps);
-  if (wants_all_final) record_aux(L, h.data());
+  rms_norm_rows(x.data(), h.data(), n, H, norm, c.rms_norm_eps);
+  for (std::size_t i = 0; i < B; ++i)
+    if (wants_all_final[i]) record_aux(i, L, &h[kept_first[i] * H]);
 
-  if (!request.logit_rows.empty()) {
-    const int R = static_cast<int>(request.logit_rows.size());
-    std::vector<float> rows(static_cast<std::size_t>(R) * H);
-    for (int i = 0; i < R; ++i) {
-      const int t = request.logit_rows[static_cast<std::size_t>(i)];
-      const auto at = std::lower_bound(final_rows.begin(), final_rows.end(), t) - final_rows.begin();
-      std::memcpy(&rows[static_cast<std::size_t>(i) * H], &h[static_cast<std::size_t>(at) * H], sizeof(float) * H);
+  // The LM head once over every entry's logit rows: (R, H) -> (R, V), entry i's from logit_first[i].
+  std::vector<std::size_t> logit_first(B + 1, 0);
+  for (std::size_t i = 0; i < B; ++i) logit_first[i + 1] = logit_first[i] + entries[i].request->logit_rows.size();
+  const int R = static_cast<int>(logit_first[B]);
+  if (R > 0) {
+    const int V = c.vocab_size;
+    std::vector<float> rows(static_cast<std::size_t>(R) * H);  // (R, H)
+    for (std::size_t i = 0; i < B; ++i) {
+      const std::vector<int>& logit_rows = entries[i].request->logit_rows;
+      for (std::size_t j = 0; j < logit_rows.size(); ++j) {
+        const auto at = std::lower_bound(final_rows[i].begin(), final_rows[i].end(), logit_rows[j]) - final_rows[i].begin();
+        std::memcpy(&rows[(logit_first[i] + j) * H], &h[(kept_first[i] + static_cast<std::size_t>(at)) * H], sizeof(float) * H);
+      }
     }
-    result.logits.resize(R, c.vocab_size);
-    linear(m.head(), nullptr, rows.data(), H, R, result.logits.data(), c.vocab_size, false);  // (R, V)
+    std::vector<float> logits(static_cast<std::size_t>(R) * V);  // (R, V)
+    linear(head(), nullptr, rows.data(), H, R, logits.data(), V, false);
+    for (std::size_t i = 0; i < B; ++i) {
+      const int Ri = static_cast<int>(logit_first[i + 1] - logit_first[i]);
+      if (Ri == 0) continue;
+      results[i].logits.resize(Ri, V);
+      std::memcpy(results[i].logits.data(), &logits[logit_first[i] * V], sizeof(float) * Ri * V);
+    }
   }
-  apply_argmax_only(request, result);
-  if (request.final_hidden) {
-    result.final_hidden.resize(T, H);
-    std::memcpy(result.final_hidden.data(), h.data(), sizeof(float) * h.size());
+  for (std::size_t i = 0; i < B; ++i) {
+    const ForwardRequest& r = *entries[i].request;
+    apply_argmax_only(r, results[i]);
+    if (r.final_hidden) {
+      const int T = first[i + 1] - first[i];
+      results[i].final_hidden.resize(T, H);
+      std::memcpy(results[i].final_hidden.data(), &h[kept_first[i] * H], sizeof(float) * T * H);
+    }
   }
-  return result;
+  return results;
+}
+
+ForwardResult CpuTransformer::forward(KVCache& cache, const ForwardRequest& request) const {
+  std::vector<Impl::Entry> entries(1);
+  impl_->prepare(cache, request, entries[0]);
+  return std::move(impl_->run(entries)[0]);
+}
+
+std::vector<ForwardResult> CpuTransformer::forward_batch(const std::vector<BatchEntry>& batch) const {
+  check_batch_entries(batch, "forward_batch");
+  // Every entry's checks before any cache is touched, so that a bad entry leaves every cache as it was.
+  std::vector<Impl::Entry> entries(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    try {
+      impl_->prepare(*batch[i].cache, *batch[i].request, entries[i]);
+    } catch (const Error& e) {
+      throw Error("forward_batch: entry " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  if (entries.empty()) return {};
+  return impl_->run(entries);
 }
 
 LlamaWeights rounded_llama_weights(const LlamaWeights& weights, Dtype precision) {

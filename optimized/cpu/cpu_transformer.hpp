@@ -33,6 +33,12 @@ class CpuTransformer final : public LanguageModel {
   // As Transformer::forward, with the same checks and messages; `cache` must come from new_cache
   // of a CpuTransformer of the same shape.
   ForwardResult forward(KVCache& cache, const ForwardRequest& request) const override;
+  // Every entry in one pass per layer: each linear layer (and the LM head) reads its weights once
+  // for the rows of all entries; RoPE, the KV writes and attention are per entry, on its own cache
+  // under its own mask. results[i] is bitwise forward(*batch[i].cache, *batch[i].request) (forward
+  // is this with one entry). Every entry is checked, with forward's messages prefixed
+  // "forward_batch: entry i: ", before any cache is touched.
+  std::vector<ForwardResult> forward_batch(const std::vector<BatchEntry>& batch) const override;
 
   Dtype precision() const;
   // Bytes of weights one forward step reads: every linear layer and norm, the LM head, and one
