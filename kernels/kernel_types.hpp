@@ -30,5 +30,7 @@
   X(::specdec::kernels::EmbeddingGather<::specdec::kernels::WeightType::kF16>)                     \
   X(::specdec::kernels::ResidualAdd)                                                               \
   X(::specdec::kernels::Attention)                                                                 \
+  X(::specdec::kernels::RaggedAttention)                                                           \
+  X(::specdec::kernels::KvAppend)                                                                  \
   X(::specdec::kernels::GatherRows)                                                                \
   X(::specdec::kernels::RowArgmax)

@@ -7,6 +7,9 @@
 // LM head) is uploaded in the narrowest precision that holds all its values exactly (BF16, F16,
 // else F32), so a head stored in BF16 is read at two bytes per weight and no result changes. The
 // embedding rows of the T new tokens come from the head's fp32 table on the host (T rows per call).
+// forward_batch runs the rows of every sequence in one pass, as CudaTransformer::forward_batch
+// (each weight read once, each row attending over its own sequence's cache); forward is a batch
+// of one.
 #include <memory>
 
 #include "optimized/cuda/device_runtime.hpp"

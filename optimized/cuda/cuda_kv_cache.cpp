@@ -28,10 +28,14 @@ void CudaKVCache::truncate(int new_length) {
   length_ = new_length;
 }
 
-int CudaKVCache::append(int n, const int32_t* positions) {
+void CudaKVCache::check_append(int n) const {
   if (n < 0 || length_ + n > capacity_)
     throw Error("KV cache: " + std::to_string(n) + " new tokens do not fit; the cache holds " + std::to_string(length_) +
                 " of " + std::to_string(capacity_) + " slots");
+}
+
+int CudaKVCache::append(int n, const int32_t* positions) {
+  check_append(n);
   const int first = length_;
   for (int i = 0; i < n; ++i) positions_[static_cast<std::size_t>(first + i)] = positions[i];
   length_ += n;

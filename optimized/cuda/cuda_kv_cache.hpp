@@ -23,6 +23,8 @@ class CudaKVCache final : public KVCache {
   // Reserves n new slots at the end and returns the first one's index; throws if the cache would
   // overflow its capacity.
   int append(int n, const int32_t* positions);
+  // Throws append's error unless n new slots fit (a batch checks every cache before appending to any).
+  void check_append(int n) const;
 
   DeviceRuntime& runtime() const { return *rt_; }
   int layers() const { return layers_; }

@@ -21,25 +21,36 @@ namespace specdec::cuda {
 
 namespace {
 
-// ForwardRequest::argmax_only on the device: R ids (and R NaN positions) come back, not R·V
-// logits; a row the reference's argmax refuses is refused with its message.
-void pick_on_device(DeviceRuntime& rt, const float* logits, int R, int V, DeviceBuffer<int32_t>& scratch,
-                    ForwardResult& result) {
+// ForwardRequest::argmax_only on the device: for R logit rows, R ids and R first-NaN indices come
+// back, (2R), not R·V logits.
+std::vector<int32_t> pick_on_device(DeviceRuntime& rt, const float* logits, int R, int V, DeviceBuffer<int32_t>& scratch) {
   int32_t* d = grown(rt, scratch, 2 * static_cast<std::size_t>(R));  // (R) ids, then (R) first NaNs
   kernels::RowArgmax k;
   k.x = logits, k.ldx = V, k.rows = R, k.n = V, k.index = d, k.first_nan = d + R;
   rt.launch(k);
   std::vector<int32_t> host(2 * static_cast<std::size_t>(R));
   rt.copy_to_host(host.data(), d, sizeof(int32_t) * host.size());
-  for (int r = 0; r < R; ++r) {
-    const int32_t nan = host[static_cast<std::size_t>(R + r)];
+  return host;
+}
+
+// Rows [at, at + n) of pick_on_device's answer for R rows as one request's argmax; a row the
+// reference's argmax refuses is refused with its message.
+void take_picks(const std::vector<int32_t>& picks, int R, int at, int n, int V, ForwardResult& result) {
+  for (int r = at; r < at + n; ++r) {
+    const int32_t nan = picks[static_cast<std::size_t>(R + r)];
     if (nan < V)
       throw Error("argmax: logit of token " + std::to_string(nan) + " is NaN; expected finite logits (-inf allowed for masked tokens)");
-    if (host[static_cast<std::size_t>(r)] < 0)
+    if (picks[static_cast<std::size_t>(r)] < 0)
       throw Error("argmax: all " + std::to_string(V) + " logits are -inf; expected at least one token that can be chosen");
   }
-  result.argmax.assign(host.begin(), host.begin() + R);
+  result.argmax.assign(picks.begin() + at, picks.begin() + at + n);
   result.logits.resize(0, V);
+}
+
+// An entry's failure names the entry in a batch; a single forward keeps forward's own message.
+[[noreturn]] void rethrow_for_entry(const Error& e, bool batched, std::size_t i) {
+  if (!batched) throw e;
+  throw Error("forward_batch: entry " + std::to_string(i) + ": " + e.what());
 }
 
 }  // namespace
@@ -63,6 +74,9 @@ struct CudaTransformer::Impl {
   Impl(std::shared_ptr<DeviceRuntime> r, ModelConfig c, Dtype p)
       : rt(std::move(r)), config(std::move(c)), precision(p), rope(config) {}
   const DeviceMatrix& head() const { return lm_head ? *lm_head : embed; }
+  // The forward of every entry in one pass (forward: a batch of one, `batched` false, whose
+  // messages carry no entry index). Entries already checked by check_batch_entries.
+  std::vector<ForwardResult> run(const std::vector<BatchEntry>& batch, bool batched) const;
   // Every layer, the final norm, the LM head and one embedding row.
   void count_step_bytes() {
     step_bytes = sizeof(float) * norm.size() + head().bytes() +
@@ -141,81 +155,150 @@ std::unique_ptr<KVCache> CudaTransformer::new_cache(int capacity) const {
   return std::make_unique<CudaKVCache>(*impl_->rt, impl_->config.num_hidden_layers, impl_->config.kv_dim(), capacity);
 }
 
-ForwardResult CudaTransformer::forward(KVCache& cache_base, const ForwardRequest& request) const {
-  const Impl& m = *impl_;
-  DeviceRuntime& rt = *m.rt;
-  const ModelConfig& c = m.config;
-  auto* cache = dynamic_cast<CudaKVCache*>(&cache_base);
-  if (!cache) throw Error("forward: the KV cache was not created by the cuda backend (use CudaTransformer::new_cache)");
-  if (&cache->runtime() != &rt) throw Error("forward: the KV cache lives on another device runtime");
-  if (cache->layers() != c.num_hidden_layers || cache->kv_dim() != c.kv_dim()) {
-    throw Error("forward: the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
-                std::to_string(cache->kv_dim()) + ", this model needs " + std::to_string(c.num_hidden_layers) +
-                " of width " + std::to_string(c.kv_dim()) + " (a cache of another model?)");
+ForwardResult CudaTransformer::forward(KVCache& cache, const ForwardRequest& request) const {
+  return std::move(impl_->run({BatchEntry{&cache, &request}}, false).front());
+}
+
+std::vector<ForwardResult> CudaTransformer::forward_batch(const std::vector<BatchEntry>& batch) const {
+  check_batch_entries(batch, "forward_batch");
+  return impl_->run(batch, true);
+}
+
+std::vector<ForwardResult> CudaTransformer::Impl::run(const std::vector<BatchEntry>& batch, bool batched) const {
+  const ModelConfig& c = config;
+  const std::size_t N = batch.size();
+  if (N == 0) return {};
+  const int H = c.hidden_size, L = c.num_hidden_layers, V = c.vocab_size;
+
+  // Every entry's checks before any cache is touched: a bad request leaves every cache as it was.
+  std::vector<CudaKVCache*> caches(N);
+  std::vector<std::optional<AttentionMask>> mask_storage(N);  // sized once: blocks point into it
+  std::vector<TokenBlock> blocks(N);
+  for (std::size_t i = 0; i < N; ++i) {
+    const ForwardRequest& request = *batch[i].request;
+    try {
+      auto* cache = dynamic_cast<CudaKVCache*>(batch[i].cache);
+      if (!cache) throw Error("forward: the KV cache was not created by the cuda backend (use CudaTransformer::new_cache)");
+      if (&cache->runtime() != rt.get()) throw Error("forward: the KV cache lives on another device runtime");
+      if (cache->layers() != L || cache->kv_dim() != c.kv_dim()) {
+        throw Error("forward: the KV cache has " + std::to_string(cache->layers()) + " layers of width " +
+                    std::to_string(cache->kv_dim()) + ", this model needs " + std::to_string(L) + " of width " +
+                    std::to_string(c.kv_dim()) + " (a cache of another model?)");
+      }
+      check_forward_request(c, request);
+      blocks[i] = make_token_block(request, rope, cache->length(), mask_storage[i]);
+      cache->check_append(static_cast<int>(request.tokens.size()));
+      caches[i] = cache;
+    } catch (const Error& e) {
+      rethrow_for_entry(e, batched, i);
+    }
   }
-  const int T = static_cast<int>(request.tokens.size());
-  const int H = c.hidden_size, L = c.num_hidden_layers;
-  check_forward_request(c, request);
-  std::optional<AttentionMask> mask_storage;
-  TokenBlock block = make_token_block(request, m.rope, cache->length(), mask_storage);
-  block.first_slot = cache->append(T, block.positions.data());  // every check is done: only now touch the cache
+  // Entry i's rows are rows [row0[i], row0[i] + T_i) of the stacked activations.
+  std::vector<int> row0(N);
+  std::vector<int32_t> tokens;
+  for (std::size_t i = 0; i < N; ++i) {
+    const ForwardRequest& request = *batch[i].request;
+    row0[i] = static_cast<int>(tokens.size());
+    tokens.insert(tokens.end(), request.tokens.begin(), request.tokens.end());
+    blocks[i].first_slot = caches[i]->append(static_cast<int>(request.tokens.size()), blocks[i].positions.data());
+  }
+  const int T = static_cast<int>(tokens.size());
   const std::size_t uT = static_cast<std::size_t>(T);
 
-  // What the kernels read besides weights: ids, the mask, positions, RoPE tables (host-computed).
-  int32_t* ids = grown(rt, m.ids, uT);
-  rt.copy_to_device(ids, request.tokens.data(), sizeof(int32_t) * uT);
-  const DeviceTokenBlock b = upload_token_block(rt, block, *cache, c.head_dim, m.scratch);
-  float* x = grown(rt, m.x, uT * H);    // (T, H) residual stream
-  float* xn = grown(rt, m.xn, uT * H);  // (T, H) input-normed
+  // What the kernels read besides weights: ids, masks, positions, RoPE tables (host-computed).
+  int32_t* d_ids = grown(*rt, ids, uT);
+  rt->copy_to_device(d_ids, tokens.data(), sizeof(int32_t) * uT);
+  const DeviceTokenBlock b = upload_token_blocks(*rt, blocks, caches, c.num_attention_heads, c.head_dim, scratch);
+  float* d_x = grown(*rt, x, uT * H);    // (T, H) residual stream, every entry's rows
+  float* d_xn = grown(*rt, xn, uT * H);  // (T, H) input-normed
 
-  ForwardResult result;
-  const int n_aux = static_cast<int>(request.aux_layers.size());
-  if (n_aux) result.aux_hidden.resize(T, static_cast<Eigen::Index>(n_aux) * H);
+  std::vector<ForwardResult> results(N);
   std::vector<float> host_state;
+  // The hidden state entering layer `index` (L: after the final norm) into every entry that asks.
   auto record_aux = [&](int index, const float* state) {  // state: (T, H) on the device
-    for (int a = 0; a < n_aux; ++a) {
-      if (request.aux_layers[static_cast<std::size_t>(a)] != index) continue;
-      host_state.resize(uT * H);
-      rt.copy_to_host(host_state.data(), state, sizeof(float) * host_state.size());
-      for (int t = 0; t < T; ++t)
-        std::copy(host_state.begin() + static_cast<std::ptrdiff_t>(t) * H, host_state.begin() + static_cast<std::ptrdiff_t>(t + 1) * H,
-                  result.aux_hidden.row(t).data() + static_cast<std::ptrdiff_t>(a) * H);
+    bool copied = false;
+    for (std::size_t i = 0; i < N; ++i) {
+      const ForwardRequest& request = *batch[i].request;
+      const int Ti = static_cast<int>(request.tokens.size());
+      for (std::size_t a = 0; a < request.aux_layers.size(); ++a) {
+        if (request.aux_layers[a] != index) continue;
+        if (!copied) {
+          host_state.resize(uT * H);
+          rt->copy_to_host(host_state.data(), state, sizeof(float) * host_state.size());
+          copied = true;
+        }
+        Matrix& aux = results[i].aux_hidden;
+        if (aux.size() == 0) aux.resize(Ti, static_cast<Eigen::Index>(request.aux_layers.size()) * H);
+        for (int t = 0; t < Ti; ++t)
+          std::copy_n(host_state.begin() + static_cast<std::ptrdiff_t>(row0[i] + t) * H, H,
+                      aux.row(t).data() + static_cast<std::ptrdiff_t>(a) * H);
+      }
     }
   };
 
-  embedding(rt, m.embed, ids, T, x);
+  embedding(*rt, embed, d_ids, T, d_x);
   for (int l = 0; l < L; ++l) {
-    record_aux(l, x);
-    const DeviceLayer& w = m.layers[static_cast<std::size_t>(l)];
-    rms_norm(rt, x, H, w.input_norm.get(), xn, H, T, H, c.rms_norm_eps);
-    decoder_layer(rt, w, c, l, xn, H, *cache, b, x, m.scratch);
+    record_aux(l, d_x);
+    const DeviceLayer& w = layers[static_cast<std::size_t>(l)];
+    rms_norm(*rt, d_x, H, w.input_norm.get(), d_xn, H, T, H, c.rms_norm_eps);
+    decoder_layer(*rt, w, c, l, d_xn, H, b, d_x, scratch);
   }
-  float* h = grown(rt, m.h, uT * H);  // (T, H) after the final norm
-  rms_norm(rt, x, H, m.norm.get(), h, H, T, H, c.rms_norm_eps);
-  record_aux(L, h);
+  float* d_h = grown(*rt, h, uT * H);  // (T, H) after the final norm
+  rms_norm(*rt, d_x, H, norm.get(), d_h, H, T, H, c.rms_norm_eps);
+  record_aux(L, d_h);
 
-  if (!request.logit_rows.empty()) {
-    const int R = static_cast<int>(request.logit_rows.size());
-    const std::vector<int32_t> picked_rows(request.logit_rows.begin(), request.logit_rows.end());
-    int32_t* rows = grown(rt, m.rows, picked_rows.size());
-    rt.copy_to_device(rows, picked_rows.data(), sizeof(int32_t) * picked_rows.size());
-    float* picked = grown(rt, m.picked, static_cast<std::size_t>(R) * H);
-    rt.launch(kernels::GatherRows{h, H, rows, picked, H, R, H});
-    float* logits = grown(rt, m.logits, static_cast<std::size_t>(R) * c.vocab_size);
-    linear(rt, {{&m.head(), nullptr, logits, c.vocab_size}}, picked, H, R, H);
-    if (request.argmax_only) {
-      pick_on_device(rt, logits, R, c.vocab_size, m.picks, result);
-    } else {
-      result.logits.resize(R, c.vocab_size);
-      rt.copy_to_host(result.logits.data(), logits, sizeof(float) * static_cast<std::size_t>(R) * c.vocab_size);
+  // The LM head over every entry's logit rows at once: first the rows of entries that want only
+  // the argmax (picked on the device), then those whose logits come back.
+  std::vector<int32_t> picked_rows;
+  std::vector<int> at(N);
+  for (const bool argmax_pass : {true, false}) {
+    for (std::size_t i = 0; i < N; ++i) {
+      const ForwardRequest& request = *batch[i].request;
+      if (request.argmax_only != argmax_pass) continue;
+      at[i] = static_cast<int>(picked_rows.size());
+      for (const int r : request.logit_rows) picked_rows.push_back(row0[i] + r);
     }
   }
-  if (request.final_hidden) {
-    result.final_hidden.resize(T, H);
-    rt.copy_to_host(result.final_hidden.data(), h, sizeof(float) * uT * H);
+  int n_argmax = 0;
+  for (std::size_t i = 0; i < N; ++i)
+    if (batch[i].request->argmax_only) n_argmax += static_cast<int>(batch[i].request->logit_rows.size());
+  const int R = static_cast<int>(picked_rows.size());
+  if (R > 0) {
+    int32_t* d_rows = grown(*rt, rows, picked_rows.size());
+    rt->copy_to_device(d_rows, picked_rows.data(), sizeof(int32_t) * picked_rows.size());
+    float* d_picked = grown(*rt, picked, static_cast<std::size_t>(R) * H);  // (R, H)
+    rt->launch(kernels::GatherRows{d_h, H, d_rows, d_picked, H, R, H});
+    float* d_logits = grown(*rt, logits, static_cast<std::size_t>(R) * V);  // (R, V)
+    linear(*rt, {{&head(), nullptr, d_logits, V}}, d_picked, H, R, H);
+    std::vector<int32_t> chosen;  // (2·n_argmax)
+    if (n_argmax > 0) chosen = pick_on_device(*rt, d_logits, n_argmax, V, picks);
+    for (std::size_t i = 0; i < N; ++i) {
+      const ForwardRequest& request = *batch[i].request;
+      const int Ri = static_cast<int>(request.logit_rows.size());
+      if (Ri == 0) continue;
+      if (request.argmax_only) {
+        try {
+          take_picks(chosen, n_argmax, at[i], Ri, V, results[i]);
+        } catch (const Error& e) {
+          rethrow_for_entry(e, batched, i);
+        }
+      } else {
+        results[i].logits.resize(Ri, V);
+        rt->copy_to_host(results[i].logits.data(), d_logits + static_cast<std::size_t>(at[i]) * V,
+                         sizeof(float) * static_cast<std::size_t>(Ri) * V);
+      }
+    }
   }
-  rt.synchronize();
-  return result;
+  for (std::size_t i = 0; i < N; ++i) {
+    const ForwardRequest& request = *batch[i].request;
+    if (!request.final_hidden) continue;
+    const int Ti = static_cast<int>(request.tokens.size());
+    results[i].final_hidden.resize(Ti, H);
+    rt->copy_to_host(results[i].final_hidden.data(), d_h + static_cast<std::size_t>(row0[i]) * H,
+                     sizeof(float) * static_cast<std::size_t>(Ti) * H);
+  }
+  rt->synchronize();
+  return results;
 }
 
 std::unique_ptr<CudaTransformer> load_cuda_transformer(std::shared_ptr<DeviceRuntime> runtime,

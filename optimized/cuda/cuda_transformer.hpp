@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "optimized/cuda/device_runtime.hpp"
 #include "reference/io/safetensors.hpp"
@@ -38,8 +39,14 @@ class CudaTransformer final : public LanguageModel {
   // A CudaKVCache on this model's device.
   std::unique_ptr<KVCache> new_cache(int capacity) const override;
   // As Transformer::forward, with the same checks and messages; `cache` must come from new_cache
-  // of a CudaTransformer of the same shape. Not safe to call from two threads at once.
+  // of a CudaTransformer of the same shape. Not safe to call from two threads at once. A batch of
+  // one: the same code as forward_batch.
   ForwardResult forward(KVCache& cache, const ForwardRequest& request) const override;
+  // One pass for every sequence of the batch: each layer's linears read their weights once for the
+  // rows of all entries, each row attends over its own entry's cache under its own mask, so
+  // results[i] is bitwise forward(*batch[i].cache, *batch[i].request). Every entry is checked
+  // (forward's messages, prefixed "forward_batch: entry i: ") before any cache is touched.
+  std::vector<ForwardResult> forward_batch(const std::vector<BatchEntry>& batch) const override;
 
   Dtype precision() const;
   DeviceRuntime& runtime() const;

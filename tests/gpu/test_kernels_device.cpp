@@ -48,6 +48,10 @@ TEST_F(DeviceKernels, Attention) {
   cases::check_attention_all(dev);
   cases::check_attention(dev, 311, {64, 32, 8, 128, 4000, 0});
 }
+TEST_F(DeviceKernels, RaggedAttention) {
+  cases::check_ragged_attention_all(dev);
+  cases::check_ragged_attention(dev, 312, 32, 8, 128, 0, {{4000, 1}, {300, 8}, {0, 64}, {2000, 3}});
+}
 TEST_F(DeviceKernels, KvCompaction) { cases::check_kv_compaction(dev, 243, 600, 1024, 500, 40); }
 TEST_F(DeviceKernels, LinearAtModelScale) {
   for (const int T : {1, 8, 64}) {

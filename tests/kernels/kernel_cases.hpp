@@ -428,6 +428,110 @@ void check_attention_all(Device& dev) {
     check_attention(dev, seed++, s);
 }
 
+// One sequence of a ragged batch: `prefix` cached slots and T new rows forming a random tree.
+struct RaggedSequence {
+  int prefix, T;
+};
+
+// A batch of sequences, each with its own cache block (two spare slots past its new ones), tree
+// mask and positions. KvAppend writes every row's new key and value into its own sequence's slots
+// (and nothing else); RaggedAttention then gives every row what `attend` gives it over the visible
+// slots of its own sequence alone.
+template <class Device>
+void check_ragged_attention(Device& dev, unsigned seed, int heads, int kv_heads, int hd, int window,
+                            const std::vector<RaggedSequence>& seqs) {
+  std::mt19937 rng(seed);
+  const int N = static_cast<int>(seqs.size()), kv_dim = kv_heads * hd;
+  const long long ldq = static_cast<long long>(heads) * hd + 1, ldkv = kv_dim + 3, lds = kv_dim + 2;
+  int rows = 0;
+  for (const RaggedSequence& s : seqs) rows += s.T;
+  const std::vector<float> q = random_values(rng, static_cast<std::size_t>(rows * ldq), 1.5f);
+  const std::vector<float> new_k = random_values(rng, static_cast<std::size_t>(rows * lds), 1.5f);
+  const std::vector<float> new_v = random_values(rng, static_cast<std::size_t>(rows * lds));
+  std::vector<int32_t> row_entry, q_pos;
+  std::vector<KvEntry> entries(static_cast<std::size_t>(N));
+  std::vector<std::vector<float>> want_k(static_cast<std::size_t>(N)), want_v(static_cast<std::size_t>(N));
+  std::vector<float> want(static_cast<std::size_t>(rows * ldq), 0.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int e = 0; e < N; ++e) {
+    const RaggedSequence& s = seqs[static_cast<std::size_t>(e)];
+    const int cols = s.prefix + s.T, capacity = cols + 2, row0 = static_cast<int>(row_entry.size());
+    std::vector<float> kc = random_values(rng, static_cast<std::size_t>(capacity * ldkv), 1.5f);
+    std::vector<float> vc = random_values(rng, static_cast<std::size_t>(capacity * ldkv));
+    KvEntry& d = entries[static_cast<std::size_t>(e)];
+    d.k = dev.upload(kc), d.v = dev.upload(vc);  // before the append: its slots hold junk
+    for (int t = 0; t < s.T; ++t)
+      for (int c = 0; c < kv_dim; ++c) {
+        kc[static_cast<std::size_t>((s.prefix + t) * ldkv + c)] = new_k[static_cast<std::size_t>((row0 + t) * lds + c)];
+        vc[static_cast<std::size_t>((s.prefix + t) * ldkv + c)] = new_v[static_cast<std::size_t>((row0 + t) * lds + c)];
+      }
+    std::vector<int> parents(static_cast<std::size_t>(s.T));
+    for (int t = 0; t < s.T; ++t) parents[static_cast<std::size_t>(t)] = t == 0 ? -1 : static_cast<int>(rng() % (t + 1)) - 1;
+    const AttentionMask mask = AttentionMask::tree(s.prefix, parents);
+    std::vector<uint8_t> mask_bytes(static_cast<std::size_t>(s.T) * cols);
+    for (int t = 0; t < s.T; ++t)
+      for (int j = 0; j < cols; ++j) mask_bytes[static_cast<std::size_t>(t) * cols + j] = mask.allowed(t, j) ? 1 : 0;
+    std::vector<int32_t> slot_pos(static_cast<std::size_t>(cols));
+    for (int j = 0; j < s.prefix; ++j) slot_pos[static_cast<std::size_t>(j)] = j;
+    for (int t = 0; t < s.T; ++t) {
+      int depth = 0;
+      for (int p = parents[static_cast<std::size_t>(t)]; p >= 0; p = parents[static_cast<std::size_t>(p)]) ++depth;
+      slot_pos[static_cast<std::size_t>(s.prefix + t)] = s.prefix + depth;
+      q_pos.push_back(s.prefix + depth);
+      row_entry.push_back(e);
+    }
+    for (int t = 0; t < s.T; ++t) {
+      for (int h = 0; h < heads; ++h) {
+        const int g = h / (heads / kv_heads);
+        std::vector<const float*> keys, values;
+        for (int j = 0; j < cols; ++j) {
+          if (!mask.allowed(t, j)) continue;
+          if (window > 0 && q_pos[static_cast<std::size_t>(row0 + t)] - slot_pos[static_cast<std::size_t>(j)] >= window) continue;
+          keys.push_back(kc.data() + j * ldkv + g * hd);
+          values.push_back(vc.data() + j * ldkv + g * hd);
+        }
+        attend(q.data() + (row0 + t) * ldq + h * hd, keys.data(), values.data(), static_cast<int>(keys.size()), hd, scale,
+               want.data() + (row0 + t) * ldq + h * hd);
+      }
+    }
+    d.mask = dev.upload(mask_bytes), d.slot_pos = dev.upload(slot_pos);
+    d.scratch = dev.template alloc<float>(static_cast<std::size_t>(s.T) * heads * cols);
+    d.row0 = row0, d.first = s.prefix, d.cols = cols;
+    want_k[static_cast<std::size_t>(e)] = std::move(kc), want_v[static_cast<std::size_t>(e)] = std::move(vc);
+  }
+  const KvEntry* d_entries = dev.upload(entries);
+  const int32_t* d_row_entry = dev.upload(row_entry);
+  KvAppend append{dev.upload(new_k), dev.upload(new_v), lds, d_entries, d_row_entry, ldkv, rows, kv_dim};
+  dev.launch(append);
+  RaggedAttention k;
+  k.q = dev.upload(q), k.ldq = ldq, k.entries = d_entries, k.row_entry = d_row_entry, k.q_pos = dev.upload(q_pos);
+  k.ldkv = ldkv, k.window = window;
+  std::vector<float> out_init(static_cast<std::size_t>(rows * ldq), 0.0f);
+  k.out = dev.upload(out_init), k.ldo = ldq;
+  k.rows = rows, k.heads = heads, k.kv_heads = kv_heads, k.hd = hd, k.scale = scale;
+  dev.launch(k);
+  const std::string where = "seed " + std::to_string(seed) + ", " + std::to_string(N) + " sequences, heads " +
+                            std::to_string(heads) + "/" + std::to_string(kv_heads) + ", hd " + std::to_string(hd) +
+                            ", window " + std::to_string(window);
+  for (int e = 0; e < N; ++e) {
+    const std::size_t n = want_k[static_cast<std::size_t>(e)].size();
+    const KvEntry& d = entries[static_cast<std::size_t>(e)];
+    EXPECT_EQ(first_difference(dev.download(d.k, n).data(), want_k[static_cast<std::size_t>(e)].data(), n), "")
+        << "KvAppend keys, " << where << ", sequence " << e;
+    EXPECT_EQ(first_difference(dev.download(d.v, n).data(), want_v[static_cast<std::size_t>(e)].data(), n), "")
+        << "KvAppend values, " << where << ", sequence " << e;
+  }
+  EXPECT_EQ(first_difference(dev.download(k.out, want.size()).data(), want.data(), want.size()), "") << "RaggedAttention " << where;
+}
+
+template <class Device>
+void check_ragged_attention_all(Device& dev) {
+  check_ragged_attention(dev, 321, 2, 1, 16, 0, {{0, 1}});
+  check_ragged_attention(dev, 322, 4, 2, 20, 0, {{33, 7}, {0, 1}, {5, 3}});
+  check_ragged_attention(dev, 323, 6, 3, 24, 0, {{150, 2}, {1, 6}, {0, 4}, {12, 1}});
+  check_ragged_attention(dev, 324, 2, 2, 8, 3, {{40, 5}, {2, 2}});
+}
+
 // The KV cache's compaction: gather the listed slots into a scratch buffer, then back to
 // [start, start + n), exactly as DenseKVCache::gather moves them.
 template <class Device>

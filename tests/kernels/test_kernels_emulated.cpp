@@ -55,6 +55,11 @@ TEST(EmulatedKernels, AttentionEqualsAttendOverTreesPrefixesWindowsAndGqa) {
   cases::check_attention_all(dev);
 }
 
+TEST(EmulatedKernels, RaggedAttentionAndKvAppendEqualAttendPerSequence) {
+  EmulatedDevice dev;
+  cases::check_ragged_attention_all(dev);
+}
+
 TEST(EmulatedKernels, KvCompactionEqualsDenseKVCacheGather) {
   EmulatedDevice dev;
   cases::check_kv_compaction(dev, 241, 20, 24, 5, 6);

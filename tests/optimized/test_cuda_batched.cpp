@@ -1,0 +1,90 @@
+// Batched decoding on the CUDA backend (the CPU grid emulator in the cpu tests, the GPU in
+// tests/gpu): a batch mixing sequential, draft-model and EAGLE-family sequences, greedy, coupled
+// and sampled, with continuous batching, decodes every sequence exactly as the device decodes it
+// alone. The target's forward_batch and the draft LM's gathered forward_batch run on the device.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "optimized/cuda/cuda_eagle_head.hpp"
+#include "optimized/cuda/cuda_transformer.hpp"
+#include "reference/decoding/batched.hpp"
+#include "reference/decoding/sequential.hpp"
+#include "reference/decoding/speculative.hpp"
+#include "reference/drafting/draft_model_proposer.hpp"
+#include "tests/optimized/cpu_fixtures.hpp"
+#include "tests/optimized/device_under_test.hpp"
+#include "tests/reference/eagle_fixtures.hpp"
+#include "tests/reference/speculative_fixtures.hpp"
+
+namespace specdec {
+namespace {
+
+class CudaBatched : public testing::DeviceTest {};
+
+constexpr uint64_t kModelSeed = testing::kExactnessModelSeed;
+constexpr Dtype kPrecision = Dtype::BF16;
+
+TEST_F(CudaBatched, EverySequenceDecodesAsAlone) {
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
+  ModelConfig c = testing::fixture_configs()[0].config;
+  c.eos_token_ids.clear();
+  const LlamaWeights w = testing::make_model(c, kModelSeed).weights();
+  const Transformer reference(c, cpu::rounded_llama_weights(w, kPrecision));  // the heads bind to it
+  const cuda::CudaTransformer target(rt, c, w, kPrecision);
+  ModelConfig small = c;
+  small.num_hidden_layers = 1;
+  small.intermediate_size = 32;
+  const cuda::CudaTransformer drafter(rt, small, testing::make_model(small, 4242).weights(), kPrecision);
+  testing::HeadPool pool;
+  pool.bind = [rt](const EagleHead& h) { return cuda::cuda_eagle_head(rt, h); };
+  std::vector<testing::EagleMethod> eagle;
+  for (const testing::EagleMethod& m : testing::eagle_methods(pool))
+    if (m.target == testing::EagleTarget::plain && (m.name.find("_chain") != std::string::npos || m.name.find("_tree_") != std::string::npos))
+      eagle.push_back(m);
+  ASSERT_GE(eagle.size(), 2u);
+
+  // Request i: its lane (0 sequential, 1 draft model K=3, 2.. EAGLE methods), sampling mode i % 3.
+  std::vector<BatchRequest> requests;
+  std::vector<int> lanes;
+  for (int i = 0; i < 6; ++i) {
+    BatchRequest r;
+    r.prompt = testing::kExactnessPrompts[static_cast<std::size_t>(i) % testing::kExactnessPrompts.size()];
+    r.max_new_tokens = 5 + i % 4;
+    r.sequence = static_cast<uint32_t>(100 + i);
+    r.sampling.mode = i % 3 == 0 ? SamplingParams::Mode::greedy
+                                 : i % 3 == 1 ? SamplingParams::Mode::coupled : SamplingParams::Mode::sample;
+    if (i % 3) r.sampling.temperature = 0.7, r.sampling.seed = 31337;
+    requests.push_back(r);
+    lanes.push_back(i % 4);
+  }
+  auto make = [&](int lane, const LanguageModel& draft_lm) -> std::unique_ptr<Proposer> {
+    if (lane == 0) return nullptr;
+    if (lane == 1) return std::make_unique<DraftModelProposer>(draft_lm, c, 3, 64);
+    return eagle[static_cast<std::size_t>(lane - 2)].make(reference, 3);
+  };
+  BatchOptions o;
+  o.max_in_flight = 3;
+  const BatchResult b = decode_batched(
+      target, requests,
+      [&](std::size_t i, ForwardGather& gather) { return make(lanes[i], gather.wrap(drafter)); }, o);
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const BatchRequest& r = requests[i];
+    GenerationOptions g;
+    g.max_new_tokens = r.max_new_tokens;
+    g.sequence = r.sequence;
+    auto proposer = make(lanes[i], drafter);
+    const auto acceptor = default_acceptor(r.sampling);
+    const GenerationResult alone = proposer ? decode_speculative(target, *proposer, *acceptor, r.prompt, r.sampling, g)
+                                            : decode_sequential(target, r.prompt, r.sampling, g);
+    EXPECT_EQ(b.requests[i].generation.tokens, alone.tokens)
+        << "request " << i << ", lane " << lanes[i] << ", sampling mode " << i % 3 << ", model seed " << kModelSeed;
+    EXPECT_EQ(b.requests[i].generation.stats.accepted_tokens, alone.stats.accepted_tokens) << "request " << i;
+  }
+  EXPECT_EQ(b.max_in_flight_seen, 3);
+}
+
+}  // namespace
+}  // namespace specdec
