@@ -24,6 +24,7 @@ const std::vector<Command>& commands() {
       {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},
       {"validate", "compare a backend step by step with the reference or a recorded trace (exit 0 pass, 1 fail)", run_validate},
       {"bench", "measure bandwidth, decode speed, verify cost and every method's speedup on this machine", run_bench},
+      {"batch", "decode many prompts with continuous batching at a concurrency: throughput, TTFT, TPOT, acceptance", run_batch},
       {"sweep", "run a grid of decoding configurations over prompt sets, resumable and shardable (sweep merge joins shards)", run_sweep},
       {"trace", "check a trace file against the schema (trace check) or compare two traces step by step (trace diff)", run_trace},
   };
@@ -73,7 +74,7 @@ int run_cli(const std::vector<std::string>& args, CommandIO& io) {
 }
 
 int run_cli(int argc, char** argv) {
-  CommandIO io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0};
+  CommandIO io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
   return run_cli(std::vector<std::string>(argv + 1, argv + argc), io);
 }
 

@@ -12,6 +12,7 @@ struct CommandIO {
   std::ostream& out;
   std::ostream& err;
   bool out_is_terminal = false;  // colour and progress only on a terminal
+  bool err_is_terminal = false;  // progress written to err (specdec batch) only on a terminal
 };
 
 using CommandFn = int (*)(const std::vector<std::string>& args, CommandIO& io);
@@ -43,5 +44,6 @@ int run_validate(const std::vector<std::string>& args, CommandIO& io);
 int run_bench(const std::vector<std::string>& args, CommandIO& io);
 int run_sweep(const std::vector<std::string>& args, CommandIO& io);
 int run_trace(const std::vector<std::string>& args, CommandIO& io);
+int run_batch(const std::vector<std::string>& args, CommandIO& io);
 
 }  // namespace specdec::cli

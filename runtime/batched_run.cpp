@@ -5,7 +5,7 @@
 
 namespace specdec {
 
-std::size_t BatchedMethods::add(const DecodeArgs& a) {
+std::size_t BatchedMethods::add(const DecodeArgs& a, const LoadedDrafter* drafter) {
   check_method_args(a);
   const std::string key = method_json(a).dump();
   for (std::size_t i = 0; i < lanes_.size(); ++i)
@@ -14,7 +14,9 @@ std::size_t BatchedMethods::add(const DecodeArgs& a) {
   lane.args = a;
   lane.args.backend = target_.backend;
   const DrafterNeed& need = method_entry(a.method.name).drafter;
-  if (need.kind != DrafterNeed::Kind::none) {
+  if (need.kind != DrafterNeed::Kind::none && drafter) {
+    lane.drafter = drafter;
+  } else if (need.kind != DrafterNeed::Kind::none) {
     const std::string dkey = std::to_string(static_cast<int>(need.kind)) + ":" + std::to_string(static_cast<int>(need.head)) + ":" + a.drafter;
     auto& slot = drafters_[dkey];
     if (!slot) slot = std::make_unique<LoadedDrafter>(std::move(*load_drafter(lane.args, target_)));

@@ -18,9 +18,10 @@ class BatchedMethods {
   // The target must outlive this object.
   explicit BatchedMethods(const LoadedModel& target) : target_(target) {}
 
-  // The lane of `a`'s method (its method options and drafter), loading the drafter on first use.
-  // Checks the method's options; throws specdec::Error as generate would.
-  std::size_t add(const DecodeArgs& a);
+  // The lane of `a`'s method (its method options and drafter), loading the drafter on first use,
+  // or using `drafter` when given (loaded by load_drafter for this target; it must outlive this
+  // object). Checks the method's options; throws specdec::Error as generate would.
+  std::size_t add(const DecodeArgs& a, const LoadedDrafter* drafter = nullptr);
   const DecodeArgs& lane(std::size_t i) const { return lanes_.at(i).args; }
   std::size_t lanes() const { return lanes_.size(); }
 

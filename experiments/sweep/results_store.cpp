@@ -47,10 +47,41 @@ const std::vector<std::pair<std::string, std::string>>& metrics() {
   return m;
 }
 
+// The latencies of rows of batched cells (concurrency > 1); their summary.csv columns appear only
+// in sweeps that have such cells, so the files of other sweeps keep their columns.
+const std::vector<std::pair<std::string, std::string>>& batched_metrics() {
+  static const std::vector<std::pair<std::string, std::string>> m = {
+      {"ttft_s", "/timing/ttft_s"}, {"tpot_s", "/timing/tpot_s"}, {"queue_s", "/timing/queue_s"}};
+  return m;
+}
+
+// Throughput of the batched runs `rows` came from: their generated tokens over their wall time
+// (each batch counted once; a resumed cell may have run in two).
+json batched_throughput(const std::vector<const json*>& rows) {
+  std::map<int64_t, const json*> batches;  // by first run
+  for (const json* r : rows) {
+    const json::json_pointer ptr("/timing/batch");
+    if (r->contains(ptr)) batches[(*r)[ptr]["first_run"].get<int64_t>()] = &(*r)[ptr];
+  }
+  if (batches.empty()) return nullptr;
+  double tokens = 0, wall = 0, requests = 0;
+  for (const auto& [_, b] : batches) {
+    tokens += (*b)["generated_tokens"].get<double>();
+    requests += (*b)["requests"].get<double>();
+    wall += (*b)["wall_s"].get<double>();
+  }
+  return {{"batches", batches.size()},
+          {"wall_s", wall},
+          {"throughput_tok_s", wall > 0 ? tokens / wall : 0.0},
+          {"throughput_req_s", wall > 0 ? requests / wall : 0.0}};
+}
+
 json summarize_group(const std::vector<const json*>& rows) {
   json out = json::object();
   out["prompts"] = rows.size();
-  for (const auto& [name, pointer] : metrics()) {
+  std::vector<std::pair<std::string, std::string>> all = metrics();
+  all.insert(all.end(), batched_metrics().begin(), batched_metrics().end());
+  for (const auto& [name, pointer] : all) {
     std::vector<double> v;
     const json::json_pointer ptr(pointer);
     for (const json* r : rows)
@@ -195,19 +226,29 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
     g["category"] = key.second;
     g["config"] = manifest["cells"][key.first];
     g["label"] = (*members.front())["label"];
+    // A batch holds every category of its cell: its throughput is the cell's, not a category's.
+    if (key.second == "all") {
+      const json t = batched_throughput(members);
+      if (!t.is_null()) g["batched"] = t;
+    }
     cells.push_back(g);
   }
   const json summary = {{"format", "specdec-sweep-summary-1"}, {"runs", rows.size()}, {"groups", cells}};
   write_file_atomically(dir / "summary.json", summary.dump(2) + "\n");
 
+  bool batched = false;
+  for (const json& r : rows) batched = batched || r.contains(json::json_pointer("/timing/batch"));
+  std::vector<std::pair<std::string, std::string>> columns = metrics();
+  if (batched) columns.insert(columns.end(), batched_metrics().begin(), batched_metrics().end());
   std::ostringstream csv;
   csv << "cell,label,category,prompts,pooled_acceptance_length";
-  for (const auto& [name, _] : metrics()) csv << "," << name << "_mean," << name << "_sd," << name << "_ci95_low," << name << "_ci95_high";
+  for (const auto& [name, _] : columns) csv << "," << name << "_mean," << name << "_sd," << name << "_ci95_low," << name << "_ci95_high";
+  if (batched) csv << ",throughput_tok_s,throughput_req_s";
   csv << "\n";
   for (const json& g : cells) {
     csv << g["cell"].get<int64_t>() << "," << csv_field(g["label"].get<std::string>()) << "," << csv_field(g["category"].get<std::string>())
         << "," << g["prompts"].get<int64_t>() << "," << g["pooled"]["acceptance_length"].get<double>();
-    for (const auto& [name, _] : metrics()) {
+    for (const auto& [name, _] : columns) {
       if (!g.contains(name)) {
         csv << ",,,,";
         continue;
@@ -215,6 +256,10 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
       const json& m = g[name];
       csv << "," << m["mean"].get<double>() << "," << m["sd"].get<double>() << "," << m["ci95"][0].get<double>() << ","
           << m["ci95"][1].get<double>();
+    }
+    if (batched) {
+      if (g.contains("batched")) csv << "," << g["batched"]["throughput_tok_s"].get<double>() << "," << g["batched"]["throughput_req_s"].get<double>();
+      else csv << ",,";
     }
     csv << "\n";
   }

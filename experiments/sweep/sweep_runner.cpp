@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/batch_job.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/backend.hpp"
 #include "experiments/sweep/progress.hpp"
@@ -140,35 +141,13 @@ class ModelCache {
   std::map<std::tuple<std::string, std::string, std::string>, LoadedDrafter> drafters_;
 };
 
-json run_one(const SweepSpec& spec, int64_t run, ModelCache& cache, const sim::SpecLibrary* lib) {
+// The row of `run` without its timing: the configuration, the prompt, the output's hash and the
+// acceptance statistics of `first` (the first repeat), and the prediction from its steps.
+json result_row(const SweepSpec& spec, int64_t run, const DecodeArgs& a, std::size_t prompt_tokens,
+                const GenerationResult& first, const RunObserver& first_obs, const LoadedModel& target,
+                const LoadedDrafter* drafter, const sim::SpecLibrary* lib) {
   const Cell& c = spec.cell_of(run);
   const Prompt& p = spec.prompt_of(run);
-  const DecodeArgs a = decode_args(spec, c, p);
-  const LoadedModel& target = cache.target(a.backend);
-  const LoadedDrafter* drafter = cache.drafter(a);
-  const std::vector<int32_t> prompt = prompt_tokens(a, target);
-  const SamplingParams sampling = sampling_params(a);
-  const GenerationOptions options = generation_options(a);
-
-  GenerationResult first;
-  RunObserver first_obs;
-  std::vector<double> draft_ms, verify_ms, decode_ms, prefill_ms, tps;
-  for (int rep = 0; rep < spec.repeats; ++rep) {
-    RunObserver obs;
-    GenerationResult r = run_method(a, target, prompt, sampling, options, &obs, drafter);
-    if (rep == 0) {
-      first = r;
-      first_obs = obs;
-    } else if (r.tokens != first.tokens) {
-      throw Error("run " + std::to_string(run) + " (" + c.label() + ", prompt " + p.id + ") gave different tokens on repeat " +
-                  std::to_string(rep + 1) + "; decoding must be deterministic");
-    }
-    draft_ms.push_back(obs.draft_ns / 1e6);
-    verify_ms.push_back(obs.verify_ns / 1e6);
-    decode_ms.push_back(r.stats.decode_ns / 1e6);
-    prefill_ms.push_back(r.stats.prefill_ns / 1e6);
-    tps.push_back(r.decode_tokens_per_second());
-  }
   const GenerationStats& st = first.stats;
   Fnv1a64 h;
   h.update(first.tokens.data(), first.tokens.size() * sizeof(int32_t));
@@ -179,7 +158,7 @@ json run_one(const SweepSpec& spec, int64_t run, ModelCache& cache, const sim::S
               {"prompt_id", p.id},
               {"category", p.category},
               {"seed_used", a.seed},
-              {"prompt_tokens", prompt.size()},
+              {"prompt_tokens", prompt_tokens},
               {"generated_tokens", first.tokens.size()},
               {"stop_reason", first.stop_reason},
               {"output_fnv1a64", h.str()},
@@ -193,27 +172,148 @@ json run_one(const SweepSpec& spec, int64_t run, ModelCache& cache, const sim::S
               {"acceptance_by_depth", st.acceptance_by_depth()},
               {"depth_attempts", st.depth_attempts},
               {"depth_accepts", st.depth_accepts},
-              {"tokens_per_target_forward", static_cast<double>(first.tokens.size()) / st.target_forwards},
-              {"timing",
-               {{"repeats", spec.repeats},
-                {"draft_ms", median(draft_ms)},
-                {"verify_ms", median(verify_ms)},
-                {"decode_ms", median(decode_ms)},
-                {"prefill_ms", median(prefill_ms)},
-                {"tokens_per_s", median(tps)}}}};
+              {"tokens_per_target_forward", static_cast<double>(first.tokens.size()) / st.target_forwards}};
   const json config = c.to_json();
   for (const auto& [k, v] : config.items()) row[k] = v;
   row["model_fingerprint"] = target.fingerprint;
   if (drafter) row["drafter_fingerprint"] = drafter->fingerprint;
   if (lib) {
     try {
-      const json pred = predict_run(spec, *lib, c, first_obs, static_cast<int>(prompt.size()), static_cast<int>(first.tokens.size()));
+      const json pred = predict_run(spec, *lib, c, first_obs, static_cast<int>(prompt_tokens), static_cast<int>(first.tokens.size()));
       if (!pred.is_null()) row["predicted"] = pred;
     } catch (const std::exception& e) {
       throw Error(spec.source + ": predict for " + c.label() + ": " + e.what());
     }
   }
   return row;
+}
+
+// Wall times of one run over the repeats (medians are reported).
+struct RunTimes {
+  std::vector<double> draft_ms, verify_ms, decode_ms, prefill_ms, tps;
+  void add(const RunObserver& obs, const GenerationResult& r) {
+    draft_ms.push_back(obs.draft_ns / 1e6);
+    verify_ms.push_back(obs.verify_ns / 1e6);
+    decode_ms.push_back(r.stats.decode_ns / 1e6);
+    prefill_ms.push_back(r.stats.prefill_ns / 1e6);
+    tps.push_back(r.decode_tokens_per_second());
+  }
+  json to_json(int repeats) const {
+    return {{"repeats", repeats},
+            {"draft_ms", median(draft_ms)},
+            {"verify_ms", median(verify_ms)},
+            {"decode_ms", median(decode_ms)},
+            {"prefill_ms", median(prefill_ms)},
+            {"tokens_per_s", median(tps)}};
+  }
+};
+
+std::string repeat_mismatch(const SweepSpec& spec, int64_t run, int rep) {
+  return "run " + std::to_string(run) + " (" + spec.cell_of(run).label() + ", prompt " + spec.prompt_of(run).id +
+         ") gave different tokens on repeat " + std::to_string(rep + 1) + "; decoding must be deterministic";
+}
+
+json run_one(const SweepSpec& spec, int64_t run, ModelCache& cache, const sim::SpecLibrary* lib) {
+  const Cell& c = spec.cell_of(run);
+  const Prompt& p = spec.prompt_of(run);
+  const DecodeArgs a = decode_args(spec, c, p);
+  const LoadedModel& target = cache.target(a.backend);
+  const LoadedDrafter* drafter = cache.drafter(a);
+  const std::vector<int32_t> prompt = prompt_tokens(a, target);
+  const SamplingParams sampling = sampling_params(a);
+  const GenerationOptions options = generation_options(a);
+
+  GenerationResult first;
+  RunObserver first_obs;
+  RunTimes times;
+  for (int rep = 0; rep < spec.repeats; ++rep) {
+    RunObserver obs;
+    GenerationResult r = run_method(a, target, prompt, sampling, options, &obs, drafter);
+    if (rep == 0) {
+      first = r;
+      first_obs = obs;
+    } else if (r.tokens != first.tokens) {
+      throw Error(repeat_mismatch(spec, run, rep));
+    }
+    times.add(obs, r);
+  }
+  json row = result_row(spec, run, a, prompt.size(), first, first_obs, target, drafter, lib);
+  row["timing"] = times.to_json(spec.repeats);
+  return row;
+}
+
+// The runs of a batched cell (all its prompts, or those a resumed sweep still lacks) decoded as one
+// batched run of the cell's concurrency, `repeats` times. Each request keeps sequence id 0, so it
+// draws what the cell's prompt draws at concurrency 1 and its row's results are those of the
+// unbatched cell; only the timing differs: the request's TTFT, TPOT and queueing delay, and the
+// batch it ran in (first run, requests, generated tokens, wall time, throughput), medians over the
+// repeats.
+std::vector<json> run_batched_cell(const SweepSpec& spec, const std::vector<int64_t>& runs, ModelCache& cache,
+                                   const sim::SpecLibrary* lib) {
+  const Cell& c = spec.cell_of(runs.front());
+  std::vector<DecodeArgs> args;
+  for (const int64_t run : runs) args.push_back(decode_args(spec, c, spec.prompt_of(run)));
+  const DecodeArgs& method = args.front();  // the cell's method and drafter; seeds differ per prompt
+  const LoadedModel& target = cache.target(method.backend);
+  const LoadedDrafter* drafter = cache.drafter(method);
+  std::vector<BatchRequest> requests;
+  for (const DecodeArgs& a : args) {
+    requests.push_back(batch_requests(a, {prompt_tokens(a, target)}, /*sequence_per_request=*/false).front());
+  }
+  const std::size_t n = runs.size();
+  std::vector<GenerationResult> first(n);
+  std::vector<RunObserver> first_obs(n);
+  std::vector<RunTimes> times(n);
+  std::vector<std::vector<double>> ttft(n), tpot(n), queue(n);
+  std::vector<double> wall, throughput;
+  std::size_t generated = 0;
+  for (int rep = 0; rep < spec.repeats; ++rep) {
+    std::vector<RunObserver> obs(n);
+    BatchRunOptions o;
+    o.concurrency = c.concurrency;
+    o.observer_for = [&obs](std::size_t i) -> DecodeObserver* { return &obs[i]; };
+    const BatchResult b = run_batched(method, target, requests, o, drafter);
+    for (std::size_t i = 0; i < n; ++i) {
+      const RequestResult& r = b.requests[i];
+      if (rep == 0) {
+        first[i] = r.generation;
+        first_obs[i] = obs[i];
+        generated += r.generation.tokens.size();
+      } else if (r.generation.tokens != first[i].tokens) {
+        throw Error(repeat_mismatch(spec, runs[i], rep));
+      }
+      times[i].add(obs[i], r.generation);
+      ttft[i].push_back(r.ttft_s());
+      tpot[i].push_back(r.tpot_s());
+      queue[i].push_back(r.queue_s());
+    }
+    wall.push_back(b.wall_s);
+    throughput.push_back(b.throughput());
+  }
+  const json batch = {{"first_run", runs.front()},
+                      {"requests", n},
+                      {"generated_tokens", generated},
+                      {"wall_s", median(wall)},
+                      {"throughput_tok_s", median(throughput)}};
+  std::vector<json> rows;
+  for (std::size_t i = 0; i < n; ++i) {
+    json row = result_row(spec, runs[i], args[i], requests[i].prompt.size(), first[i], first_obs[i], target, drafter, lib);
+    json timing = times[i].to_json(spec.repeats);
+    timing["ttft_s"] = median(ttft[i]);
+    if (first[i].tokens.size() >= 2) timing["tpot_s"] = median(tpot[i]);  // TPOT needs two tokens
+    timing["queue_s"] = median(queue[i]);
+    timing["batch"] = batch;
+    row["timing"] = timing;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Whether this shard runs `run`, from the manifest (a batched cell goes whole to one shard).
+bool owns(const Shard& shard, const json& manifest, int64_t run) {
+  const int64_t prompts = static_cast<int64_t>(manifest["prompts"].size());
+  const json& cell = manifest["cells"][static_cast<std::size_t>(run / prompts)];
+  return shard_owns(shard, run, prompts, cell.value("concurrency", 1) > 1);
 }
 
 // The runs a directory's rows cover, checked against its manifest.
@@ -275,7 +375,7 @@ int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream
   std::vector<int64_t> todo;
   int64_t owned = 0;
   for (int64_t r = 0; r < spec.run_count(); ++r) {
-    if (!o.shard.owns(r)) continue;
+    if (!owns(o.shard, manifest, r)) continue;
     ++owned;
     if (!done.count(r)) todo.push_back(r);
   }
@@ -284,10 +384,25 @@ int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream
   RowWriter writer(o.out);
   Progress progress(log, log_is_terminal, static_cast<int64_t>(todo.size()), owned - static_cast<int64_t>(todo.size()),
                            o.progress_interval_s);
-  for (const int64_t r : todo) {
-    progress.start_run(spec.cell_of(r).label() + " " + spec.prompt_of(r).id);
-    writer.append(run_one(spec, r, cache, lib ? &*lib : nullptr));
-    progress.finish_run();
+  const int64_t prompts = static_cast<int64_t>(spec.prompts.size());
+  for (std::size_t i = 0; i < todo.size();) {
+    const Cell& c = spec.cell_of(todo[i]);
+    if (c.concurrency == 1) {
+      progress.start_run(c.label() + " " + spec.prompt_of(todo[i]).id);
+      writer.append(run_one(spec, todo[i], cache, lib ? &*lib : nullptr));
+      progress.finish_run();
+      ++i;
+      continue;
+    }
+    // A batched cell: its runs still to do are one batched run; its rows are appended together.
+    const int64_t cell = todo[i] / prompts;
+    std::vector<int64_t> runs;
+    for (; i < todo.size() && todo[i] / prompts == cell; ++i) runs.push_back(todo[i]);
+    progress.start_run(c.label() + " (" + std::to_string(runs.size()) + " prompts)");
+    for (const json& row : run_batched_cell(spec, runs, cache, lib ? &*lib : nullptr)) {
+      writer.append(row);
+      progress.finish_run();
+    }
   }
   progress.done();
   const std::vector<json> rows = sorted_by_run(read_rows(o.out, false));
@@ -321,12 +436,12 @@ void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out
     const std::vector<json> rows = read_rows(d, false);
     const std::set<int64_t> done = done_runs(rows, m, d);
     for (int64_t r = 0; r < m["runs"].get<int64_t>(); ++r) {
-      if (sh.owns(r) && !done.count(r)) {
+      if (owns(sh, m, r) && !done.count(r)) {
         throw Error("merge: shard " + sh.text() + " in " + d.string() + " is incomplete (run " + std::to_string(r) + " missing); resume it first");
       }
     }
     for (const json& r : rows)
-      if (!sh.owns(r["run"].get<int64_t>())) throw Error("merge: " + d.string() + " holds run " + r["run"].dump() + " of another shard");
+      if (!owns(sh, m, r["run"].get<int64_t>())) throw Error("merge: " + d.string() + " holds run " + r["run"].dump() + " of another shard");
     all.insert(all.end(), rows.begin(), rows.end());
   }
   for (int i = 1; i <= count; ++i)

@@ -9,6 +9,7 @@
 #include "reference/core/error.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/sampling/sampling_params.hpp"
+#include "runtime/batch_job.hpp"
 
 namespace specdec::sweep {
 
@@ -25,7 +26,8 @@ std::string fmt(double v) {
 // The grid's axes, outermost first: the order cells are expanded in.
 const std::vector<std::string>& axes() {
   static const std::vector<std::string> a = {"method", "drafter", "k", "tree", "depth", "tree_top_k", "total_tokens",
-                                             "force_depth", "sampling", "temperature", "top_k", "top_p", "seed", "backend"};
+                                             "force_depth", "sampling", "temperature", "top_k", "top_p", "seed", "backend",
+                                             "concurrency"};
   return a;
 }
 
@@ -81,6 +83,7 @@ void set_axis(Cell& c, const std::string& axis, const json& v, const std::string
     else if (v.is_number_integer() && v.get<int64_t>() >= 0) c.seed = v.get<int64_t>();
     else throw Error(where + ": expected a non-negative integer or \"prompt\" (the prompt's index in its category), got " + v.dump());
   } else if (axis == "backend") c.backend = as_string(v, where);
+  else if (axis == "concurrency") c.concurrency = as_int(v, where);
 }
 
 bool needs_drafter(const Cell& c) { return method_entry(c.method.name).drafter.kind != DrafterNeed::Kind::none; }
@@ -103,6 +106,7 @@ void check_cell(const Cell& c, const std::string& where) {
     p.top_k = c.top_k;
     p.top_p = c.top_p;
     p.validate();
+    check_concurrency(c.concurrency, "concurrency");
   } catch (const std::exception& e) {
     throw Error(where + " (" + c.label() + "): " + e.what());
   }
@@ -149,6 +153,7 @@ json Cell::to_json() const {
     j["top_p"] = top_p;
     j["seed"] = seed < 0 ? json("prompt") : json(seed);
   }
+  if (concurrency > 1) j["concurrency"] = concurrency;  // absent at 1: the keys of unbatched cells stay as they were
   return j;
 }
 
@@ -161,6 +166,7 @@ std::string Cell::label() const {
     s += " seed=" + (seed < 0 ? std::string("prompt") : std::to_string(seed));
   }
   if (backend != "reference") s += " " + backend;
+  if (concurrency > 1) s += " B=" + std::to_string(concurrency);
   return s;
 }
 
@@ -289,6 +295,10 @@ SweepSpec load_sweep_spec(const std::string& path, const std::string& prompts_ov
   const auto j = json::parse(ss.str(), nullptr, false);
   if (j.is_discarded()) throw Error(path + ": not valid JSON");
   return parse_sweep_spec(j, path, prompts_override);
+}
+
+bool shard_owns(const Shard& s, int64_t run, int64_t prompts, bool batched_cell) {
+  return s.owns(batched_cell ? run / prompts : run);
 }
 
 Shard parse_shard(const std::string& text) {

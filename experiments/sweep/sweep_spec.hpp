@@ -22,11 +22,15 @@ struct Cell {
   double top_p = 1.0;
   int64_t seed = 0;                   // -1: the prompt's index within its category
   std::string backend = "reference";
+  // Sequences decoding at once: above 1 the cell's prompts are decoded as one batched run
+  // (continuous batching, reference/decoding/batched.hpp) and its rows carry latencies.
+  int concurrency = 1;
 
   // The configuration as JSON with only the fields it uses; its dump is the cell's key.
   nlohmann::json to_json() const;
   std::string key() const { return to_json().dump(); }
-  // "eagle k=4 greedy", "eagle3 tree=dynamic depth=7 top_k=10 total_tokens=60 sample T=0.8 seed=1".
+  // "eagle k=4 greedy", "eagle3 tree=dynamic depth=7 top_k=10 total_tokens=60 sample T=0.8 seed=1",
+  // "eagle k=4 greedy B=8".
   std::string label() const;
 };
 
@@ -71,6 +75,10 @@ struct Shard {
   bool owns(int64_t run) const { return run % count == index - 1; }
   std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
 };
+// Whether shard `s` runs run `run` (of a sweep with `prompts` prompts): runs are dealt round robin
+// (Shard::owns), except the runs of a batched cell (concurrency > 1), which are one batched run and
+// go together to the shard that owns the cell's index.
+bool shard_owns(const Shard& s, int64_t run, int64_t prompts, bool batched_cell);
 Shard parse_shard(const std::string& text);
 
 }  // namespace specdec::sweep

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/batch_job.hpp"
+#include "runtime/batch_report.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/record_run.hpp"
@@ -148,6 +150,7 @@ struct Generation {
     d["accepted_tokens"] = stats.accepted_tokens;
     d["acceptance_length"] = acceptance_length();
     d["acceptance_by_depth"] = stats.acceptance_by_depth();
+    d["accepted_per_step"] = stats.accepted_per_step;
     d["tokens_per_target_forward"] = tokens_per_target_forward();
     return d;
   }
@@ -446,6 +449,66 @@ Generation generate(const std::shared_ptr<Model>& model, const py::object& promp
   return g;
 }
 
+// generate_batch: the prompts as one batched run (continuous batching, `concurrency` sequences at
+// once), as `specdec batch` decodes them: request i draws with sequence id i. Returns
+// {"requests": [one dict per request, as a line of `specdec batch --out`], "summary": {as
+// `specdec batch --json`}}.
+py::object generate_batch(const std::shared_ptr<Model>& model, const py::object& prompts, int64_t concurrency,
+                          const py::object& rate, const MethodArgs& m) {
+  if (!model) throw Error("generate_batch: model must be a Model from specdec.load_model");
+  check_concurrency(concurrency, "concurrency");
+  std::optional<double> arrival_rate;
+  if (!rate.is_none()) {
+    try {
+      arrival_rate = rate.cast<double>();
+    } catch (const py::cast_error&) {
+      throw Error("rate must be a number of requests per second (or None: every request at once)");
+    }
+  }
+  if (py::isinstance<py::str>(prompts) || !py::isinstance<py::sequence>(prompts)) {
+    throw Error("prompts must be a list of prompts (each a string or a sequence of token ids)");
+  }
+  std::shared_ptr<Drafter> drafter;
+  const DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
+  if (drafter && drafter->target != model) {
+    throw Error("the drafter was loaded for another target (" + drafter->target->m.path +
+                "); load it with specdec.load_drafter(path, model) for this model");
+  }
+  check_method_args(a);
+  std::vector<std::vector<int32_t>> ids;
+  const py::sequence list = prompts.cast<py::sequence>();
+  if (list.size() == 0) throw Error("prompts is empty: give at least one prompt");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    try {
+      ids.push_back(prompt_ids(*model, list[i]));
+    } catch (const Error& e) {
+      throw Error("prompts[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
+  std::vector<BatchRequest> requests = batch_requests(a, ids, /*sequence_per_request=*/true);
+  if (arrival_rate) {
+    const std::vector<double> arrivals = poisson_arrivals(requests.size(), *arrival_rate, a.seed);
+    for (std::size_t i = 0; i < requests.size(); ++i) requests[i].arrival_s = arrivals[i];
+  }
+  BatchRunOptions o;
+  o.concurrency = static_cast<int>(concurrency);
+  BatchResult result;
+  {
+    py::gil_scoped_release release;
+    result = run_batched(a, model->m, requests, o, drafter ? &drafter->d : nullptr);
+  }
+  nlohmann::json out = {{"requests", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    out["requests"].push_back(request_json(i, requests[i], result.requests[i], model->m.tokenizer.get()));
+  }
+  BatchSetup setup;
+  setup.args = &a;
+  setup.concurrency = o.concurrency;
+  setup.rate = arrival_rate;
+  out["summary"] = batch_summary_json(result, setup);
+  return json_to_python(out);
+}
+
 // A run's request: model, prompt, method and sampling.
 DecodeArgs run_request(const std::string& model_path, const std::string& backend, const py::object& prompt,
                        const Model* loaded, const MethodArgs& m) {
@@ -688,6 +751,15 @@ PYBIND11_MODULE(_core, mod) {
           py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32),
           "Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the drafter's\n"
           "method, else sequential), as `specdec generate` does. Returns a Generation.");
+  mod.def("generate_batch",
+          [](const std::shared_ptr<Model>& model, const py::object& prompts, int64_t concurrency, const py::object& rate,
+             SPECDEC_METHOD_PARAMS) { return generate_batch(model, prompts, concurrency, rate, SPECDEC_METHOD_VALUES); },
+          py::arg("model"), py::arg("prompts"), py::kw_only(), py::arg("concurrency") = 8, py::arg("rate") = py::none(),
+          SPECDEC_METHOD_ARGS(32),
+          "Decodes a list of prompts (each ids or text) as one batched run, `concurrency` sequences at once (continuous\n"
+          "batching), as `specdec batch` does; rate= requests/s of Poisson arrivals drawn from seed (None: all at once).\n"
+          "Request i draws with sequence id i; each decodes exactly as alone. Returns {'requests': [dict per request:\n"
+          "output_tokens, output_text, stop_reason, acceptance, timing: ttft_s, tpot_s, queue_s, ...], 'summary': dict}.");
   mod.def("record",
           [](const py::object& model, const py::object& prompt, const std::filesystem::path& out, const std::string& logits,
              int logit_top_k, const py::object& backend, SPECDEC_METHOD_PARAMS) {

@@ -16,6 +16,7 @@ try:
         __version__,
         backends,
         generate,
+        generate_batch,
         load_drafter,
         load_model,
         record,
@@ -29,7 +30,7 @@ except ImportError as _error:  # the extension was not built (no pybind11) or no
         """specdec's error type (the compiled extension is missing, so nothing raises it)."""
 
     def __getattr__(name):
-        if name in ("load_model", "load_drafter", "generate", "record", "validate", "backends",
+        if name in ("load_model", "load_drafter", "generate", "generate_batch", "record", "validate", "backends",
                     "set_num_threads", "Model", "Drafter", "Cache", "Tokenizer", "Generation"):
             raise ImportError(
                 f"specdec.{name} needs the compiled extension specdec._core, which could not be "

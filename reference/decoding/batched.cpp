@@ -153,6 +153,7 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
       const ForwardRequest& req = s.decoder->request();
       batch.push_back({s.cache.get(), &req});
       step.rows += static_cast<int>(req.tokens.size());
+      step.entries.push_back({s.index, static_cast<int>(req.tokens.size())});
       if (s.decoder->phase() == SequenceDecoder::Phase::prefill) ++step.prefills;
     }
     step.sequences = static_cast<int>(batch.size());
@@ -176,6 +177,7 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
         rr.generation = s.decoder->result();
         rr.finished_s = end;
         if (rr.generation.tokens.empty()) rr.first_token_s = end;  // max_new_tokens 0
+        if (options.on_finished) options.on_finished(s.index, rr);
       } else {
         still.push_back(std::move(s));
       }

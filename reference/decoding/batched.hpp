@@ -43,6 +43,16 @@ struct BatchRequest {
   double arrival_s = 0.0;
 };
 
+// What a batched run reports besides each request's tokens.
+struct RequestResult {
+  GenerationResult generation;
+  double arrival_s = 0, admitted_s = 0, first_token_s = 0, finished_s = 0;  // seconds from the run's start
+  double ttft_s() const { return first_token_s - arrival_s; }
+  double queue_s() const { return admitted_s - arrival_s; }
+  // 0 with fewer than two tokens.
+  double tpot_s() const;
+};
+
 struct BatchOptions {
   int max_in_flight = 8;  // B: sequences decoding at once
   // Gather the drafter forwards of all sequences into forward_batch calls (false: each sequence
@@ -53,21 +63,14 @@ struct BatchOptions {
   // pass a clock of their own (e.g. counting steps) to make the composition reproducible.
   std::function<double()> clock;
   std::function<void(double)> wait_until;
+  // Called once per request as it finishes (in finishing order, with its index in the queue), so
+  // a caller can write each result out while the run goes on instead of holding them to the end.
+  std::function<void(std::size_t, const RequestResult&)> on_finished;
 };
 
 // Makes the proposer of request `index` on drafters wrapped by `gather` (gather.wrap(draft_lm),
 // gather.wrap(head)); null: the request decodes sequentially.
 using ProposerFactory = std::function<std::unique_ptr<Proposer>(std::size_t index, ForwardGather& gather)>;
-
-// What a batched run reports besides each request's tokens.
-struct RequestResult {
-  GenerationResult generation;
-  double arrival_s = 0, admitted_s = 0, first_token_s = 0, finished_s = 0;  // seconds from the run's start
-  double ttft_s() const { return first_token_s - arrival_s; }
-  double queue_s() const { return admitted_s - arrival_s; }
-  // 0 with fewer than two tokens.
-  double tpot_s() const;
-};
 
 // One step of the batched loop.
 struct BatchStep {
@@ -79,6 +82,13 @@ struct BatchStep {
   int rows = 0;           // tokens the target forward_batch processed
   int drafter_batches = 0;   // forward_batch calls of drafters
   int drafter_forwards = 0;  // forwards they held
+  // The target forward_batch's entries in order: the request (its queue index) and the tokens it
+  // fed (its prompt, or the pending token + its draft nodes). What batched traces record.
+  struct Entry {
+    std::size_t request = 0;
+    int rows = 0;
+  };
+  std::vector<Entry> entries;
 };
 
 struct BatchResult {

@@ -20,6 +20,7 @@ std::string to_string(RandomPurpose purpose) {
     case RandomPurpose::gumbel: return "gumbel";
     case RandomPurpose::tree: return "tree";
     case RandomPurpose::draft: return "draft";
+    case RandomPurpose::arrival: return "arrival";
   }
   return "purpose" + std::to_string(static_cast<uint32_t>(purpose));
 }

@@ -30,6 +30,7 @@ enum class RandomPurpose : uint32_t {
   gumbel = 4,    // Gumbel noise of coupled sampling (index = token id)
   tree = 5,      // tree drafting / tree verification choices
   draft = 6,     // drafter sampling (index = draft index)
+  arrival = 7,   // request arrival times of a simulated workload (sequence 0, position = request index)
 };
 
 // "sample", "accept", ...; "purpose<N>" for values without a name.

@@ -263,6 +263,7 @@ TEST(CounterRng, PurposeNames) {
   EXPECT_EQ(to_string(RandomPurpose::gumbel), "gumbel");
   EXPECT_EQ(to_string(RandomPurpose::tree), "tree");
   EXPECT_EQ(to_string(RandomPurpose::draft), "draft");
+  EXPECT_EQ(to_string(RandomPurpose::arrival), "arrival");
   EXPECT_EQ(to_string(static_cast<RandomPurpose>(12)), "purpose12");
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -208,6 +209,77 @@ TEST_F(SweepCommand, ShardsMergeIntoTheOneProcessResult) {
     EXPECT_EQ(a["groups"][i]["acceptance_length"], b["groups"][i]["acceptance_length"]) << i;
   }
   EXPECT_EQ(sweep::read_manifest(dir_ / "merged"), sweep::read_manifest(ref())) << "a merge is the one-process sweep";
+}
+
+// A concurrency axis: a batched cell's rows hold the results of the same cell at concurrency 1
+// (each request keeps sequence id 0), plus the request's latencies and the batch it ran in; the
+// summary holds the batch's throughput; shards keep a batched cell whole and merge into the
+// one-process result.
+TEST_F(SweepCommand, ConcurrencyDecodesACellAsOneBatch) {
+  json spec = small_spec(questions());
+  spec["prompts"] = questions();  // all four prompts
+  spec["grid"] = json::parse(R"([{"method": "eagle", "k": 3, "concurrency": [1, 3]},
+      {"method": "draft", "k": 2, "sampling": "sample", "temperature": 0.8, "seed": "prompt", "concurrency": [1, 2]}])");
+  const fs::path spec_file = dir_ / "batched.json";
+  write(spec_file, spec.dump(2));
+  const fs::path out = dir_ / "batched";
+  const CliRun r = run({"sweep", spec_file.string(), "--out", out.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<json> rows = sweep::read_rows(out, false);
+  ASSERT_EQ(rows.size(), 16u);
+  const auto results = [](json row) {  // what does not name the cell or time the run
+    for (const char* k : {"run", "cell", "label", "concurrency", "timing"}) row.erase(k);
+    return row;
+  };
+  for (int cell : {1, 3}) {
+    for (int p = 0; p < 4; ++p) {
+      const json& batched = rows[cell * 4 + p];
+      const json& alone = rows[(cell - 1) * 4 + p];
+      EXPECT_EQ(results(batched), results(alone)) << batched["label"] << " " << batched["prompt_id"];
+      EXPECT_EQ(batched["concurrency"], cell == 1 ? 3 : 2);
+      EXPECT_FALSE(alone.contains("concurrency")) << "rows at concurrency 1 keep their format";
+      EXPECT_FALSE(alone["timing"].contains("ttft_s"));
+      const json& t = batched["timing"];
+      for (const char* k : {"ttft_s", "tpot_s", "queue_s", "tokens_per_s"}) EXPECT_TRUE(t.contains(k)) << k;
+      EXPECT_EQ(t["batch"]["first_run"], cell * 4);
+      EXPECT_EQ(t["batch"]["requests"], 4);
+      EXPECT_EQ(t["batch"]["generated_tokens"], 32);
+      EXPECT_GT(t["batch"]["throughput_tok_s"].get<double>(), 0);
+    }
+  }
+  const json summary = json::parse(std::ifstream(out / "summary.json"));
+  for (const json& g : summary["groups"]) {
+    const bool batched = g["config"].contains("concurrency");
+    EXPECT_EQ(g.contains("ttft_s"), batched) << g["label"] << " " << g["category"];
+    EXPECT_EQ(g.contains("batched"), batched && g["category"] == "all") << g["label"] << " " << g["category"];
+    if (g.contains("batched")) {
+      EXPECT_EQ(g["batched"]["batches"], 1);
+      EXPECT_GT(g["batched"]["throughput_tok_s"].get<double>(), 0);
+      EXPECT_EQ(g["ttft_s"]["n"], 4);
+    }
+  }
+  std::stringstream csv;
+  csv << std::ifstream(out / "summary.csv").rdbuf();
+  EXPECT_NE(csv.str().find(",ttft_s_mean,"), std::string::npos);
+  EXPECT_NE(csv.str().find(",throughput_tok_s,throughput_req_s\n"), std::string::npos);
+  std::stringstream plain;
+  plain << std::ifstream(ref() / "summary.csv").rdbuf();
+  EXPECT_EQ(plain.str().find("ttft_s"), std::string::npos) << "sweeps without batched cells keep their columns";
+
+  // Two shards: each batched cell's four runs are in one of them; merged, the one-process rows.
+  std::vector<std::string> merge = {"sweep", "merge", "--out", (dir_ / "batched-merged").string()};
+  for (int i = 1; i <= 2; ++i) {
+    const fs::path d = dir_ / ("batched-shard" + std::to_string(i));
+    const CliRun s = run({"sweep", spec_file.string(), "--out", d.string(), "--shard", std::to_string(i) + "/2"});
+    ASSERT_EQ(s.code, 0) << s.err;
+    std::map<int, int> per_cell;
+    for (const json& row : sweep::read_rows(d, false)) ++per_cell[row["cell"].get<int>()];
+    for (int cell : {1, 3}) EXPECT_TRUE(per_cell[cell] == 0 || per_cell[cell] == 4) << "cell " << cell << " in shard " << i;
+    merge.push_back(d.string());
+  }
+  const CliRun m = run(merge);
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(deterministic_rows(dir_ / "batched-merged"), deterministic_rows(out));
 }
 
 TEST_F(SweepCommand, ChangedSpecIsRefused) {

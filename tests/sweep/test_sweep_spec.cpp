@@ -122,6 +122,40 @@ TEST(SweepShard, EveryRunInExactlyOneShard) {
   }
 }
 
+// The concurrency axis: a cell at concurrency 1 keeps the key and label it always had; above 1 the
+// key and label say it, and its runs go whole to one shard.
+TEST(SweepSpec, ConcurrencyAxis) {
+  json j = base_spec();
+  j["grid"] = json::parse(R"({"method": "sequential", "concurrency": [1, 4]})");
+  const SweepSpec s = parse_sweep_spec(j, "spec.json");
+  ASSERT_EQ(s.cells.size(), 2u);
+  EXPECT_EQ(s.cells[0].key(), R"({"backend":"reference","method":"sequential","sampling":"greedy"})");
+  EXPECT_EQ(s.cells[0].label(), "sequential greedy");
+  EXPECT_EQ(s.cells[1].concurrency, 4);
+  EXPECT_EQ(s.cells[1].key(), R"({"backend":"reference","concurrency":4,"method":"sequential","sampling":"greedy"})");
+  EXPECT_EQ(s.cells[1].label(), "sequential greedy B=4");
+  for (const char* bad : {R"({"method": "sequential", "concurrency": 0})", R"({"method": "sequential", "concurrency": 5000})"}) {
+    j["grid"] = json::parse(bad);
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find("concurrency must be in [1, 4096]"), std::string::npos) << e;
+    EXPECT_NE(e.find("spec.json: grid"), std::string::npos) << e;
+  }
+  j["grid"] = json::parse(R"({"method": "sequential", "concurrency": "many"})");
+  EXPECT_NE(error_of(j).find("grid.concurrency[0]: expected an integer"), std::string::npos) << error_of(j);
+  // Shards: the 4 runs of a batched cell (cell 1: runs 4..7) stay together; others round robin.
+  for (int n = 1; n <= 3; ++n) {
+    for (int r = 0; r < 8; ++r) {
+      int owners = 0;
+      for (int i = 1; i <= n; ++i) owners += shard_owns(Shard{i, n}, r, 4, r >= 4);
+      EXPECT_EQ(owners, 1) << "run " << r << " of " << n << " shards";
+    }
+    for (int i = 1; i <= n; ++i) {
+      const Shard sh{i, n};
+      for (int r = 5; r < 8; ++r) EXPECT_EQ(shard_owns(sh, r, 4, true), shard_owns(sh, 4, 4, true));
+    }
+  }
+}
+
 TEST(CellSummary, MeanSdAndStudentInterval) {
   const MeanCI one = mean_ci({2.5});
   EXPECT_EQ(one.n, 1);
