@@ -29,13 +29,17 @@ int check(const std::vector<std::string>& files, bool as_json, CommandIO& io) {
     if (as_json) {
       nlohmann::json problems = nlohmann::json::array();
       for (const TraceProblem& p : r.problems) problems.push_back({{"file", file}, {"where", p.where}, {"what", p.what}});
-      all.push_back({{"file", file}, {"valid", r.valid()}, {"opened", r.opened}, {"schema_version", r.schema_version},
-                     {"steps", r.steps}, {"problems", problems}});
+      nlohmann::json one = {{"file", file}, {"valid", r.valid()}, {"opened", r.opened}, {"schema_version", r.schema_version},
+                            {"steps", r.steps}, {"problems", problems}};
+      if (r.sequences >= 0) one["sequences"] = r.sequences;
+      all.push_back(std::move(one));
       continue;
     }
     for (const TraceProblem& p : r.problems) io.out << file << ": " << p.where << ": " << p.what << "\n";
     if (r.valid()) {
-      io.out << file << ": valid specdec trace (schema " << r.schema_version << ", " << r.steps << " steps)\n";
+      io.out << file << ": valid specdec trace (schema " << r.schema_version << ", ";
+      if (r.sequences >= 0) io.out << "batched, " << r.sequences << (r.sequences == 1 ? " sequence, " : " sequences, ");
+      io.out << r.steps << " steps)\n";
     } else {
       io.out << file << ": " << r.problems.size() << (r.problems.size() == 1 ? " problem" : " problems") << "\n";
     }

@@ -1,8 +1,8 @@
 // specdec validate: run a method on a backend and compare it step by step with the reference
 // backend (--against) or with a recorded trace (--trace), or check an outside engine's recorded
 // trace against the reference run live (--candidate), under the tolerance policy of
-// docs/validation.md. Exit code 0 = pass, 1 = divergence, 2 = the validation could not run
-// (bad options or inputs).
+// docs/validation.md; a batched trace (schema 2.x) sequence by sequence. Exit code 0 = pass,
+// 1 = divergence, 2 = the validation could not run (bad options or inputs).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -24,7 +24,7 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   desc.add_options()
       ("against", po::value(&against)->default_value(against), "backend to compare with (without --trace): reference | cpu | cuda | plugin:PATH.so")
       ("trace", po::value(&trace_path), "compare with this recorded trace instead (specdec record); the method, prompt, sampling and length come from it, --drafter overrides the recorded drafter path")
-      ("candidate", po::value(&candidate_path), "check this trace of another engine instead: the reference (or --against) runs live under its recorded method, prompt, sampling and length and is the reference of the comparison")
+      ("candidate", po::value(&candidate_path), "check this trace of another engine instead: the reference (or --against) runs live under its recorded method, prompt, sampling and length and is the reference of the comparison; a batched trace is checked sequence by sequence")
       ("force-drafts", po::bool_switch(&force_drafts), "with --candidate: use the candidate's recorded drafts and trees at every step, so that its target forwards and acceptance are checked exactly whatever drafted them (--drafter then optional)")
       ("policy", po::bool_switch(&print_policy), "print the tolerance policy (Markdown table) and exit");
   const validation::TolerancePolicy& policy = validation::TolerancePolicy::defaults();
@@ -47,10 +47,12 @@ int validate(const std::vector<std::string>& args, CommandIO& io) {
   const validation::ValidateOutcome v = validation::run_validation(request, policy);
   if (a.json) {
     io.out << v.json.dump() << "\n";
+  } else if (v.batched) {
+    validation::print_report(*v.batched, io.out, v.tokenizer.get());
   } else {
     validation::print_report(v.report, io.out, v.tokenizer.get());
   }
-  return v.report.passed ? 0 : 1;
+  return v.passed() ? 0 : 1;
 }
 
 }  // namespace

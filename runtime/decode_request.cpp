@@ -76,6 +76,7 @@ GenerationOptions generation_options(const DecodeArgs& a) {
   GenerationOptions o;
   o.max_new_tokens = a.max_new_tokens;
   o.stop_at_eos = !a.ignore_eos;
+  o.sequence = a.sequence;
   return o;
 }
 

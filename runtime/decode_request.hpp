@@ -27,6 +27,9 @@ struct DecodeArgs {
   uint64_t seed = 0;
   int max_new_tokens = 32;
   bool ignore_eos = false;
+  // The sequence id keying the random streams (GenerationOptions::sequence): 0 for a command-line
+  // run; a trace's recorded "sequence" when one is replayed.
+  uint32_t sequence = 0;
   int threads = 0;
   std::string backend = "reference";  // forward implementation of the target and the draft LM
   bool json = false;

@@ -102,8 +102,14 @@ void decode_args_from_trace_config(const std::string& config_json, const std::st
     auto integer = [&](const nlohmann::json& v, const std::string& key) { return json_int32(v, where + ": " + key); };
     a.max_new_tokens = integer(j.at("max_new_tokens"), "max_new_tokens");
     a.ignore_eos = !j.at("stop_at_eos").get<bool>();
-    if (j.contains("sequence") && (!j["sequence"].is_number_integer() || j["sequence"].get<int64_t>() != 0)) {
-      throw Error(where + ": sequence " + j["sequence"].dump() + " is not supported; specdec decodes sequence 0");
+    a.sequence = 0;
+    if (j.contains("sequence")) {
+      // Random streams are keyed by the sequence id, so a sequence replays alone under its own id.
+      const nlohmann::json& q = j["sequence"];
+      const bool id = q.is_number_unsigned() ? q.get<uint64_t>() <= 0xFFFFFFFFULL
+                                             : q.is_number_integer() && q.get<int64_t>() >= 0;
+      if (!id) throw Error(where + ": sequence " + q.dump() + " is not supported; expected a sequence id in [0, 2^32)");
+      a.sequence = static_cast<uint32_t>(q.get<uint64_t>());
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what() + "; expected the method object and max_new_tokens / stop_at_eos of specdec record");

@@ -60,7 +60,8 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
                             DecodeObserver* observer = nullptr, const LoadedDrafter* drafter = nullptr);
 
 // The inverse of the run configuration `specdec record` writes into a trace's config_json: the
-// method options of `a` (method, drafter, k, tree, ...) and max_new_tokens / ignore_eos. Throws
+// method options of `a` (method, drafter, k, tree, ...), max_new_tokens / ignore_eos and the
+// sequence id (0 when the trace records none). Throws
 // specdec::Error naming the trace field that is missing or malformed.
 void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a);
 

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/decode_request.hpp"
+#include "runtime/method_runner.hpp"
+#include "traces/trace.hpp"
 
 namespace specdec {
 
@@ -29,5 +31,11 @@ struct RecordResult {
 // Checks the options (before any model is loaded), decodes `a` and writes its trace. Throws
 // specdec::Error naming the option at fault; nothing is written then.
 RecordResult record_run(const DecodeArgs& a, const RecordOptions& options);
+
+// Shared with batched recording (batched_record.hpp): the option checks, and the /meta of a run
+// of `a` with generation options `g` (its sequence id included) on `target` with `drafter`.
+void check_record_options(const RecordOptions& options);
+TraceMeta record_meta(const DecodeArgs& a, const GenerationOptions& g, const SamplingParams& sampling, const LoadedModel& target,
+                      const LoadedDrafter* drafter, const RecordOptions& options);
 
 }  // namespace specdec

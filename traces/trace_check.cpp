@@ -13,6 +13,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "traces/batched_trace.hpp"
 #include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
@@ -26,7 +27,7 @@ const std::vector<ConfigKey>& run_config_keys() {
       {"method", "object", true, "the decoding method and its parameters (keys below)"},
       {"max_new_tokens", "integer", true, "the generation limit the run used (>= 1)"},
       {"stop_at_eos", "boolean", true, "whether the run stopped at the target's eos token"},
-      {"sequence", "integer", false, "sequence index keying the random streams; specdec decodes sequence 0"},
+      {"sequence", "integer", false, "sequence id keying the random streams, 0 <= id < 2^32; required in a batched trace, equal to its group's id"},
       {"backend", "string", false, "the backend or engine that computed the run (provenance)"},
       {"threads", "integer", false, "threads used (provenance)"},
       {"logits", "string", false, "how logits rows were kept: full | topk"},
@@ -65,6 +66,14 @@ namespace {
 namespace L = trace_layout;
 using h5::Dtype;
 using nlohmann::json;
+
+// The ids a batch holds, for messages: all of a small batch, the first few of a large one.
+std::string held_ids(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size() && i < 8; ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > 8) s += ", ... (" + std::to_string(ids.size()) + " sequences)";
+  return s;
+}
 
 class Checker {
  public:
@@ -258,26 +267,159 @@ class Checker {
   void run(const h5::File& f);
 
  private:
+  // The root attributes every trace file has; the major version when it is one checked here.
+  std::optional<int> check_file_attributes(const h5::File& f);
+  // One sequence's run under `f`: the root of a 1.x file, or the group of sequence `sequence` in
+  // a batched (2.x) file, whose problems are then named by that group's path.
+  void check_run(const h5::Group& f, std::optional<int64_t> sequence);
+  void check_batch(const h5::File& f);
+  // Literal "/steps/..." places of problems found in a sequence group, under that group.
+  void rebase(std::size_t first_problem, const std::string& group);
+
   std::string file_;
   std::optional<int64_t> vocab_;      // the target's vocabulary
   std::optional<std::string> method_;
 };
 
 void Checker::run(const h5::File& f) {
-  // Root attributes.
+  const std::optional<int> major = check_file_attributes(f);
+  if (major && *major == kBatchedTraceSchemaMajor) {
+    check_batch(f);
+  } else {
+    check_run(f, std::nullopt);
+  }
+}
+
+std::optional<int> Checker::check_file_attributes(const h5::File& f) {
+  std::optional<int> major;
   const auto format = string_attr(f, L::kFormat);
   if (format && *format != kTraceFormat) add(attr_where("/", L::kFormat), "is \"" + *format + "\", expected \"" + kTraceFormat + "\"");
   if (const auto v = string_attr(f, L::kSchemaVersion)) {
     result.schema_version = *v;
     static const std::regex re(R"(([0-9]{1,6})\.([0-9]{1,6}))");
     std::smatch m;
+    const std::string supported = "1.0 to " + trace_schema_version() + " (one sequence) or " + batched_trace_schema_version() + " (a batch)";
     if (!std::regex_match(*v, m, re)) {
       add(attr_where("/", L::kSchemaVersion), "is \"" + *v + "\", expected \"<major>.<minor>\" such as \"" + trace_schema_version() + "\"");
-    } else if (std::stoi(m[1]) != kTraceSchemaMajor || std::stoi(m[2]) > kTraceSchemaMinor) {
-      add(attr_where("/", L::kSchemaVersion), "is \"" + *v + "\", an unsupported version, expected 1.0 to " + trace_schema_version());
+    } else if (const int M = std::stoi(m[1]), n = std::stoi(m[2]);
+               (M == kTraceSchemaMajor && n <= kTraceSchemaMinor) || (M == kBatchedTraceSchemaMajor && n <= kBatchedTraceSchemaMinor)) {
+      major = M;
+    } else {
+      add(attr_where("/", L::kSchemaVersion), "is \"" + *v + "\", an unsupported version, expected " + supported);
     }
   }
   string_attr(f, L::kSpecdecVersion);
+  if (const auto c = string_attr(f, L::kCreatedUtc)) {
+    static const std::regex re(R"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)");
+    if (!std::regex_match(*c, re)) add(attr_where("/", L::kCreatedUtc), "is \"" + *c + "\", expected ISO 8601 UTC \"YYYY-MM-DDTHH:MM:SSZ\"");
+  }
+  if (const auto c = string_attr(f, L::kExactnessContract, false)) {
+    if (c->empty()) add(attr_where("/", L::kExactnessContract), "is empty, expected a contract version such as \"" + std::string(exact::kContractVersion) + "\"");
+  }
+  return major;
+}
+
+void Checker::rebase(std::size_t first_problem, const std::string& group) {
+  for (std::size_t i = first_problem; i < result.problems.size(); ++i) {
+    std::string& w = result.problems[i].where;
+    if (w.rfind(group + "/", 0) == 0 || w.rfind(group + " ", 0) == 0 || w == group) continue;  // already the group's
+    if (w == "/") w = group;
+    else if (w.rfind("/ ", 0) == 0) w = group + w.substr(1);  // "/ @method"
+    else if (!w.empty() && w[0] == '/') w = group + w;
+  }
+}
+
+void Checker::check_batch(const h5::File& f) {
+  const std::string bw = std::string("/") + L::kBatch;
+  std::optional<std::vector<int64_t>> ids;
+  if (!f.has_group(L::kBatch)) {
+    add(bw, "missing, expected a group with the batch's sequence ids and schedule");
+  } else {
+    const h5::Group batch = f.open_group(L::kBatch);
+    if (const auto b = int64_attr(batch, L::kMaxInFlight); b && *b < 1) add(attr_where(bw, L::kMaxInFlight), "is " + std::to_string(*b) + ", expected >= 1");
+    ids = vector<int64_t>(batch, L::kSequenceIds, "[N]");
+    if (ids) {
+      const std::string w = bw + "/" + L::kSequenceIds;
+      if (ids->empty()) add(w, "no sequences, expected at least one");
+      std::map<int64_t, std::size_t> first;
+      for (std::size_t i = 0; i < ids->size(); ++i) {
+        const int64_t id = (*ids)[i];
+        if (id < 0 || id > 0xFFFFFFFFLL) add(w, "entry " + std::to_string(i) + " is " + std::to_string(id) + ", expected a sequence id in [0, 2^32)");
+        const auto [it, fresh] = first.emplace(id, i);
+        if (!fresh) add(w, "sequence id " + std::to_string(id) + " appears twice (entries " + std::to_string(it->second) + " and " + std::to_string(i) + "), expected distinct ids");
+      }
+    }
+    const std::string sw = bw + "/" + L::kSchedule;
+    if (!batch.has_group(L::kSchedule)) {
+      add(sw, "missing, expected a group: per batch step, the sequences of its target forward");
+    } else {
+      const h5::Group sg = batch.open_group(L::kSchedule);
+      const auto seq = vector<int64_t>(sg, L::kScheduleSequence, "[E]");
+      const std::string off_name = std::string(L::kScheduleSequence) + L::kOffsetsSuffix;
+      if (seq) {
+        if (const auto off = offsets(sg, off_name, std::nullopt, seq->size(), L::kScheduleSequence)) {
+          const std::set<int64_t> listed = ids ? std::set<int64_t>(ids->begin(), ids->end()) : std::set<int64_t>();
+          int empty = 0, unknown = 0;  // the first few of each are listed, then their count
+          for (std::size_t t = 0; t + 1 < off->size(); ++t) {
+            if ((*off)[t + 1] == (*off)[t] && empty++ < 3) add(sw + "/" + off_name, "batch step " + std::to_string(t) + " holds no sequence, expected at least one");
+            for (auto e = static_cast<std::size_t>((*off)[t]); ids && e < static_cast<std::size_t>((*off)[t + 1]); ++e) {
+              if (!listed.count((*seq)[e]) && unknown++ < 3) {
+                add(sw + "/" + L::kScheduleSequence, "batch step " + std::to_string(t) + " names sequence " + std::to_string((*seq)[e]) +
+                                                         ", which the trace does not hold (it holds " + held_ids(*ids) + ")");
+              }
+            }
+          }
+          if (empty > 3) add(sw + "/" + off_name, std::to_string(empty - 3) + " more batch steps hold no sequence");
+          if (unknown > 3) add(sw + "/" + L::kScheduleSequence, std::to_string(unknown - 3) + " more entries name sequences the trace does not hold");
+        }
+      }
+      for (const char* name : {L::kScheduleStep, L::kScheduleRows}) {
+        const auto col = vector<int64_t>(sg, name, "aligned with sequence");
+        if (col && seq && col->size() != seq->size()) {
+          add(sw + "/" + name, std::to_string(col->size()) + " entries, expected " + std::to_string(seq->size()) + " (one per entry of " + sw + "/sequence)");
+        }
+      }
+    }
+  }
+
+  const std::string qw = std::string("/") + L::kSequences;
+  if (!f.has_group(L::kSequences)) {
+    add(qw, "missing, expected one group per sequence, named by its id");
+    return;
+  }
+  const h5::Group sequences = f.open_group(L::kSequences);
+  std::set<std::string> names;
+  for (const int64_t id : ids ? *ids : std::vector<int64_t>()) names.insert(std::to_string(id));
+  for (const std::string& member : sequences.members()) {
+    if (!names.count(member)) add(qw + "/" + member, "not a sequence listed in /batch/sequence_ids, expected one group per listed id, named by it in decimal");
+  }
+  if (!ids) return;
+  long steps = 0;
+  bool steps_known = true;
+  std::set<int64_t> checked;
+  for (const int64_t id : *ids) {
+    if (!checked.insert(id).second) continue;  // a repeated id is a problem of its own, above
+    const std::string name = std::to_string(id);
+    const std::string gw = qw + "/" + name;
+    if (!sequences.has_group(name)) {
+      add(gw, "missing, expected the group of sequence " + name + " (listed in /batch/sequence_ids)");
+      steps_known = false;
+      continue;
+    }
+    const std::size_t first = result.problems.size();
+    vocab_.reset();
+    method_.reset();
+    result.steps = -1;
+    check_run(sequences.open_group(name), id);
+    rebase(first, gw);
+    if (result.steps < 0) steps_known = false;
+    steps += std::max(result.steps, 0L);
+  }
+  result.sequences = static_cast<long>(ids->size());
+  result.steps = steps_known ? steps : -1;
+}
+
+void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
   method_ = string_attr(f, L::kMethod);
   // A trace names its method by its registry name (never an alias), which says whether it has a drafter.
   const MethodEntry* entry = nullptr;
@@ -287,13 +429,6 @@ void Checker::run(const h5::File& f) {
     if (!entry) add(attr_where("/", L::kMethod), "is \"" + *method_ + "\", expected one of " + known_methods());
   }
   const bool method_drafts = entry && entry->drafter.kind != DrafterNeed::Kind::none;
-  if (const auto c = string_attr(f, L::kCreatedUtc)) {
-    static const std::regex re(R"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)");
-    if (!std::regex_match(*c, re)) add(attr_where("/", L::kCreatedUtc), "is \"" + *c + "\", expected ISO 8601 UTC \"YYYY-MM-DDTHH:MM:SSZ\"");
-  }
-  if (const auto c = string_attr(f, L::kExactnessContract, false)) {
-    if (c->empty()) add(attr_where("/", L::kExactnessContract), "is empty, expected a contract version such as \"" + std::string(exact::kContractVersion) + "\"");
-  }
 
   // /meta
   std::optional<uint64_t> seed;
@@ -316,7 +451,14 @@ void Checker::run(const h5::File& f) {
             (j["max_new_tokens"].get<int64_t>() < 1 || j["max_new_tokens"].get<int64_t>() > INT32_MAX)) {
           add("/meta/config_json", "max_new_tokens is " + j["max_new_tokens"].dump() + ", expected 1 <= max_new_tokens <= 2^31-1");
         }
-        if (j.contains("sequence") && j["sequence"] != 0) add("/meta/config_json", "sequence is " + j["sequence"].dump() + ", expected 0 (specdec decodes sequence 0)");
+        if (sequence && !j.contains("sequence")) {
+          add("/meta/config_json", "missing run-config key 'sequence', expected " + std::to_string(*sequence) + " (the sequence's id)");
+        } else if (j.contains("sequence") && j["sequence"].is_number_integer()) {
+          const json& q = j["sequence"];
+          const bool in_range = q.is_number_unsigned() ? q.get<uint64_t>() <= 0xFFFFFFFFULL : q.get<int64_t>() >= 0;
+          if (!in_range) add("/meta/config_json", "sequence is " + q.dump() + ", expected a sequence id in [0, 2^32)");
+          else if (sequence && q.get<int64_t>() != *sequence) add("/meta/config_json", "sequence is " + q.dump() + ", expected " + std::to_string(*sequence) + " (the id of its group)");
+        }
         if (j.contains("logits") && j["logits"] != "full" && j["logits"] != "topk") add("/meta/config_json", "logits is " + j["logits"].dump() + ", expected \"full\" or \"topk\"");
         if (j.contains("method") && j["method"].is_object()) {
           const json& m = j["method"];
@@ -690,19 +832,33 @@ TraceCheckResult check_here(const std::filesystem::path& path) {
   r.problems = std::move(c.result.problems);
   r.schema_version = c.result.schema_version;
   r.steps = c.result.steps;
+  r.sequences = c.result.sequences;
   if (r.problems.empty()) {
     // The remaining invariants (trees, accepted paths, logits rows, 1.2 diagnostics) are the
     // reader's: a file passes check exactly when read_trace accepts it as well.
     try {
-      (void)read_trace(path);
+      if (r.sequences >= 0) {
+        (void)read_batched_trace(path);
+      } else {
+        (void)read_trace(path);
+      }
     } catch (const std::exception& e) {
       std::string m = e.what();
       if (m.rfind(name + ": ", 0) == 0) m = m.substr(name.size() + 2);
       std::string at = "/";
       const std::size_t colon = m.find(": ");
+      // A batch invariant is placed where it breaks: a sequence's group, or the schedule.
+      const std::string batch_prefix = "invalid batched trace: ", sequence_prefix = batch_prefix + "sequence ";
       if (!m.empty() && m[0] == '/' && colon != std::string::npos) {
         at = m.substr(0, colon);
         m = m.substr(colon + 2);
+      } else if (m.rfind(sequence_prefix, 0) == 0) {  // "... sequence 3: <what>"
+        const std::size_t id = sequence_prefix.size(), end = m.find(": ", id);
+        at = std::string("/") + L::kSequences + "/" + m.substr(id, end - id);
+        if (end != std::string::npos) m = m.substr(end + 2);
+      } else if (m.rfind(batch_prefix + "schedule", 0) == 0) {
+        at = std::string("/") + L::kBatch + "/" + L::kSchedule;
+        m = m.substr(batch_prefix.size());
       }
       r.problems.push_back({at, m});
     }

@@ -16,7 +16,8 @@ struct TraceProblem {
 struct TraceCheckResult {
   bool opened = false;        // false: not HDF5 or not openable at all (then `problems` holds why)
   std::string schema_version; // as found, or empty
-  long steps = -1;            // number of steps, when it could be determined
+  long steps = -1;            // number of steps (of all sequences), when it could be determined
+  long sequences = -1;        // a batched (2.x) file: its number of sequences; -1 for a 1.x file
   std::vector<TraceProblem> problems;
   bool valid() const { return opened && problems.empty(); }
 };

@@ -51,6 +51,16 @@ inline constexpr const char* kTopkValues = "topk_values";
 inline constexpr const char* kLogsumexp = "logsumexp";
 inline constexpr const char* kChecksum = "checksum";
 
+// Batched traces (schema 2.x): one run per /sequences/<id>, the schedule under /batch.
+inline constexpr const char* kSequences = "sequences";
+inline constexpr const char* kBatch = "batch";
+inline constexpr const char* kMaxInFlight = "max_in_flight";  // attribute of /batch, int64
+inline constexpr const char* kSequenceIds = "sequence_ids";   // int64 [N], request order
+inline constexpr const char* kSchedule = "schedule";          // group under /batch
+inline constexpr const char* kScheduleSequence = "sequence";  // int64, ragged per batch step
+inline constexpr const char* kScheduleStep = "step";          // int64, aligned with sequence
+inline constexpr const char* kScheduleRows = "rows";          // int64, aligned with sequence
+
 inline constexpr const char* kTiming = "timing";
 inline constexpr const char* kPrefillNs = "prefill_ns";
 inline constexpr const char* kTotalNs = "total_ns";

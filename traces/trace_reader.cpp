@@ -1,4 +1,5 @@
-// read_trace: parses the HDF5 layout of traces/SCHEMA.md, checking every length and dtype.
+// read_trace: parses the HDF5 layout of traces/SCHEMA.md, checking every length and dtype; and
+// the parts of it a batched file repeats per sequence (trace_file.hpp).
 #include <climits>
 #include <cstdlib>
 #include <functional>
@@ -7,28 +8,14 @@
 #include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
+#include "traces/batched_trace.hpp"
 #include "traces/trace_diagnostics.hpp"
+#include "traces/trace_file.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
 namespace {
 namespace L = trace_layout;
-
-// "1.0" -> {1, 0}; anything else is an error naming the file.
-std::pair<int, int> parse_version(const std::string& file, const std::string& v) {
-  const std::size_t dot = v.find('.');
-  auto number = [](const std::string& s, int* out) {
-    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return false;
-    *out = std::atoi(s.c_str());
-    return true;
-  };
-  int major = 0, minor = 0;
-  if (dot == std::string::npos || !number(v.substr(0, dot), &major) || !number(v.substr(dot + 1), &minor)) {
-    throw Error(file + ": /: attribute 'schema_version' is '" + v + "', expected \"<major>.<minor>\" such as \"" +
-                trace_schema_version() + "\"");
-  }
-  return {major, minor};
-}
 
 // "/steps" + "draft_tokens" -> "/steps/draft_tokens", for messages that name a second object.
 std::string member_path(const h5::Group& g, const std::string& name) {
@@ -162,8 +149,8 @@ void read_logits(const h5::Group& steps_group, const std::string& name, std::vec
   }
 }
 
-void read_steps(const h5::File& f, Trace& t) {
-  const h5::Group g = f.open_group(L::kSteps);
+void read_steps(const h5::Group& run, Trace& t) {
+  const h5::Group g = run.open_group(L::kSteps);
   const std::vector<int64_t> positions = g.read_vector<int64_t>(L::kPositions);
   auto& steps = t.steps;
   steps.resize(positions.size());
@@ -217,6 +204,82 @@ void read_steps(const h5::File& f, Trace& t) {
 
 }  // namespace
 
+namespace trace_file {
+
+std::pair<int, int> parse_version(const std::string& file, const std::string& v) {
+  const std::size_t dot = v.find('.');
+  auto number = [](const std::string& s, int* out) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    *out = std::atoi(s.c_str());
+    return true;
+  };
+  int major = 0, minor = 0;
+  if (dot == std::string::npos || !number(v.substr(0, dot), &major) || !number(v.substr(dot + 1), &minor)) {
+    throw Error(file + ": /: attribute 'schema_version' is '" + v + "', expected \"<major>.<minor>\" such as \"" +
+                trace_schema_version() + "\"");
+  }
+  return {major, minor};
+}
+
+std::pair<int, int> read_format_and_version(const h5::File& f, std::string* version) {
+  const std::string& name = f.file_name();
+  if (!f.has_attribute(L::kFormat)) {
+    throw Error(name + ": not a specdec trace (root attribute 'format' missing, expected \"" + kTraceFormat + "\")");
+  }
+  const std::string format = f.read_string_attribute(L::kFormat);
+  if (format != kTraceFormat) {
+    throw Error(name + ": not a specdec trace (root attribute 'format' is \"" + format + "\", expected \"" +
+                kTraceFormat + "\")");
+  }
+  *version = f.read_string_attribute(L::kSchemaVersion);
+  return parse_version(name, *version);
+}
+
+void read_file_attributes(const h5::File& f, TraceMeta& meta) {
+  meta.specdec_version = f.read_string_attribute(L::kSpecdecVersion);
+  meta.created_utc = f.read_string_attribute(L::kCreatedUtc);
+  // Absent before 1.1: the contract is unknown, and comparisons refuse the trace.
+  meta.exactness_contract = f.has_attribute(L::kExactnessContract) ? f.read_string_attribute(L::kExactnessContract) : "";
+}
+
+void read_run(const h5::Group& run, Trace& t) {
+  t.meta.method = run.read_string_attribute(L::kMethod);
+  {
+    const h5::Group meta = run.open_group(L::kMeta);
+    t.meta.seed = meta.read_uint64_attribute(L::kSeed);
+    t.meta.config_json = meta.read_string(L::kConfigJson);
+    t.meta.sampling_json = meta.read_string(L::kSamplingJson);
+    const h5::Group models = meta.open_group(L::kModels);
+    for (const std::string& role : models.members()) {
+      if (!models.has_group(role)) continue;  // not a model: something a newer minor added
+      const h5::Group g = models.open_group(role);
+      ModelInfo& m = t.meta.models[role];
+      m.path = g.read_string_attribute(L::kPath);
+      m.fingerprint = g.read_string_attribute(L::kFingerprint);
+      m.config_json = g.read_string(L::kConfigJson);
+    }
+  }
+  t.prompt = run.read_vector<int32_t>(L::kPromptTokens);
+  read_steps(run, t);
+  t.output = run.read_vector<int32_t>(L::kOutputTokens);
+  t.stop_reason = run.read_string(L::kStopReason);
+
+  if (run.has_group(L::kTiming)) {
+    const h5::Group timing = run.open_group(L::kTiming);
+    if (timing.has_attribute(L::kPrefillNs)) t.timing.prefill_ns = timing.read_int64_attribute(L::kPrefillNs);
+    if (timing.has_attribute(L::kTotalNs)) t.timing.total_ns = timing.read_int64_attribute(L::kTotalNs);
+    const std::string suffix = L::kNsSuffix;
+    for (const std::string& m : timing.members()) {
+      if (m.size() > suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+          timing.has_dataset(m)) {
+        t.timing.step_ns[m.substr(0, m.size() - suffix.size())] = timing.read_vector<int64_t>(m);
+      }
+    }
+  }
+}
+
+}  // namespace trace_file
+
 namespace {
 Trace read_trace_here(const std::filesystem::path& path);
 }  // namespace
@@ -232,17 +295,13 @@ namespace {
 Trace read_trace_here(const std::filesystem::path& path) {
   const std::string name = path.string();
   const h5::File f = h5::File::open_read_only(path);
-  if (!f.has_attribute(L::kFormat)) {
-    throw Error(name + ": not a specdec trace (root attribute 'format' missing, expected \"" + kTraceFormat + "\")");
-  }
-  const std::string format = f.read_string_attribute(L::kFormat);
-  if (format != kTraceFormat) {
-    throw Error(name + ": not a specdec trace (root attribute 'format' is \"" + format + "\", expected \"" +
-                kTraceFormat + "\")");
-  }
   Trace t;
-  t.meta.schema_version = f.read_string_attribute(L::kSchemaVersion);
-  const auto [major, minor] = parse_version(name, t.meta.schema_version);
+  const auto [major, minor] = trace_file::read_format_and_version(f, &t.meta.schema_version);
+  if (major == kBatchedTraceSchemaMajor) {
+    throw Error(name + ": a batched trace (schema " + t.meta.schema_version + ", several sequences, traces/SCHEMA.md) where " +
+                "one sequence's trace (schema " + trace_schema_version() + ") is expected; specdec trace check and " +
+                "specdec validate read batched traces");
+  }
   if (major > kTraceSchemaMajor) {
     throw Error(name + ": trace schema version " + t.meta.schema_version + " is newer than this specdec reads (" +
                 trace_schema_version() + ", major version " + std::to_string(kTraceSchemaMajor) +
@@ -254,44 +313,8 @@ Trace read_trace_here(const std::filesystem::path& path) {
   }
   (void)minor;  // a newer minor only adds what this reader may ignore
 
-  t.meta.specdec_version = f.read_string_attribute(L::kSpecdecVersion);
-  t.meta.method = f.read_string_attribute(L::kMethod);
-  t.meta.created_utc = f.read_string_attribute(L::kCreatedUtc);
-  // Absent before 1.1: the contract is unknown, and comparisons refuse the trace.
-  t.meta.exactness_contract = f.has_attribute(L::kExactnessContract) ? f.read_string_attribute(L::kExactnessContract) : "";
-  {
-    const h5::Group meta = f.open_group(L::kMeta);
-    t.meta.seed = meta.read_uint64_attribute(L::kSeed);
-    t.meta.config_json = meta.read_string(L::kConfigJson);
-    t.meta.sampling_json = meta.read_string(L::kSamplingJson);
-    const h5::Group models = meta.open_group(L::kModels);
-    for (const std::string& role : models.members()) {
-      if (!models.has_group(role)) continue;  // not a model: something a newer minor added
-      const h5::Group g = models.open_group(role);
-      ModelInfo& m = t.meta.models[role];
-      m.path = g.read_string_attribute(L::kPath);
-      m.fingerprint = g.read_string_attribute(L::kFingerprint);
-      m.config_json = g.read_string(L::kConfigJson);
-    }
-  }
-  t.prompt = f.read_vector<int32_t>(L::kPromptTokens);
-  read_steps(f, t);
-  t.output = f.read_vector<int32_t>(L::kOutputTokens);
-  t.stop_reason = f.read_string(L::kStopReason);
-
-  if (f.has_group(L::kTiming)) {
-    const h5::Group timing = f.open_group(L::kTiming);
-    if (timing.has_attribute(L::kPrefillNs)) t.timing.prefill_ns = timing.read_int64_attribute(L::kPrefillNs);
-    if (timing.has_attribute(L::kTotalNs)) t.timing.total_ns = timing.read_int64_attribute(L::kTotalNs);
-    const std::string suffix = L::kNsSuffix;
-    for (const std::string& m : timing.members()) {
-      if (m.size() > suffix.size() && m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-          timing.has_dataset(m)) {
-        t.timing.step_ns[m.substr(0, m.size() - suffix.size())] = timing.read_vector<int64_t>(m);
-      }
-    }
-  }
-
+  trace_file::read_file_attributes(f, t.meta);
+  trace_file::read_run(f, t);
   try {
     validate_trace(t);
     validate_trace_diagnostics(t);

@@ -1,4 +1,5 @@
-// write_trace: the HDF5 layout of traces/SCHEMA.md, written atomically.
+// write_trace: the HDF5 layout of traces/SCHEMA.md, written atomically; and the parts of it a
+// batched file repeats per sequence (trace_file.hpp).
 #include <unistd.h>
 
 #include <ctime>
@@ -10,6 +11,7 @@
 #include "reference/io/atomic_file.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_diagnostics.hpp"
+#include "traces/trace_file.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
@@ -107,9 +109,9 @@ void write_logits(h5::Group& steps, const char* name, const std::vector<StepReco
   g.write_vector<uint64_t>(L::kChecksum, checksum);
 }
 
-void write_steps(h5::File& f, const Trace& t) {
+void write_steps(h5::Group& run, const Trace& t) {
   const auto& all = t.steps;
-  h5::Group steps = f.create_group(L::kSteps);
+  h5::Group steps = run.create_group(L::kSteps);
   std::vector<int64_t> positions;
   for (const StepRecord& s : all) positions.push_back(s.position);
   steps.write_vector<int64_t>(L::kPositions, positions);
@@ -156,16 +158,22 @@ void write_steps(h5::File& f, const Trace& t) {
   write_trace_diagnostics(steps, t);  // optional per-layer and drafter tensors (1.2)
 }
 
-void write_all(h5::File& f, const Trace& t) {
-  f.write_attribute(L::kFormat, kTraceFormat);
-  f.write_attribute(L::kSchemaVersion, trace_schema_version());
-  f.write_attribute(L::kSpecdecVersion, t.meta.specdec_version.empty() ? std::string(kVersion) : t.meta.specdec_version);
-  f.write_attribute(L::kMethod, t.meta.method);
-  f.write_attribute(L::kCreatedUtc, t.meta.created_utc.empty() ? now_utc() : t.meta.created_utc);
-  if (!t.meta.exactness_contract.empty()) f.write_attribute(L::kExactnessContract, t.meta.exactness_contract);
+}  // namespace
 
+namespace trace_file {
+
+void write_file_attributes(h5::File& f, const TraceMeta& meta, const std::string& schema_version) {
+  f.write_attribute(L::kFormat, kTraceFormat);
+  f.write_attribute(L::kSchemaVersion, schema_version);
+  f.write_attribute(L::kSpecdecVersion, meta.specdec_version.empty() ? std::string(kVersion) : meta.specdec_version);
+  f.write_attribute(L::kCreatedUtc, meta.created_utc.empty() ? now_utc() : meta.created_utc);
+  if (!meta.exactness_contract.empty()) f.write_attribute(L::kExactnessContract, meta.exactness_contract);
+}
+
+void write_run(h5::Group& run, const Trace& t) {
+  run.write_attribute(L::kMethod, t.meta.method);
   {
-    h5::Group meta = f.create_group(L::kMeta);
+    h5::Group meta = run.create_group(L::kMeta);
     meta.write_attribute(L::kSeed, t.meta.seed);
     meta.write_string(L::kConfigJson, t.meta.config_json);
     meta.write_string(L::kSamplingJson, t.meta.sampling_json);
@@ -177,18 +185,18 @@ void write_all(h5::File& f, const Trace& t) {
       g.write_string(L::kConfigJson, m.config_json);
     }
   }
-  f.write_vector<int32_t>(L::kPromptTokens, t.prompt);
-  write_steps(f, t);
-  f.write_vector<int32_t>(L::kOutputTokens, t.output);
-  f.write_string(L::kStopReason, t.stop_reason);
+  run.write_vector<int32_t>(L::kPromptTokens, t.prompt);
+  write_steps(run, t);
+  run.write_vector<int32_t>(L::kOutputTokens, t.output);
+  run.write_string(L::kStopReason, t.stop_reason);
 
-  h5::Group timing = f.create_group(L::kTiming);
+  h5::Group timing = run.create_group(L::kTiming);
   timing.write_attribute(L::kPrefillNs, t.timing.prefill_ns);
   timing.write_attribute(L::kTotalNs, t.timing.total_ns);
   for (const auto& [phase, ns] : t.timing.step_ns) timing.write_vector<int64_t>(phase + L::kNsSuffix, ns);
 }
 
-}  // namespace
+}  // namespace trace_file
 
 void write_trace(const std::filesystem::path& path, const Trace& trace) {
   const std::string name = path.string();
@@ -200,7 +208,8 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
   }
   try {
     h5::File f = h5::File::create_in_memory(name);
-    write_all(f, trace);
+    trace_file::write_file_attributes(f, trace.meta, trace_schema_version());
+    trace_file::write_run(f, trace);
     f.save_atomically(path);
   } catch (const std::filesystem::filesystem_error& e) {
     throw Error(name + ": cannot write trace: " + e.code().message());

@@ -1,39 +1,49 @@
 #include "validation/validate_run.hpp"
 
+#include <map>
+
 #include "reference/core/error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
+#include "traces/batched_trace.hpp"
 #include "traces/trace.hpp"
 #include "validation/validator.hpp"
 
 namespace specdec::validation {
 
-ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy) {
-  DecodeArgs& a = r.run;
-  ValidateOutcome out;
-  check_backend(a.backend, "--backend");
-  std::string trace_path = r.trace;
-  const bool candidate_mode = !r.candidate.empty();
-  if (candidate_mode && !trace_path.empty()) throw Error("give --trace (a trace of specdec) or --candidate (a trace of another engine), not both");
-  if (r.force_drafts && !candidate_mode) throw Error("--force-drafts needs --candidate");
-  if (candidate_mode && a.backend != "reference") {
-    throw Error("--candidate: the candidate is the trace; choose the live side with --against, not --backend");
-  }
-  if (!candidate_mode) {
-    if (trace_path.empty()) check_backend(r.against, "--against");
-  } else {
-    check_backend(r.against, "--against");
-    trace_path = r.candidate;
-  }
-  const std::string trace_option = candidate_mode ? "--candidate" : "--trace";
+namespace {
 
-  std::optional<Trace> trace;
+// Target copies loaded once per validation: a batched trace's sequences share them.
+struct TargetCache {
+  std::string path;
+  std::optional<LoadedModel> reference;
+  std::map<std::string, std::unique_ptr<LanguageModel>> backends;  // by backend name, not "reference"
+
+  const LoadedModel& load_reference(const std::string& model) {
+    if (!reference || path != model) {
+      reference = load_model(model, "reference");
+      backends.clear();
+      path = model;
+    }
+    return *reference;
+  }
+  const LanguageModel* target_on(const std::string& backend) {
+    if (backend == "reference") return reference->model.get();
+    auto& slot = backends[backend];
+    if (!slot) slot = load_backend(backend, path);
+    return slot.get();
+  }
+};
+
+// One sequence's run validated: against --against (no trace), against a trace of specdec, or
+// (candidate_mode) an outside engine's trace against the live reference. `trace_path` names the
+// trace in messages ("FILE", or "FILE sequence N" for one sequence of a batch).
+ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace* trace, const std::string& trace_path,
+                             bool candidate_mode, const TolerancePolicy& policy, TargetCache& targets) {
+  ValidateOutcome out;
   SamplingParams sampling;
   bool recorded_drafts = false;  // --force-drafts without a drafter: propose what the trace proposed
-  if (!trace_path.empty()) {
-    if (!a.prompt.empty() || !a.prompt_ids.empty()) throw Error(trace_option + ": the prompt comes from the trace; drop --prompt / --prompt-ids");
-    trace = read_trace(trace_path);
-    if (!candidate_mode) check_exactness_contract(*trace, trace_path);
+  if (trace) {
     const std::string drafter_override = a.drafter;
     decode_args_from_trace_config(trace->meta.config_json, trace_path, a);
     if (!drafter_override.empty()) a.drafter = drafter_override;
@@ -59,7 +69,7 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
   const GenerationOptions options = generation_options(a);
 
   // The reference copy of every model, plus the backends compared.
-  const LoadedModel target = load_model(a.model, "reference");
+  const LoadedModel& target = targets.load_reference(a.model);
   const std::vector<int32_t> prompt = trace ? trace->prompt : prompt_tokens(a, target);
   DecodeArgs reference_args = a;
   reference_args.backend = "reference";
@@ -67,7 +77,7 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
   if (trace) {
     auto check = [&](const std::string& role, const std::string& path, const std::string& fingerprint) {
       const auto it = trace->meta.models.find(role);
-      if (it == trace->meta.models.end()) throw Error(trace_path + " records no " + role + " model; it cannot be checked r.against " + path);
+      if (it == trace->meta.models.end()) throw Error(trace_path + " records no " + role + " model; it cannot be checked against " + path);
       if (it->second.fingerprint != fingerprint) {
         throw Error(trace_path + " was recorded with a " + role + " of fingerprint " + it->second.fingerprint + ", but " + path +
                     " has fingerprint " + fingerprint + " (another model, or other weights)");
@@ -78,7 +88,7 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
   }
 
   struct Loaded {
-    std::unique_ptr<LanguageModel> target, draft_lm;
+    std::unique_ptr<LanguageModel> draft_lm;
     std::unique_ptr<EagleHead> head;
   };
   auto backend = [&](const std::string& name) {
@@ -86,11 +96,10 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
     b.name = name;
     Loaded owned;
     if (name != "reference") {
-      owned.target = load_backend(name, a.model);
       if (drafter && drafter->model) owned.draft_lm = load_backend(name, a.drafter);
       if (drafter && drafter->head) owned.head = std::make_unique<EagleHead>(bind_head(name, *drafter->head));
     }
-    b.target = owned.target ? owned.target.get() : target.model.get();
+    b.target = targets.target_on(name);
     if (drafter && drafter->model) b.draft_lm = owned.draft_lm ? owned.draft_lm.get() : drafter->model.get();
     if (drafter && drafter->head) b.head = owned.head ? owned.head.get() : drafter->head.get();
     return std::make_pair(b, std::move(owned));
@@ -128,6 +137,62 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
   out.json["prompt_tokens"] = prompt;
   out.tokenizer = target.tokenizer;
   return out;
+}
+
+// Every sequence of a batched trace validated alone, under its own sequence id (its random
+// streams are keyed by it, so it decodes as it did in the batch).
+ValidateOutcome validate_batch(const ValidateRequest& r, const std::string& path, bool candidate_mode, const TolerancePolicy& policy,
+                               TargetCache& targets) {
+  const BatchedTrace batch = read_batched_trace(path);
+  // One contract for the whole file: checked once, as for a one-sequence trace.
+  if (!candidate_mode) check_exactness_contract(sequence_trace(batch, 0), path);
+  BatchedValidationReport b;
+  b.trace = path;
+  b.kind = candidate_mode ? "candidate" : "trace";
+  b.max_in_flight = batch.max_in_flight;
+  b.batch_steps = static_cast<int64_t>(batch.schedule.size());
+  ValidateOutcome out;
+  for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
+    const Trace t = sequence_trace(batch, i);
+    const uint32_t id = batch.sequences[i].id;
+    ValidateOutcome one = validate_one(r.run, r, &t, path + " sequence " + std::to_string(id), candidate_mode, policy, targets);
+    out.tokenizer = one.tokenizer;
+    b.sequences.push_back({id, std::move(one.report), std::move(one.json)});
+  }
+  const SequenceReport* failure = b.first_failure();
+  out.report = failure ? failure->report : b.sequences.front().report;
+  out.json = to_json(b);
+  out.batched = std::move(b);
+  return out;
+}
+
+}  // namespace
+
+ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy) {
+  DecodeArgs& a = r.run;
+  check_backend(a.backend, "--backend");
+  std::string trace_path = r.trace;
+  const bool candidate_mode = !r.candidate.empty();
+  if (candidate_mode && !trace_path.empty()) throw Error("give --trace (a trace of specdec) or --candidate (a trace of another engine), not both");
+  if (r.force_drafts && !candidate_mode) throw Error("--force-drafts needs --candidate");
+  if (candidate_mode && a.backend != "reference") {
+    throw Error("--candidate: the candidate is the trace; choose the live side with --against, not --backend");
+  }
+  if (!candidate_mode) {
+    if (trace_path.empty()) check_backend(r.against, "--against");
+  } else {
+    check_backend(r.against, "--against");
+    trace_path = r.candidate;
+  }
+  const std::string trace_option = candidate_mode ? "--candidate" : "--trace";
+
+  TargetCache targets;
+  if (trace_path.empty()) return validate_one(a, r, nullptr, "", false, policy, targets);
+  if (!a.prompt.empty() || !a.prompt_ids.empty()) throw Error(trace_option + ": the prompt comes from the trace; drop --prompt / --prompt-ids");
+  if (trace_schema_major(trace_path) == kBatchedTraceSchemaMajor) return validate_batch(r, trace_path, candidate_mode, policy, targets);
+  const Trace trace = read_trace(trace_path);
+  if (!candidate_mode) check_exactness_contract(trace, trace_path);
+  return validate_one(a, r, &trace, trace_path, candidate_mode, policy, targets);
 }
 
 }  // namespace specdec::validation

@@ -1,4 +1,5 @@
-"""Write specdec traces (traces/SCHEMA.md, schema 1.2) from any engine, with h5py and numpy only.
+"""Write specdec traces (traces/SCHEMA.md: schema 1.2 for one sequence, 2.0 for a batch) from any
+engine, with h5py and numpy only.
 
 For engines that cannot link specdec's C++ library: record what each decoding step computed, then
 ``write()`` a trace that ``specdec trace check`` accepts and ``specdec validate --trace`` replays
@@ -16,6 +17,10 @@ against the reference. This module does not import the compiled extension ``spec
     for token, logits in my_engine_steps():
         w.add_step([token], target_logits=logits[None, :])
     w.write("run.h5", stop_reason="max_tokens")
+
+Sequences decoded together in a batch: one TraceWriter per sequence, gathered with their batch
+schedule by a BatchedTraceWriter into one batched trace (schema 2.0) that ``specdec validate
+--candidate`` checks sequence by sequence.
 """
 
 import datetime
@@ -29,7 +34,8 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.2"          # one sequence
+BATCHED_SCHEMA_VERSION = "2.0"  # a batch: several sequences and the batch schedule (BatchedTraceWriter)
 EXACTNESS_CONTRACT = "2"  # reference/core/exact_math.hpp kContractVersion
 FORMAT = "specdec-trace"
 # The method registry (reference/methods/registry.cpp; `specdec methods --json` prints it): each
@@ -907,6 +913,32 @@ class ModelInfo:
     config_json: str   # the model's config.json text (or a dict)
 
 
+def _write_file_attributes(f, schema_version, specdec_version, created_utc, exactness_contract):
+    """The root attributes every trace file carries, one sequence's or a batch's."""
+    s = h5py.string_dtype("utf-8")
+    f.attrs.create("format", FORMAT, dtype=s)
+    f.attrs.create("schema_version", schema_version, dtype=s)
+    f.attrs.create("specdec_version", specdec_version, dtype=s)
+    f.attrs.create("created_utc", created_utc, dtype=s)
+    if exactness_contract:
+        f.attrs.create("exactness_contract", exactness_contract, dtype=s)
+
+
+def _write_atomically(path, fill):
+    """Writes an HDF5 file under a temporary name beside `path`, renamed into place on success."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".h5.tmp", dir=d)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            fill(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 class TraceWriter:
     """Collects steps, then writes one trace file atomically."""
 
@@ -952,32 +984,20 @@ class TraceWriter:
         """Writes the trace to `path` atomically. logits: "full" or "topk" (target rows)."""
         if stop_reason not in ("max_tokens", "eos"):
             raise ValueError("stop_reason %r, expected 'max_tokens' or 'eos'" % stop_reason)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".h5.tmp", dir=d)
-        os.close(fd)
-        try:
-            with h5py.File(tmp, "w") as f:
-                self._write(f, stop_reason, logits, logit_top_k, draft_logits_storage or logits)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _write_atomically(path, lambda f: self._write(f, stop_reason, logits, logit_top_k, draft_logits_storage or logits))
 
     def _write(self, f, stop_reason, logits, k, draft_storage):
+        _write_file_attributes(f, SCHEMA_VERSION, self.specdec_version, self.created_utc, self.exactness_contract)
+        self._write_run(f, stop_reason, logits, k, draft_storage)
+
+    def _write_run(self, f, stop_reason, logits, k, draft_storage):
+        """The sequence's run under `f`: the file's root (schema 1.2) or a sequence group (2.0)."""
         s = h5py.string_dtype("utf-8")
 
         def text(group, name, value):
             group.create_dataset(name, data=value, dtype=s)
 
-        f.attrs.create("format", FORMAT, dtype=s)
-        f.attrs.create("schema_version", SCHEMA_VERSION, dtype=s)
-        f.attrs.create("specdec_version", self.specdec_version, dtype=s)
         f.attrs.create("method", self.method, dtype=s)
-        f.attrs.create("created_utc", self.created_utc, dtype=s)
-        if self.exactness_contract:
-            f.attrs.create("exactness_contract", self.exactness_contract, dtype=s)
-
         meta = f.create_group("meta")
         meta.attrs.create("seed", self.seed, dtype="<u8")
         text(meta, "config_json", json.dumps(self.config, separators=(",", ":")))
@@ -1111,56 +1131,161 @@ class TraceWriter:
             g.create_dataset(name, data=np.concatenate(blocks), dtype="<f4")
 
 
+class BatchedTraceWriter:
+    """Several sequences an engine decoded together (continuous batching), written as one batched
+    trace (traces/SCHEMA.md "Batched traces", schema 2.0) that ``specdec validate --candidate``
+    checks sequence by sequence.
+
+    Each sequence is a TraceWriter holding its run exactly as a one-sequence trace would (its
+    prompt, configuration and steps), under its sequence id: the id its random streams are keyed
+    by, written into its configuration as "sequence". The schedule says, per batch step (one
+    target forward of the batch), which sequences it held in row order and how many rows each fed
+    (its prompt at its first step, else 1 + its draft nodes).
+
+        b = BatchedTraceWriter(max_in_flight=2)
+        b.add_sequence(0, writer_0, "max_tokens")
+        b.add_sequence(1, writer_1, "eos")
+        b.add_batch_step([(0, len(prompt_0)), (1, len(prompt_1))])   # both prefills
+        b.add_batch_step([(0, 4), (1, 4)])                            # then K = 3 chains
+        b.write("batch.h5")
+    """
+
+    def __init__(self, max_in_flight, created_utc=None, specdec_version="python-trace-writer",
+                 exactness_contract=EXACTNESS_CONTRACT):
+        self.max_in_flight = int(max_in_flight)
+        if self.max_in_flight < 1:
+            raise ValueError("max_in_flight %d, expected >= 1" % self.max_in_flight)
+        self.created_utc = created_utc or datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.specdec_version = specdec_version
+        self.exactness_contract = exactness_contract
+        self.sequences = []  # (id, writer, stop_reason, logits, logit_top_k, draft_logits_storage)
+        self.schedule = []   # per batch step: [(sequence, step, rows)]
+
+    def add_sequence(self, sequence, writer, stop_reason, logits="full", logit_top_k=20, draft_logits_storage=None):
+        """The run of sequence `sequence` (0 <= id < 2**32, distinct); arguments as TraceWriter.write."""
+        sequence = int(sequence)
+        if not 0 <= sequence < 2 ** 32:
+            raise ValueError("sequence id %d, expected 0 <= id < 2**32" % sequence)
+        if any(q[0] == sequence for q in self.sequences):
+            raise ValueError("sequence id %d added twice; ids must be distinct" % sequence)
+        if writer.config.get("sequence", sequence) != sequence:
+            raise ValueError("sequence %d: its configuration says sequence %r" % (sequence, writer.config["sequence"]))
+        if stop_reason not in ("max_tokens", "eos"):
+            raise ValueError("sequence %d: stop_reason %r, expected 'max_tokens' or 'eos'" % (sequence, stop_reason))
+        writer.config["sequence"] = sequence
+        self.sequences.append((sequence, writer, stop_reason, logits, logit_top_k, draft_logits_storage or logits))
+
+    def add_batch_step(self, entries):
+        """One target forward of the batch: (sequence, rows) per entry in row order, or
+        (sequence, step, rows) to name the sequence's step (default: its next unscheduled one)."""
+        step = []
+        for e in entries:
+            if len(e) == 2:
+                q, rows = int(e[0]), int(e[1])
+                s = sum(1 for t in self.schedule for x in t if x[0] == q)
+            else:
+                q, s, rows = int(e[0]), int(e[1]), int(e[2])
+            step.append((q, s, rows))
+        self.schedule.append(step)
+
+    def write(self, path):
+        """Writes the batch to `path` atomically."""
+        ids = {q[0] for q in self.sequences}
+        if not self.sequences:
+            raise ValueError("no sequences; add_sequence at least one")
+        for t, step in enumerate(self.schedule):
+            for q, _, _ in step:
+                if q not in ids:
+                    raise ValueError("batch step %d names sequence %d, which was not added" % (t, q))
+        _write_atomically(path, self._write)
+
+    def _write(self, f):
+        _write_file_attributes(f, BATCHED_SCHEMA_VERSION, self.specdec_version, self.created_utc, self.exactness_contract)
+        batch = f.create_group("batch")
+        batch.attrs.create("max_in_flight", self.max_in_flight, dtype="<i8")
+        batch.create_dataset("sequence_ids", data=np.asarray([q[0] for q in self.sequences], "<i8"), dtype="<i8")
+        g = batch.create_group("schedule")
+        flat = [e for step in self.schedule for e in step]
+        g.create_dataset("sequence", data=np.asarray([e[0] for e in flat], "<i8"), dtype="<i8")
+        g.create_dataset("sequence_offsets", data=np.concatenate([[0], np.cumsum([len(t) for t in self.schedule])]).astype("<i8"),
+                         dtype="<i8")
+        g.create_dataset("step", data=np.asarray([e[1] for e in flat], "<i8"), dtype="<i8")
+        g.create_dataset("rows", data=np.asarray([e[2] for e in flat], "<i8"), dtype="<i8")
+        for q, w, stop, logits, k, draft_storage in self.sequences:
+            w._write_run(f.create_group("sequences/%d" % q), stop, logits, k, draft_storage)
+
+
+def copy_batched_run(trace_path):
+    """Reads a specdec batched trace into a BatchedTraceWriter holding the same sequences and
+    schedule (each sequence as copy_run gives it), e.g. to re-emit a batch through this writer."""
+    with h5py.File(trace_path, "r") as f:
+        created = f.attrs["created_utc"]
+        b = BatchedTraceWriter(int(f["batch"].attrs["max_in_flight"]), created_utc=created)
+        for q in f["batch/sequence_ids"][()]:
+            w, stop = _copy_run(f["sequences/%d" % q], created)
+            b.add_sequence(int(q), w, stop)
+        g = f["batch/schedule"]
+        off, seq, step, rows = (g[n][()] for n in ("sequence_offsets", "sequence", "step", "rows"))
+        for t in range(len(off) - 1):
+            b.add_batch_step([(seq[e], step[e], rows[e]) for e in range(off[t], off[t + 1])])
+    return b
+
+
 def copy_run(trace_path):
     """Reads a specdec trace into a TraceWriter holding the same run (prompt, configuration, every
     step), e.g. to re-emit a reference run through this writer. Logits rows are taken in full
     (top-k traces: None)."""
     with h5py.File(trace_path, "r") as f:
-        steps = f["steps"]
-        models = {role: ModelInfo(g.attrs["path"], g.attrs["fingerprint"], g["config_json"].asstr()[()])
-                  for role, g in f["meta/models"].items()}
-        w = TraceWriter(f.attrs["method"], f["prompt/tokens"][()], int(f["meta"].attrs["seed"]),
-                        json.loads(f["meta/sampling_json"].asstr()[()]), json.loads(f["meta/config_json"].asstr()[()]),
-                        models, created_utc=f.attrs["created_utc"])
+        return _copy_run(f, f.attrs["created_utc"])
 
-        def ragged(name, S):
-            if name not in steps:
-                return [None] * S
-            off = steps[name + "_offsets"][()]
-            flat = steps[name][()]
-            return [flat[off[i]:off[i + 1]] for i in range(S)]
 
-        def aligned(name, base, S):
-            if name not in steps:
-                return [None] * S
-            off = steps[base + "_offsets"][()]
-            flat = steps[name][()]
-            return [flat[off[i]:off[i + 1]] for i in range(S)]
+def _copy_run(f, created_utc):
+    """(TraceWriter, stop_reason) of the run under `f`: a 1.x file's root or a sequence group."""
+    steps = f["steps"]
+    models = {role: ModelInfo(g.attrs["path"], g.attrs["fingerprint"], g["config_json"].asstr()[()])
+              for role, g in f["meta/models"].items()}
+    w = TraceWriter(f.attrs["method"], f["prompt/tokens"][()], int(f["meta"].attrs["seed"]),
+                    json.loads(f["meta/sampling_json"].asstr()[()]), json.loads(f["meta/config_json"].asstr()[()]),
+                    models, created_utc=created_utc)
 
-        S = len(steps["positions"])
-        cols = {k: ragged(k, S) for k in ("emitted_tokens", "draft_tokens", "accepted_path", "accept_decisions", "accept_uniforms")}
-        cols["draft_parents"] = aligned("draft_parents", "draft_tokens", S)
-        cols["accept_nodes"] = aligned("accept_nodes", "accept_decisions", S)
-        bonus = steps["bonus_token"][()] if "bonus_token" in steps else [-1] * S
-        counters = ragged("random_counters", S)
+    def ragged(name, S):
+        if name not in steps:
+            return [None] * S
+        off = steps[name + "_offsets"][()]
+        flat = steps[name][()]
+        return [flat[off[i]:off[i + 1]] for i in range(S)]
 
-        def rows(name):
-            if name not in steps or steps[name].attrs["storage"] != "full":
-                return [None] * S, [None] * S
-            g = steps[name]
-            off = g["row_offsets"][()]
-            full = g["full"][()]
-            nodes = g["row_nodes"][()] if "row_nodes" in g else None
-            return ([full[off[i]:off[i + 1]] for i in range(S)],
-                    [None if nodes is None else nodes[off[i]:off[i + 1]] for i in range(S)])
+    def aligned(name, base, S):
+        if name not in steps:
+            return [None] * S
+        off = steps[base + "_offsets"][()]
+        flat = steps[name][()]
+        return [flat[off[i]:off[i + 1]] for i in range(S)]
 
-        tl, _ = rows("target_logits")
-        dl, dn = rows("draft_logits")
-        for i in range(S):
-            w.add_step(cols["emitted_tokens"][i], target_logits=tl[i], draft_tokens=cols["draft_tokens"][i],
-                       draft_parents=cols["draft_parents"][i], accepted_path=cols["accepted_path"][i],
-                       accept_decisions=cols["accept_decisions"][i], accept_nodes=cols["accept_nodes"][i],
-                       accept_uniforms=cols["accept_uniforms"][i], bonus_token=int(bonus[i]),
-                       random_counters=counters[i], draft_logits=dl[i], draft_logit_nodes=dn[i])
-        stop = f["output/stop_reason"].asstr()[()]
+    S = len(steps["positions"])
+    cols = {k: ragged(k, S) for k in ("emitted_tokens", "draft_tokens", "accepted_path", "accept_decisions", "accept_uniforms")}
+    cols["draft_parents"] = aligned("draft_parents", "draft_tokens", S)
+    cols["accept_nodes"] = aligned("accept_nodes", "accept_decisions", S)
+    bonus = steps["bonus_token"][()] if "bonus_token" in steps else [-1] * S
+    counters = ragged("random_counters", S)
+
+    def rows(name):
+        if name not in steps or steps[name].attrs["storage"] != "full":
+            return [None] * S, [None] * S
+        g = steps[name]
+        off = g["row_offsets"][()]
+        full = g["full"][()]
+        nodes = g["row_nodes"][()] if "row_nodes" in g else None
+        return ([full[off[i]:off[i + 1]] for i in range(S)],
+                [None if nodes is None else nodes[off[i]:off[i + 1]] for i in range(S)])
+
+    tl, _ = rows("target_logits")
+    dl, dn = rows("draft_logits")
+    for i in range(S):
+        w.add_step(cols["emitted_tokens"][i], target_logits=tl[i], draft_tokens=cols["draft_tokens"][i],
+                   draft_parents=cols["draft_parents"][i], accepted_path=cols["accepted_path"][i],
+                   accept_decisions=cols["accept_decisions"][i], accept_nodes=cols["accept_nodes"][i],
+                   accept_uniforms=cols["accept_uniforms"][i], bonus_token=int(bonus[i]),
+                   random_counters=counters[i], draft_logits=dl[i], draft_logit_nodes=dn[i])
+    stop = f["output/stop_reason"].asstr()[()]
     return w, stop

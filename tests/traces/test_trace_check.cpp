@@ -117,7 +117,10 @@ TEST(TraceCheck, BadOrUnsupportedVersion) {
     return check_trace_file(edited(dir, [v](h5::File& f) { f.write_attribute("schema_version", std::string(v)); }));
   };
   EXPECT_PROBLEM(version("one"), "/ @schema_version", "expected \"<major>.<minor>\"");
-  EXPECT_PROBLEM(version("2.0"), "/ @schema_version", "unsupported version, expected 1.0 to 1.2");
+  EXPECT_PROBLEM(version("3.0"), "/ @schema_version", "unsupported version, expected 1.0 to 1.2");
+  // 2.0 is the batched layout: a one-sequence file labelled so lacks its groups.
+  EXPECT_PROBLEM(version("2.0"), "/batch", "missing");
+  EXPECT_PROBLEM(version("2.1"), "/ @schema_version", "unsupported version");
   EXPECT_PROBLEM(version("1.3"), "/ @schema_version", "unsupported version");
   EXPECT_TRUE(version("1.2").valid());
   EXPECT_TRUE(version("1.0").valid());
