@@ -45,23 +45,8 @@ void write_batch(h5::File& f, const BatchedTrace& b) {
 }  // namespace
 
 void write_batched_trace(const std::filesystem::path& path, const BatchedTrace& batch) {
-  const std::string name = path.string();
-  try {
-    validate_batched_trace(batch);
-  } catch (const Error& e) {
-    throw Error(name + ": cannot write trace: " + e.what());
-  }
-  try {
-    h5::File f = h5::File::create_in_memory(name);
-    write_batch(f, batch);
-    f.save_atomically(path);
-  } catch (const std::filesystem::filesystem_error& e) {
-    throw Error(name + ": cannot write trace: " + e.code().message());
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind(name + ":", 0) == 0) throw;
-    throw Error(name + ": cannot write trace: " + what);
-  }
+  trace_file::save_file(
+      path, [&] { validate_batched_trace(batch); }, [&](h5::File& f) { write_batch(f, batch); });
 }
 
 }  // namespace specdec

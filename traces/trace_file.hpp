@@ -4,6 +4,8 @@
 // one sequence (attribute `method`, /meta, /prompt, /steps, /output, /timing) sits at the root of
 // a 1.x file and in each /sequences/<id> group of a 2.x (batched) file, written and read by the
 // same code.
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -26,6 +28,10 @@ void read_file_attributes(const h5::File& f, TraceMeta& meta);
 // One sequence's run under `run` (the root or a sequence group): everything of `t` but the
 // file-level attributes. read_run does not validate.
 void write_run(h5::Group& run, const Trace& t);
+// Writes a new trace file at `path` atomically: `check` first (its errors, and those of `fill` and
+// the save, become "PATH: cannot write trace: ..."), then `fill` on an in-memory file, then the save.
+void save_file(const std::filesystem::path& path, const std::function<void()>& check,
+               const std::function<void(h5::File&)>& fill);
 void read_run(const h5::Group& run, Trace& t);
 
 }  // namespace specdec::trace_file

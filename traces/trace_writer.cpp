@@ -196,20 +196,17 @@ void write_run(h5::Group& run, const Trace& t) {
   for (const auto& [phase, ns] : t.timing.step_ns) timing.write_vector<int64_t>(phase + L::kNsSuffix, ns);
 }
 
-}  // namespace trace_file
-
-void write_trace(const std::filesystem::path& path, const Trace& trace) {
+void save_file(const std::filesystem::path& path, const std::function<void()>& check,
+               const std::function<void(h5::File&)>& fill) {
   const std::string name = path.string();
   try {
-    validate_trace(trace);
-    validate_trace_diagnostics(trace);
+    check();
   } catch (const Error& e) {
     throw Error(name + ": cannot write trace: " + e.what());
   }
   try {
     h5::File f = h5::File::create_in_memory(name);
-    trace_file::write_file_attributes(f, trace.meta, trace_schema_version());
-    trace_file::write_run(f, trace);
+    fill(f);
     f.save_atomically(path);
   } catch (const std::filesystem::filesystem_error& e) {
     throw Error(name + ": cannot write trace: " + e.code().message());
@@ -218,6 +215,21 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
     if (what.rfind(name + ":", 0) == 0) throw;
     throw Error(name + ": cannot write trace: " + what);
   }
+}
+
+}  // namespace trace_file
+
+void write_trace(const std::filesystem::path& path, const Trace& trace) {
+  trace_file::save_file(
+      path,
+      [&] {
+        validate_trace(trace);
+        validate_trace_diagnostics(trace);
+      },
+      [&](h5::File& f) {
+        trace_file::write_file_attributes(f, trace.meta, trace_schema_version());
+        trace_file::write_run(f, trace);
+      });
 }
 
 }  // namespace specdec

@@ -424,15 +424,22 @@ DecodeArgs decode_args(const std::string& model_path, const std::string& backend
   return a;
 }
 
-Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
-  if (!model) throw Error("generate: model must be a Model from specdec.load_model");
-  std::shared_ptr<Drafter> drafter;
-  const DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
-  if (drafter && drafter->target != model) {
-    throw Error("the drafter was loaded for another target (" + drafter->target->m.path +
+// The decoding options of a run on `model`, checked, with the drafter (if any) loaded for it.
+DecodeArgs model_decode_args(const std::shared_ptr<Model>& model, const MethodArgs& m,
+                             std::shared_ptr<Drafter>* drafter) {
+  const DecodeArgs a = decode_args(model->m.path, model->m.backend, m, drafter);
+  if (*drafter && (*drafter)->target != model) {
+    throw Error("the drafter was loaded for another target (" + (*drafter)->target->m.path +
                 "); load it with specdec.load_drafter(path, model) for this model");
   }
   check_method_args(a);
+  return a;
+}
+
+Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
+  if (!model) throw Error("generate: model must be a Model from specdec.load_model");
+  std::shared_ptr<Drafter> drafter;
+  const DecodeArgs a = model_decode_args(model, m, &drafter);
   const SamplingParams sampling = sampling_params(a);
   const GenerationOptions options = generation_options(a);
   Generation g;
@@ -469,12 +476,7 @@ py::object generate_batch(const std::shared_ptr<Model>& model, const py::object&
     throw Error("prompts must be a list of prompts (each a string or a sequence of token ids)");
   }
   std::shared_ptr<Drafter> drafter;
-  const DecodeArgs a = decode_args(model->m.path, model->m.backend, m, &drafter);
-  if (drafter && drafter->target != model) {
-    throw Error("the drafter was loaded for another target (" + drafter->target->m.path +
-                "); load it with specdec.load_drafter(path, model) for this model");
-  }
-  check_method_args(a);
+  const DecodeArgs a = model_decode_args(model, m, &drafter);
   std::vector<std::vector<int32_t>> ids;
   const py::sequence list = prompts.cast<py::sequence>();
   if (list.size() == 0) throw Error("prompts is empty: give at least one prompt");

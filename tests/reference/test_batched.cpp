@@ -20,11 +20,11 @@
 #include "runtime/backend.hpp"
 #include "runtime/batched_run.hpp"
 #include "runtime/method_runner.hpp"
+#include "tests/reference/method_table.hpp"
 
 namespace specdec {
 namespace {
 
-const std::string kModels = std::string(SPECDEC_SOURCE_DIR) + "/models/";
 // Token ids of short texts of the bundled byte-level vocabulary (different lengths on purpose).
 const std::vector<std::vector<int32_t>> kPrompts = {
     {0, 76, 113, 35, 119, 107, 104, 35, 101, 104, 106, 108, 113, 113, 108, 113, 106},
@@ -33,49 +33,10 @@ const std::vector<std::vector<int32_t>> kPrompts = {
     {0, 76},
 };
 
-// Every registered method with each draft shape it takes (as test_methods.cpp's table).
-std::vector<MethodSpec> method_rows() {
-  std::vector<MethodSpec> rows;
-  for (const MethodEntry& e : method_registry()) {
-    MethodSpec s;
-    s.name = e.name;
-    s.k = 3;
-    rows.push_back(s);
-    if (e.shapes.static_tree) {
-      s.tree = "[[0],[1],[0,0],[0,1],[1,0],[0,0,0]]";
-      rows.push_back(s);
-    }
-    if (e.shapes.dynamic_tree) {
-      s.tree = "dynamic";
-      s.depth = 3, s.tree_top_k = 2, s.total_tokens = 8;
-      rows.push_back(s);
-    }
-  }
-  return rows;
-}
-
-std::vector<std::string> backends() {
-  std::vector<std::string> b = {"reference"};
-  if (backend_available("cpu")) b.push_back("cpu");
-  return b;
-}
-
-const LoadedModel& target_on(const std::string& backend) {
-  static std::map<std::string, LoadedModel> loaded;
-  auto it = loaded.find(backend);
-  if (it == loaded.end()) it = loaded.emplace(backend, load_model(kModels + "target", backend)).first;
-  return it->second;
-}
-
-DecodeArgs args_for(const MethodSpec& spec, const std::string& backend) {
-  DecodeArgs a;
-  a.model = kModels + "target";
-  a.method = spec;
-  const MethodEntry& e = method_entry(spec.name);
-  if (e.drafter.kind != DrafterNeed::Kind::none) a.drafter = kModels + e.drafter.bundled_dir;
-  a.backend = backend;
-  return a;
-}
+using testing::backends_built_here;
+using testing::bundled_method_args;
+using testing::bundled_target;
+using testing::method_rows;
 
 // Everything a sequence computes, as text: tokens, every logit row's bits, every decision and draw.
 class Recorder final : public DecodeObserver {
@@ -138,7 +99,7 @@ Composition draw_composition(uint32_t seed, BatchedMethods& methods, const std::
     arrival += pick(3) == 0 ? 3.0 * pick(4) : 0.0;  // in calls of the test's clock
     r.arrival_s = arrival;
     c.requests.push_back(r);
-    c.lanes.push_back(methods.add(args_for(rows[static_cast<std::size_t>(pick(static_cast<int>(rows.size())))], backend)));
+    c.lanes.push_back(methods.add(bundled_method_args(rows[static_cast<std::size_t>(pick(static_cast<int>(rows.size())))], backend)));
   }
   return c;
 }
@@ -167,9 +128,20 @@ BatchResult batched(const Composition& c, const BatchedMethods& methods, const L
   return decode_batched(target.forward_model(), c.requests, methods.factory(c.lanes, c.requests), o, obs);
 }
 
+// Appends a greedy request i (sequence id i, bundled prompt i) decoding `spec` on the reference.
+void add_request(Composition& c, BatchedMethods& methods, const MethodSpec& spec, int i, int max_new_tokens) {
+  BatchRequest r;
+  r.prompt = kPrompts[static_cast<std::size_t>(i) % kPrompts.size()];
+  r.max_new_tokens = max_new_tokens;
+  r.stop_at_eos = false;
+  r.sequence = static_cast<uint32_t>(i);
+  c.requests.push_back(r);
+  c.lanes.push_back(methods.add(bundled_method_args(spec, "reference")));
+}
+
 TEST(BatchedDecoding, EverySequenceDecodesAsAloneOnEveryBackend) {
-  for (const std::string& backend : backends()) {
-    const LoadedModel& target = target_on(backend);
+  for (const std::string& backend : backends_built_here()) {
+    const LoadedModel& target = bundled_target(backend);
     for (uint32_t seed = 1; seed <= 6; ++seed) {
       BatchedMethods methods(target);
       const Composition c = draw_composition(seed, methods, backend);
@@ -201,22 +173,14 @@ TEST(BatchedDecoding, EverySequenceDecodesAsAloneOnEveryBackend) {
 }
 
 TEST(BatchedDecoding, TheTargetRunsOneForwardPerStepOverEverySequence) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   BatchedMethods methods(target);
   Composition c;
   c.max_in_flight = 3;
   MethodSpec eagle;
   eagle.name = "eagle";
   eagle.k = 3;
-  for (int i = 0; i < 5; ++i) {
-    BatchRequest r;
-    r.prompt = kPrompts[static_cast<std::size_t>(i) % kPrompts.size()];
-    r.max_new_tokens = 6 + i;
-    r.stop_at_eos = false;
-    r.sequence = static_cast<uint32_t>(i);
-    c.requests.push_back(r);
-    c.lanes.push_back(methods.add(args_for(i % 2 ? eagle : MethodSpec{}, "reference")));
-  }
+  for (int i = 0; i < 5; ++i) add_request(c, methods, i % 2 ? eagle : MethodSpec{}, i, 6 + i);
   const BatchResult b = batched(c, methods, target, nullptr);
   int forwards = 0, steps_with_three = 0;
   for (const RequestResult& r : b.requests) forwards += r.generation.stats.target_forwards;
@@ -237,22 +201,14 @@ TEST(BatchedDecoding, TheTargetRunsOneForwardPerStepOverEverySequence) {
 }
 
 TEST(BatchedDecoding, DrafterForwardsAreGatheredAcrossSequences) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   BatchedMethods methods(target);
   Composition c;
   c.max_in_flight = 4;
   MethodSpec draft;
   draft.name = "draft";
   draft.k = 3;
-  for (int i = 0; i < 4; ++i) {
-    BatchRequest r;
-    r.prompt = kPrompts[0];
-    r.max_new_tokens = 8;
-    r.stop_at_eos = false;
-    r.sequence = static_cast<uint32_t>(i);
-    c.requests.push_back(r);
-    c.lanes.push_back(methods.add(args_for(draft, "reference")));
-  }
+  for (int i = 0; i < 4; ++i) add_request(c, methods, draft, i, 8);
   const BatchResult b = batched(c, methods, target, nullptr);
   // Each drafting step runs its k drafter rounds as forward_batch calls over the four sequences.
   bool four_at_once = false;
@@ -262,7 +218,7 @@ TEST(BatchedDecoding, DrafterForwardsAreGatheredAcrossSequences) {
 }
 
 TEST(BatchedDecoding, BadRequestsAreRefusedNamingThem) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   std::vector<BatchRequest> requests(2);
   requests[0].prompt = {0, 1};
   requests[1].prompt = {0, 100000};
@@ -316,7 +272,7 @@ class CacheCountingModel final : public LanguageModel {
 };
 
 TEST(BatchedDecoding, MemoryIsBoundedByTheSequencesInFlight) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   CacheCountingModel counting(target.forward_model());
   std::vector<BatchRequest> requests(40);
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -335,7 +291,7 @@ TEST(BatchedDecoding, MemoryIsBoundedByTheSequencesInFlight) {
 }
 
 TEST(ForwardGather, AFailingTaskAbandonsTheOthersAndIsRethrown) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   ForwardGather gather;
   const LanguageModel& m = gather.wrap(target.forward_model());
   auto c0 = m.new_cache(8), c1 = m.new_cache(8);

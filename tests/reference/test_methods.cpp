@@ -20,61 +20,25 @@
 #include "reference/methods/registry.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
+#include "tests/reference/method_table.hpp"
 
 namespace specdec {
 namespace {
 
-const std::string kModels = std::string(SPECDEC_SOURCE_DIR) + "/models/";
 const std::vector<int32_t> kPrompt = {0, 76, 113, 35, 119, 107, 104, 35, 101, 104, 106, 108, 113, 113, 108, 113, 106};  // "<bos>In the beginning"
 
-// The table: every registered method with each shape it takes.
-std::vector<MethodSpec> method_rows() {
-  std::vector<MethodSpec> rows;
-  for (const MethodEntry& e : method_registry()) {
-    MethodSpec s;
-    s.name = e.name;
-    s.k = 3;
-    rows.push_back(s);  // sequential, or a chain of 3
-    if (e.shapes.static_tree) {
-      s.tree = "[[0],[1],[0,0],[0,1],[1,0],[0,0,0]]";  // leaves at every depth
-      rows.push_back(s);
-    }
-    if (e.shapes.dynamic_tree) {
-      s.tree = "dynamic";
-      s.depth = 3, s.tree_top_k = 2, s.total_tokens = 8;
-      rows.push_back(s);
-    }
-  }
-  return rows;
-}
-
-std::vector<std::string> backends() {
-  std::vector<std::string> b = {"reference"};
-  if (backend_available("cpu")) b.push_back("cpu");
-  return b;
-}
+using testing::backends_built_here;
+using testing::bundled_target;
+using testing::method_rows;
 
 DecodeArgs args_for(const MethodSpec& spec, const std::string& backend, const std::string& sampling) {
-  DecodeArgs a;
-  a.model = kModels + "target";
-  a.method = spec;
-  const MethodEntry& e = method_entry(spec.name);
-  if (e.drafter.kind != DrafterNeed::Kind::none) a.drafter = kModels + e.drafter.bundled_dir;
-  a.backend = backend;
+  DecodeArgs a = testing::bundled_method_args(spec, backend);
   a.sampling = sampling;
   a.temperature = 0.8;
   a.seed = 7;
   a.max_new_tokens = 20;
   a.ignore_eos = true;
   return a;
-}
-
-// The target, loaded once per backend.
-const LoadedModel& target_on(const std::string& backend) {
-  static std::map<std::string, LoadedModel> loaded;
-  auto it = loaded.find(backend);
-  if (it == loaded.end()) it = loaded.emplace(backend, load_model(kModels + "target", backend)).first;
-  return it->second;
 }
 
 std::string row_name(const MethodSpec& s) {
@@ -85,8 +49,8 @@ std::string row_name(const MethodSpec& s) {
 }
 
 TEST(MethodRegistry, EveryMethodEqualsSequentialOnEveryBackend) {
-  for (const std::string& backend : backends()) {
-    const LoadedModel& target = target_on(backend);
+  for (const std::string& backend : backends_built_here()) {
+    const LoadedModel& target = bundled_target(backend);
     for (const std::string& sampling : {"greedy", "coupled"}) {
       const DecodeArgs seq = args_for(MethodSpec{}, backend, sampling);
       const std::vector<int32_t> expected =
@@ -234,7 +198,7 @@ class StepCuttingProposer final : public Proposer {
 };
 
 TEST(MethodRegistry, ProposersRunTheScheduleTheSimulatorPrices) {
-  const LoadedModel& target = target_on("reference");
+  const LoadedModel& target = bundled_target("reference");
   for (const MethodSpec& spec : method_rows()) {
     const MethodEntry& e = method_entry(spec.name);
     if (!e.make_proposer) continue;
