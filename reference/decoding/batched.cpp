@@ -130,12 +130,20 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
     const int64_t step_start = monotonic_ns();
     step.start_s = clock();
 
-    // 1. Draft for every sequence that needs a draft.
+    // 1. Draft for every sequence that needs a draft. Only sequences with a drafter run as
+    // gathered tasks (a thread each); sequential ones just set up their one-row verify, and a
+    // lone drafter has nothing to batch with.
     std::vector<SequenceDecoder*> drafting;
-    for (Slot& s : slots)
-      if (s.decoder->phase() == SequenceDecoder::Phase::draft) drafting.push_back(s.decoder.get());
+    for (Slot& s : slots) {
+      if (s.decoder->phase() != SequenceDecoder::Phase::draft) continue;
+      if (s.decoder->has_drafter()) {
+        drafting.push_back(s.decoder.get());
+      } else {
+        s.decoder->draft();
+      }
+    }
     const int batches_before = gather.batches(), forwards_before = gather.forwards();
-    if (options.batch_drafts) {
+    if (options.batch_drafts && drafting.size() > 1) {
       std::vector<std::function<void()>> tasks;
       for (SequenceDecoder* d : drafting) tasks.emplace_back([d] { d->draft(); });
       gather.run(tasks);

@@ -38,6 +38,8 @@ class SequenceDecoder {
 
   Phase phase() const { return phase_; }
   bool done() const { return phase_ == Phase::done; }
+  // Whether draft() asks a proposer (false: sequential decoding, whose draft is just the pending token).
+  bool has_drafter() const { return proposer_ != nullptr; }
   KVCache& cache() const { return cache_; }
   // The target forward this sequence needs now (phase prefill or verify); valid until absorb.
   const ForwardRequest& request() const;
