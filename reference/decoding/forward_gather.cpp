@@ -32,6 +32,7 @@ struct ForwardGather::Task {
   Parked parked;
   bool abandon = false;
   std::exception_ptr error;
+  std::condition_variable wake;  // one per task: handing on the baton wakes only its holder
   std::thread thread;
 };
 
@@ -118,16 +119,16 @@ void ForwardGather::park_current(Parked parked) {
   task.parked = parked;
   task.state = Task::State::parked;
   running_ = -1;
-  baton_.notify_all();
+  scheduler_.notify_one();
   const auto me = static_cast<long>(current_task);
-  baton_.wait(lock, [&] { return running_ == me; });
+  task.wake.wait(lock, [&] { return running_ == me; });
   if (task.abandon) throw Abandoned{};
 }
 
 void ForwardGather::resume(std::size_t i, std::unique_lock<std::mutex>& lock) {
   running_ = static_cast<long>(i);
-  baton_.notify_all();
-  baton_.wait(lock, [&] { return running_ == -1; });
+  tasks_[i]->wake.notify_one();
+  scheduler_.wait(lock, [&] { return running_ == -1; });
 }
 
 void ForwardGather::compute_parked() {
@@ -172,7 +173,7 @@ void ForwardGather::run(const std::vector<std::function<void()>>& tasks) {
       Task& task = *tasks_[i];
       {
         std::unique_lock<std::mutex> l(mutex_);
-        baton_.wait(l, [&] { return running_ == static_cast<long>(i); });
+        task.wake.wait(l, [&] { return running_ == static_cast<long>(i); });
       }
       current_gather = this;
       current_task = i;
@@ -186,7 +187,7 @@ void ForwardGather::run(const std::vector<std::function<void()>>& tasks) {
       std::unique_lock<std::mutex> l(mutex_);
       task.state = Task::State::finished;
       running_ = -1;
-      baton_.notify_all();
+      scheduler_.notify_one();
     });
   }
 

@@ -56,7 +56,7 @@ class ForwardGather {
   std::map<const EagleHead*, std::unique_ptr<EagleHead>> heads_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::mutex mutex_;
-  std::condition_variable baton_;
+  std::condition_variable scheduler_;  // the scheduler waits here for the baton (each task on its own)
   long running_ = -1;  // the task holding the baton; −1: the scheduler
   int batches_ = 0;
   int forwards_ = 0;
