@@ -90,7 +90,7 @@ void SequenceDecoder::absorb_prefill(const ForwardResult& pre, int64_t forward_n
   GenerationStats& st = result_.stats;
   st.prefill_ns = forward_ns;
   st.target_forwards = 1;
-  if (observer_) observer_->on_prefill(std::vector<int32_t>(sequence_.begin(), sequence_.end()), forward_ns);
+  if (observer_) observer_->on_prefill(sequence_, forward_ns);  // the prompt: nothing is emitted yet
   decode_start_ns_ = monotonic_ns();
   if (options_.max_new_tokens == 0) return finish();
 
