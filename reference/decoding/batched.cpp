@@ -39,6 +39,7 @@ GenerationStats BatchResult::totals() const {
     add(t.depth_attempts, s.depth_attempts);
     add(t.depth_accepts, s.depth_accepts);
     add(t.accepted_per_step, s.accepted_per_step);
+    add(t.draft_depth_per_step, s.draft_depth_per_step);
   }
   return t;
 }
@@ -50,6 +51,7 @@ struct Slot {
   std::size_t index = 0;  // into the request queue
   std::unique_ptr<KVCache> cache;
   std::unique_ptr<Proposer> proposer;
+  std::unique_ptr<SpeculationPolicy> policy;
   std::unique_ptr<TokenAcceptor> acceptor;
   std::unique_ptr<SequenceDecoder> decoder;
   bool first_token_seen = false;
@@ -116,8 +118,14 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
       s.cache = target.new_cache(decoder_cache_capacity(target, s.proposer.get(), r.prompt.size(), g));
       s.acceptor = default_acceptor(r.sampling);
       DecodeObserver* observer = observer_for ? observer_for(next) : nullptr;
+      SpeculationControl control;
+      if (s.proposer) {
+        if (options.make_policy) s.policy = options.make_policy(next);
+        control.policy = s.policy.get();
+        control.draft_budget_ns = options.draft_budget_ns;
+      }
       s.decoder = std::make_unique<SequenceDecoder>(target, *s.cache, s.proposer.get(), *s.acceptor, r.prompt,
-                                                    r.sampling, g, observer);
+                                                    r.sampling, g, observer, std::move(control));
       result.requests[next].arrival_s = r.arrival_s;
       result.requests[next].admitted_s = std::max(now, r.arrival_s);
       slots.push_back(std::move(s));
@@ -134,6 +142,7 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
     // gathered tasks (a thread each); sequential ones just set up their one-row verify, and a
     // lone drafter has nothing to batch with.
     std::vector<SequenceDecoder*> drafting;
+    const int in_flight = static_cast<int>(slots.size());  // the batch size policies see
     for (Slot& s : slots) {
       if (s.decoder->phase() != SequenceDecoder::Phase::draft) continue;
       if (s.decoder->has_drafter()) {
@@ -145,10 +154,10 @@ BatchResult decode_batched(const LanguageModel& target, const std::vector<BatchR
     const int batches_before = gather.batches(), forwards_before = gather.forwards();
     if (options.batch_drafts && drafting.size() > 1) {
       std::vector<std::function<void()>> tasks;
-      for (SequenceDecoder* d : drafting) tasks.emplace_back([d] { d->draft(); });
+      for (SequenceDecoder* d : drafting) tasks.emplace_back([d, in_flight] { d->draft(in_flight); });
       gather.run(tasks);
     } else {
-      for (SequenceDecoder* d : drafting) d->draft();
+      for (SequenceDecoder* d : drafting) d->draft(in_flight);
     }
     step.drafter_batches = gather.batches() - batches_before;
     step.drafter_forwards = gather.forwards() - forwards_before;

@@ -26,6 +26,7 @@
 #include "reference/decoding/generation.hpp"
 #include "reference/drafting/proposer.hpp"
 #include "reference/model/language_model.hpp"
+#include "reference/policies/speculation_policy.hpp"
 #include "reference/sampling/sampling_params.hpp"
 
 namespace specdec {
@@ -66,6 +67,12 @@ struct BatchOptions {
   // Called once per request as it finishes (in finishing order, with its index in the queue), so
   // a caller can write each result out while the run goes on instead of holding them to the end.
   std::function<void(std::size_t, const RequestResult&)> on_finished;
+  // The speculation policy of request `index` (null function or result: the method's whole shape
+  // every step). Policies see the step's batch size (sequences in flight).
+  std::function<std::unique_ptr<SpeculationPolicy>(std::size_t)> make_policy;
+  // A proposal slower than this switches that sequence's drafter off (0: no budget). In a batch a
+  // proposal's time includes waiting for the drafter forwards it shares with other sequences.
+  int64_t draft_budget_ns = 0;
 };
 
 // Makes the proposer of request `index` on drafters wrapped by `gather` (gather.wrap(draft_lm),

@@ -9,6 +9,7 @@
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/acceptance/draft_tree.hpp"
 #include "reference/core/tensor.hpp"
+#include "reference/decoding/generation.hpp"
 
 namespace specdec {
 
@@ -35,6 +36,12 @@ struct SpeculativeStep {
   int drafter_forwards = 0;
   int64_t draft_ns = 0;
   int64_t verify_ns = 0;
+  // The speculation policy's choice for this step (reference/policies): the depth it planned (0:
+  // a plain step, the tree is empty), the drafter's confidence in each chained draft when its stop
+  // rule applied, and its state after observing the step ("" without a policy).
+  int planned_depth = 0;
+  const std::vector<double>* confidences = nullptr;
+  std::string policy_state;
 };
 
 class DecodeObserver {
@@ -44,6 +51,8 @@ class DecodeObserver {
   virtual void on_sequential_step(const SequentialStep& /*step*/) {}
   virtual void on_speculative_step(const SpeculativeStep& /*step*/) {}
   virtual void on_finish(const std::vector<int32_t>& /*output*/, const std::string& /*stop_reason*/) {}
+  // A drafter was switched off (SpeculationControl): reported before the step it failed in.
+  virtual void on_fallback(const DrafterFallback& /*event*/) {}
 };
 
 }  // namespace specdec

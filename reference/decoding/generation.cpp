@@ -47,4 +47,13 @@ std::vector<double> GenerationStats::acceptance_by_depth() const {
   return a;
 }
 
+double GenerationStats::mean_draft_depth() const {
+  double steps_seen = 0, depth_sum = 0;
+  for (std::size_t d = 0; d < draft_depth_per_step.size(); ++d) {
+    steps_seen += draft_depth_per_step[d];
+    depth_sum += static_cast<double>(d) * draft_depth_per_step[d];
+  }
+  return steps_seen > 0 ? depth_sum / steps_seen : 0.0;
+}
+
 }  // namespace specdec

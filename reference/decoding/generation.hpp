@@ -38,18 +38,33 @@ struct GenerationStats {
   // Speculative steps by how many draft nodes they accepted: accepted_per_step[n] steps accepted n
   // (vLLM's per-request acceptance histogram). Empty for sequential decoding.
   std::vector<int> accepted_per_step;
+  // Speculative steps by the depth they drafted to: draft_depth_per_step[d] steps drafted d deep
+  // (0: a plain step, chosen by the speculation policy or after every drafter failed). Empty for
+  // sequential decoding.
+  std::vector<int> draft_depth_per_step;
 
   // Acceptance length: tokens emitted per verification step, counting the bonus/correction token
   // (plain decoding = 1.00). 0 when no step ran.
   double acceptance_length() const;
   // Conditional acceptance rate at draft depth d (1-based): accepts / attempts.
   std::vector<double> acceptance_by_depth() const;
+  // Mean depth drafted per speculative step (plain steps count 0); 0 when none ran.
+  double mean_draft_depth() const;
+};
+
+// A drafter switched off during a run (SpeculationControl): the output is unchanged, the cost is not.
+struct DrafterFallback {
+  int step = 0;              // the decoding step it failed in (1-based, as GenerationStats::steps)
+  std::string drafter;       // Proposer::name()
+  std::string reason;        // "threw: ...", "took 12.3 ms, over the 10 ms budget"
+  std::string next;          // the drafter used from then on, or "plain decoding"
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;      // generated tokens only (the prompt excluded)
   std::string stop_reason;          // "max_tokens" | "eos"
   GenerationStats stats;
+  std::vector<DrafterFallback> fallbacks;  // in order; empty when every drafter held
 
   // Decode speed: tokens produced by decode forwards (all but the first, which the prefill gives)
   // per second of decode time. 0 when fewer than two tokens were generated.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 
 #include "reference/core/error.hpp"
 
@@ -13,13 +15,20 @@ int64_t monotonic_ns() {
 }
 
 int decoder_cache_capacity(const LanguageModel& target, const Proposer* proposer, std::size_t prompt_len,
-                           const GenerationOptions& options) {
-  const int headroom = proposer ? proposer->max_nodes() + 1 : 0;
+                           const GenerationOptions& options, const std::vector<Proposer*>& fallbacks) {
+  int headroom = proposer ? proposer->max_nodes() + 1 : 0;
+  for (const Proposer* f : fallbacks) headroom = std::max(headroom, f->max_nodes() + 1);
   const int needed = checked_capacity(prompt_len, options.max_new_tokens, headroom, target.config().max_position_embeddings);
   return options.cache_capacity > 0 ? options.cache_capacity : needed;
 }
 
 namespace {
+
+std::string format_ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) * 1e-6);
+  return buf;
+}
 
 // Appends rows `keep` of `src` (when it has any) below the first `rows` rows of `store`.
 void append_rows(Matrix& store, int rows, const Matrix& src, const std::vector<int>& keep) {
@@ -34,10 +43,11 @@ void append_rows(Matrix& store, int rows, const Matrix& src, const std::vector<i
 SequenceDecoder::SequenceDecoder(const LanguageModel& target, KVCache& cache, Proposer* proposer,
                                  const TokenAcceptor& acceptor, std::vector<int32_t> prompt,
                                  const SamplingParams& sampling, const GenerationOptions& options,
-                                 DecodeObserver* observer)
+                                 DecodeObserver* observer, SpeculationControl control)
     : target_(target),
       cache_(cache),
       proposer_(proposer),
+      control_(std::move(control)),
       acceptor_(acceptor),
       sampling_(sampling),
       options_(options),
@@ -56,9 +66,26 @@ SequenceDecoder::SequenceDecoder(const LanguageModel& target, KVCache& cache, Pr
   request_.logit_rows = {prompt_len_ - 1};
   request_.argmax_only = argmax_only_;
   if (proposer_) {
-    request_.final_hidden = proposer_->wants_final_hidden();
-    request_.aux_layers = proposer_->wanted_aux_layers();
+    drafters_.push_back(proposer_);
+    for (Proposer* f : control_.fallbacks) {
+      if (!f) throw Error("decoding: a fallback drafter is null");
+      // The state store keeps one set of auxiliary layers for every drafter.
+      if (!f->wanted_aux_layers().empty() && !proposer_->wanted_aux_layers().empty() &&
+          f->wanted_aux_layers() != proposer_->wanted_aux_layers()) {
+        throw Error("decoding: fallback drafter " + f->name() + " reads other target layers than " + proposer_->name());
+      }
+      drafters_.push_back(f);
+    }
+    for (Proposer* d : drafters_) {
+      request_.final_hidden = request_.final_hidden || d->wants_final_hidden();
+      if (request_.aux_layers.empty()) request_.aux_layers = d->wanted_aux_layers();
+    }
+    wants_final_hidden_ = request_.final_hidden;
+    aux_layers_ = request_.aux_layers;
+  } else if (!control_.fallbacks.empty() || control_.policy) {
+    throw Error("decoding: a speculation policy or fallback drafters need a proposer");
   }
+  if (control_.draft_budget_ns < 0) throw Error("decoding: the draft time budget must be >= 0");
 }
 
 const ForwardRequest& SequenceDecoder::request() const {
@@ -114,9 +141,8 @@ void SequenceDecoder::absorb_prefill(const ForwardResult& pre, int64_t forward_n
   phase_ = Phase::draft;
 }
 
-void SequenceDecoder::draft() {
+void SequenceDecoder::draft(int batch_size) {
   if (phase_ != Phase::draft) throw Error("SequenceDecoder: draft called out of turn");
-  const ModelConfig& c = target_.config();
   const int base = static_cast<int>(sequence_.size()) - 1;  // the pending token's position and cache slot
   request_ = ForwardRequest();
   request_.argmax_only = argmax_only_;
@@ -126,25 +152,12 @@ void SequenceDecoder::draft() {
     phase_ = Phase::verify;
     return;
   }
-  const int64_t t0 = monotonic_ns();
-  DraftContext ctx;
-  ctx.sequence = &sequence_;
-  ctx.committed = base;
-  ctx.final_hidden = &final_hidden_;
-  ctx.aux_hidden = &aux_hidden_;
-  ctx.sampling = sampling_;
-  ctx.sequence_id = options_.sequence;
-  proposal_ = proposer_->propose(ctx);
-  draft_ns_ = monotonic_ns() - t0;
+  batch_size_ = batch_size;
+  propose(batch_size);
   const DraftTree& tree = proposal_.tree;
-  tree.validate(c.vocab_size);
-  if (tree.size() > proposer_->max_nodes()) {
-    throw Error(proposer_->name() + ": proposed " + std::to_string(tree.size()) +
-                " draft nodes, more than its declared maximum " + std::to_string(proposer_->max_nodes()));
-  }
-  result_.stats.drafter_forwards += proposal_.drafter_forwards;
 
-  // Verify [pending, drafts...] in one target forward; node n sits at slot base + 1 + n.
+  // Verify [pending, drafts...] in one target forward; node n sits at slot base + 1 + n. An empty
+  // draft (a plain step) verifies the pending token alone.
   request_.tokens.push_back(sequence_.back());
   request_.positions.push_back(base);
   std::vector<int> parents = {-1};
@@ -155,9 +168,75 @@ void SequenceDecoder::draft() {
   }
   request_.mask = AttentionMask::tree(base, parents);
   for (int r = 0; r <= tree.size(); ++r) request_.logit_rows.push_back(r);
-  request_.final_hidden = proposer_->wants_final_hidden();
-  request_.aux_layers = proposer_->wanted_aux_layers();
+  request_.final_hidden = wants_final_hidden_;
+  request_.aux_layers = aux_layers_;
   phase_ = Phase::verify;
+}
+
+void SequenceDecoder::switch_off(const std::string& reason) {
+  DrafterFallback f;
+  f.step = result_.stats.steps + 1;
+  f.drafter = drafters_[active_]->name();
+  f.reason = reason;
+  ++active_;
+  f.next = has_drafter() ? drafters_[active_]->name() : "plain decoding";
+  if (observer_) observer_->on_fallback(f);
+  result_.fallbacks.push_back(std::move(f));
+}
+
+void SequenceDecoder::propose(int batch_size) {
+  const ModelConfig& c = target_.config();
+  proposal_ = Proposal();
+  plan_ = StepPlan();
+  draft_ns_ = 0;
+  if (!has_drafter()) return;  // every drafter was switched off: plain steps
+  const int64_t t0 = monotonic_ns();
+  const int full = drafters_[active_]->max_depth();
+  plan_ = control_.policy ? control_.policy->plan({result_.stats.steps, batch_size, full}) : StepPlan{full, false, 0};
+  plan_.depth = std::clamp(plan_.depth, 0, full);
+  while (has_drafter() && plan_.depth > 0) {  // depth 0: a plain step
+    Proposer& p = *drafters_[active_];
+    const int depth = std::min(plan_.depth, p.max_depth());
+    DraftContext ctx;
+    ctx.sequence = &sequence_;
+    ctx.committed = static_cast<int>(sequence_.size()) - 1;
+    ctx.final_hidden = &final_hidden_;
+    ctx.aux_hidden = &aux_hidden_;
+    ctx.sampling = sampling_;
+    ctx.sequence_id = options_.sequence;
+    ctx.max_depth = depth < p.max_depth() ? depth : 0;
+    ctx.stop = plan_.stop_rule ? control_.policy : nullptr;
+    const int64_t start = monotonic_ns();
+    try {
+      proposal_ = p.propose(ctx);
+      proposal_.tree.validate(c.vocab_size);
+      if (proposal_.tree.size() > p.max_nodes()) {
+        throw Error("proposed " + std::to_string(proposal_.tree.size()) + " draft nodes, more than its declared maximum " +
+                    std::to_string(p.max_nodes()));
+      }
+      for (const std::vector<double>& q : proposal_.draft_probs) {
+        for (double x : q)
+          if (!std::isfinite(x)) throw Error("proposed a draft distribution with a non-finite probability");
+      }
+    } catch (const std::exception& e) {
+      proposal_ = Proposal();
+      switch_off(std::string("failed: ") + e.what());
+      continue;  // the next drafter drafts this step
+    }
+    const int64_t took = monotonic_ns() - start;
+    result_.stats.drafter_forwards += proposal_.drafter_forwards;
+    if (control_.draft_budget_ns > 0 && took > control_.draft_budget_ns) {
+      // The draft is valid and is verified; the drafter is not asked again.
+      switch_off("took " + format_ms(took) + ", over the budget of " + format_ms(control_.draft_budget_ns));
+    }
+    if (proposal_.tree.size() < plan_.min_drafts) {
+      const int forwards = proposal_.drafter_forwards;
+      proposal_ = Proposal();  // too short to verify (llama.cpp's n_min): a plain step
+      proposal_.drafter_forwards = forwards;
+    }
+    break;
+  }
+  draft_ns_ = monotonic_ns() - t0;
 }
 
 void SequenceDecoder::absorb_verify(const ForwardResult& out, int64_t forward_ns) {
@@ -215,10 +294,26 @@ void SequenceDecoder::absorb_verify(const ForwardResult& out, int64_t forward_ns
   st.drafted_tokens += tree.size();
   st.accepted_tokens += accepted;
   st.emitted_in_steps += static_cast<int>(decision.emitted.size());
-  if (static_cast<int>(st.accepted_per_step.size()) <= accepted) st.accepted_per_step.resize(accepted + 1, 0);
-  ++st.accepted_per_step[static_cast<std::size_t>(accepted)];
+  if (tree.size() > 0) {  // a plain step drafted nothing to accept
+    if (static_cast<int>(st.accepted_per_step.size()) <= accepted) st.accepted_per_step.resize(accepted + 1, 0);
+    ++st.accepted_per_step[static_cast<std::size_t>(accepted)];
+  }
   int max_depth = 0;
   for (int n = 0; n < tree.size(); ++n) max_depth = std::max(max_depth, tree.depth(n));
+  if (static_cast<int>(st.draft_depth_per_step.size()) <= max_depth) st.draft_depth_per_step.resize(max_depth + 1, 0);
+  ++st.draft_depth_per_step[static_cast<std::size_t>(max_depth)];
+  if (control_.policy) {
+    StepOutcome o;
+    o.planned_depth = tree.size() > 0 ? plan_.depth : 0;
+    o.drafted_depth = max_depth;
+    o.drafted_nodes = tree.size();
+    o.accepted = accepted;
+    o.confidences = plan_.stop_rule ? &proposal_.confidences : nullptr;
+    o.batch_size = batch_size_;
+    o.draft_s = static_cast<double>(draft_ns_) * 1e-9;
+    o.verify_s = static_cast<double>(verify_ns) * 1e-9;
+    control_.policy->observe(o);
+  }
   if (static_cast<int>(st.depth_attempts.size()) < max_depth) {
     st.depth_attempts.resize(max_depth, 0);
     st.depth_accepts.resize(max_depth, 0);
@@ -260,6 +355,9 @@ void SequenceDecoder::absorb_verify(const ForwardResult& out, int64_t forward_ns
     s.verify = &decision;
     s.emitted = std::move(emitted);
     s.drafter_forwards = proposal_.drafter_forwards;
+    s.planned_depth = tree.size() > 0 ? plan_.depth : 0;
+    s.confidences = plan_.stop_rule ? &proposal_.confidences : nullptr;
+    if (control_.policy) s.policy_state = control_.policy->state();
     s.draft_ns = draft_ns_;
     s.verify_ns = verify_ns;
     observer_->on_speculative_step(s);

@@ -8,14 +8,21 @@
 //
 // Without a proposer it is sequential decoding: each step verifies just the pending token and
 // emits the target's choice at the next position (sample_token), reported as sequential steps.
+//
+// With one, a SpeculationControl may steer it: the policy sets each step's draft depth (0: the
+// step verifies the pending token alone, an empty draft), and a drafter that fails is switched off
+// for the rest of the sequence in favour of the next fallback or plain steps (result().fallbacks).
+// Neither changes what is emitted: every step is verified by the same acceptor.
 #include <cstdint>
 #include <vector>
 
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/decoding/decode_observer.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/decoding/speculation_control.hpp"
 #include "reference/drafting/proposer.hpp"
 #include "reference/model/language_model.hpp"
+#include "reference/policies/speculation_policy.hpp"
 #include "reference/sampling/sampler.hpp"
 
 namespace specdec {
@@ -34,18 +41,19 @@ class SequenceDecoder {
   // decoding. The target, cache, proposer, acceptor and observer must outlive the decoder.
   SequenceDecoder(const LanguageModel& target, KVCache& cache, Proposer* proposer, const TokenAcceptor& acceptor,
                   std::vector<int32_t> prompt, const SamplingParams& sampling, const GenerationOptions& options,
-                  DecodeObserver* observer = nullptr);
+                  DecodeObserver* observer = nullptr, SpeculationControl control = {});
 
   Phase phase() const { return phase_; }
   bool done() const { return phase_ == Phase::done; }
-  // Whether draft() asks a proposer (false: sequential decoding, whose draft is just the pending token).
-  bool has_drafter() const { return proposer_ != nullptr; }
+  // Whether draft() may ask a proposer (false: sequential decoding, or every drafter was switched off).
+  bool has_drafter() const { return active_ < drafters_.size(); }
   KVCache& cache() const { return cache_; }
   // The target forward this sequence needs now (phase prefill or verify); valid until absorb.
   const ForwardRequest& request() const;
-  // Phase draft: asks the proposer for a draft after the pending token (sequential: none) and
-  // builds the verify request. Moves to phase verify.
-  void draft();
+  // Phase draft: asks the policy for this step's depth and the proposer for a draft after the
+  // pending token (sequential: none), and builds the verify request. `batch_size`: the sequences
+  // decoding in this step (what the policy sees). Moves to phase verify.
+  void draft(int batch_size = 1);
   // The target's result for request(), computed in `forward_ns`: accepts, compacts the cache,
   // emits, and moves to phase draft (or done).
   void absorb(ForwardResult result, int64_t forward_ns);
@@ -60,10 +68,20 @@ class SequenceDecoder {
   void absorb_prefill(const ForwardResult& out, int64_t forward_ns);
   void absorb_verify(const ForwardResult& out, int64_t forward_ns);
   void emit_first(int32_t token);
+  // Asks the active drafters in turn for a proposal within plan_, switching off those that fail.
+  void propose(int batch_size);
+  void switch_off(const std::string& reason);
 
   const LanguageModel& target_;
   KVCache& cache_;
   Proposer* proposer_;
+  std::vector<Proposer*> drafters_;  // proposer_ then the fallbacks
+  std::size_t active_ = 0;           // the drafter in use; drafters_.size(): none left
+  SpeculationControl control_;
+  StepPlan plan_;
+  int batch_size_ = 1;
+  bool wants_final_hidden_ = false;  // what the drafters need of every target forward
+  std::vector<int> aux_layers_;
   const TokenAcceptor& acceptor_;
   SamplingParams sampling_;
   GenerationOptions options_;
@@ -88,10 +106,10 @@ class SequenceDecoder {
 // Drives `decoder` to the end alone: each target forward is LanguageModel::forward on its cache.
 GenerationResult decode_alone(const LanguageModel& target, SequenceDecoder& decoder);
 
-// The KV-cache capacity a SequenceDecoder needs (checked_capacity with the proposer's draft slots);
-// options.cache_capacity when set.
+// The KV-cache capacity a SequenceDecoder needs (checked_capacity with the draft slots of the
+// proposer and of `fallbacks`); options.cache_capacity when set.
 int decoder_cache_capacity(const LanguageModel& target, const Proposer* proposer, std::size_t prompt_len,
-                           const GenerationOptions& options);
+                           const GenerationOptions& options, const std::vector<Proposer*>& fallbacks = {});
 
 // Monotonic clock in nanoseconds (the decoders' timestamps).
 int64_t monotonic_ns();

@@ -19,4 +19,13 @@ GenerationResult decode_speculative(const LanguageModel& target, KVCache& target
   return decode_alone(target, decoder);
 }
 
+GenerationResult decode_speculative(const LanguageModel& target, Proposer& proposer, const TokenAcceptor& acceptor,
+                                    const std::vector<int32_t>& prompt, const SamplingParams& sampling,
+                                    const GenerationOptions& options, const SpeculationControl& control,
+                                    DecodeObserver* observer) {
+  auto cache = target.new_cache(decoder_cache_capacity(target, &proposer, prompt.size(), options, control.fallbacks));
+  SequenceDecoder decoder(target, *cache, &proposer, acceptor, prompt, sampling, options, observer, control);
+  return decode_alone(target, decoder);
+}
+
 }  // namespace specdec

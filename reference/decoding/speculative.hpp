@@ -10,6 +10,7 @@
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/decoding/decode_observer.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/decoding/speculation_control.hpp"
 #include "reference/drafting/proposer.hpp"
 #include "reference/model/language_model.hpp"
 #include "reference/sampling/sampler.hpp"
@@ -25,6 +26,13 @@ GenerationResult decode_speculative(const LanguageModel& target, Proposer& propo
 GenerationResult decode_speculative(const LanguageModel& target, KVCache& target_cache, Proposer& proposer,
                                     const TokenAcceptor& acceptor, const std::vector<int32_t>& prompt,
                                     const SamplingParams& sampling, const GenerationOptions& options,
+                                    DecodeObserver* observer = nullptr);
+
+// Under a speculation policy, with fallback drafters and a draft time budget (speculation_control.hpp):
+// the same tokens, at another cost.
+GenerationResult decode_speculative(const LanguageModel& target, Proposer& proposer, const TokenAcceptor& acceptor,
+                                    const std::vector<int32_t>& prompt, const SamplingParams& sampling,
+                                    const GenerationOptions& options, const SpeculationControl& control,
                                     DecodeObserver* observer = nullptr);
 
 }  // namespace specdec

@@ -30,7 +30,8 @@ Proposal DraftModelProposer::propose(const DraftContext& ctx) {
   std::vector<int32_t> feed(seq.begin() + static_cast<std::ptrdiff_t>(keep), seq.end());  // catch up, ending with the pending token
   const int V = draft_.config().vocab_size;
   std::vector<int32_t> chain;
-  for (int i = 0; i < k_; ++i) {
+  const int K = step_depth(ctx, k_);
+  for (int i = 0; i < K; ++i) {
     ForwardRequest r;
     r.tokens = feed;
     r.logit_rows = {static_cast<int>(feed.size()) - 1};
@@ -38,9 +39,15 @@ Proposal DraftModelProposer::propose(const DraftContext& ctx) {
     ++p.drafter_forwards;
     cached_.insert(cached_.end(), feed.begin(), feed.end());
     const uint32_t position = static_cast<uint32_t>(seq.size() + i);
+    const double top = ctx.stop ? top_probability(logits.data(), V) : 0.0;
+    if (ctx.stop && !ctx.stop->draft_at(i + 1, top)) break;
     DraftChoice c = choose_draft_token(logits.data(), V, ctx.sampling, ctx.sequence_id, position);
     chain.push_back(c.token);
     if (!c.q.empty()) p.draft_probs.push_back(std::move(c.q));
+    if (ctx.stop) {
+      p.confidences.push_back(draft_confidence(logits.data(), V, c.token));
+      if (!ctx.stop->draft_after(i + 1, p.confidences.back(), top)) break;
+    }
     feed = {c.token};  // the last draft needs no forward: nothing is drafted after it
   }
   if (!p.draft_probs.empty()) p.draft_probs.emplace_back();  // after the last node: no children

@@ -107,6 +107,15 @@ EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int ca
 
 std::string EagleProposer::name() const { return eagle_kind_name(head_.config().kind) + "-" + eagle_shape_name(options_.shape); }
 
+int EagleProposer::max_depth() const {
+  switch (options_.shape) {
+    case EagleShape::chain: return options_.k;
+    case EagleShape::static_tree: return shape_.max_depth();
+    case EagleShape::dynamic_tree: return options_.depth + 1;
+  }
+  return options_.k;
+}
+
 bool EagleProposer::wants_final_hidden() const { return head_.config().kind == EagleKind::eagle1; }
 
 std::vector<int> EagleProposer::wanted_aux_layers() const {
@@ -141,7 +150,7 @@ EagleHead::Output EagleProposer::root_forward(const DraftContext& ctx, Proposal&
 }
 
 Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
-  const int K = options_.k;
+  const int K = step_depth(ctx, options_.k);
   Proposal p;
   EagleHead::Output out = root_forward(ctx, p);  // out.hidden: (1, H), the feature of the next pair
 
@@ -149,9 +158,15 @@ Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
   for (int i = 0; i < K; ++i) {
     // Draft i + 1 sits at absolute position committed + 1 + i, the key of its random draws.
     const uint32_t position = static_cast<uint32_t>(ctx.committed + 1 + i);
+    const double top = ctx.stop ? top_probability(out.logits.data(), head_.config().draft_vocab) : 0.0;
+    if (ctx.stop && !ctx.stop->draft_at(i + 1, top)) break;
     DraftChoice c = choose_head_token(head_, out.logits.data(), ctx.sampling, ctx.sequence_id, position);
     chain.push_back(c.token);
     if (!c.q.empty()) p.draft_probs.push_back(std::move(c.q));
+    if (ctx.stop) {
+      p.confidences.push_back(head_confidence(head_, out.logits.data(), c.token));
+      if (!ctx.stop->draft_after(i + 1, p.confidences.back(), top)) break;
+    }
     if (i + 1 == K) break;  // nothing is drafted after the last token
     EagleHead::Input step;
     step.tokens = {c.token};
@@ -168,7 +183,8 @@ Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
 }
 
 Proposal EagleProposer::propose_static_tree(const DraftContext& ctx) {
-  const TreeShape& s = shape_;
+  // The policy's depth budget keeps the shallower levels (a prefix of the depth-sorted shape).
+  const TreeShape s = ctx.max_depth > 0 && ctx.max_depth < shape_.max_depth() ? shape_.truncated(ctx.max_depth) : shape_;
   const int N = s.size();
   const int Vd = head_.config().draft_vocab;
   const int H = head_.config().hidden();
@@ -252,7 +268,9 @@ Proposal EagleProposer::propose_dynamic_tree(const DraftContext& ctx) {
   // Best first; ties to the earlier recorded node, so a parent always precedes its children.
   auto better = [&](int a, int b) { return nodes[a].score != nodes[b].score ? nodes[a].score > nodes[b].score : a < b; };
 
-  for (int it = 0; it < options_.depth; ++it) {
+  // A depth budget m keeps m − 1 expansions (the root pass drafts depth 1).
+  const int expansions = ctx.max_depth > 0 ? std::min(options_.depth, ctx.max_depth - 1) : options_.depth;
+  for (int it = 0; it < expansions; ++it) {
     LevelRows level;
     level.position = committed - 1 + nodes[frontier[0]].depth;
     for (int f : frontier) {

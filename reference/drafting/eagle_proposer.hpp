@@ -52,6 +52,7 @@ class EagleProposer final : public Proposer {
   bool wants_final_hidden() const override;
   std::vector<int> wanted_aux_layers() const override;
   int max_nodes() const override { return max_nodes_; }
+  int max_depth() const override;
   Proposal propose(const DraftContext& context) override;
 
   const EagleHead& head() const { return head_; }

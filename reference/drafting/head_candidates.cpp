@@ -19,6 +19,14 @@ DraftChoice choose_head_token(const EagleHead& head, const float* draft_logits, 
   return choose_draft_token(full.data(), V, sampling, sequence_id, position);
 }
 
+double head_confidence(const EagleHead& head, const float* draft_logits, int32_t target_token) {
+  const int Vd = head.config().draft_vocab;
+  for (int d = 0; d < Vd; ++d) {
+    if (head.to_target(d) == target_token) return draft_confidence(draft_logits, Vd, d);
+  }
+  throw Error("head confidence: token " + std::to_string(target_token) + " is outside the head's draft vocabulary");
+}
+
 std::vector<int32_t> ranked_candidates(const float* logits, int n, int count) {
   if (count < 0 || count > n) {
     throw Error("ranked candidates: asked for " + std::to_string(count) + " of " + std::to_string(n) + " tokens");

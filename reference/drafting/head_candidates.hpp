@@ -17,6 +17,9 @@ namespace specdec {
 DraftChoice choose_head_token(const EagleHead& head, const float* draft_logits, const SamplingParams& sampling,
                               uint32_t sequence_id, uint32_t position);
 
+// draft_confidence over the head's draft vocabulary, of the target token it drafted.
+double head_confidence(const EagleHead& head, const float* draft_logits, int32_t target_token);
+
 // Draft ids of the `count` largest of n logits, best first, ties to the lower id (count <= n).
 std::vector<int32_t> ranked_candidates(const float* logits, int n, int count);
 

@@ -49,7 +49,8 @@ std::string PEagleProposer::name() const { return "peagle-" + peagle_shape_name(
 
 Proposal PEagleProposer::propose(const DraftContext& ctx) {
   try {
-    const int K = depth_;
+    // The policy's depth budget drafts fewer parallel positions (fewer mask slots).
+    const int K = step_depth(ctx, depth_);
     const int Vd = head_.config().draft_vocab;
     Proposal p;
     EagleHead::Input in = pairs_->catch_up(ctx, K - 1);
@@ -73,26 +74,34 @@ Proposal PEagleProposer::propose(const DraftContext& ctx) {
       for (int j = 0; j < K; ++j) {
         // Draft j + 1 sits at absolute position committed + 1 + j, the key of its random draws.
         const uint32_t position = static_cast<uint32_t>(ctx.committed + 1 + j);
+        // All positions come from one forward: a stop only shortens what the target verifies.
+        const double top = ctx.stop ? top_probability(out.logits.row(j).data(), Vd) : 0.0;
+        if (ctx.stop && !ctx.stop->draft_at(j + 1, top)) break;
         DraftChoice c = choose_head_token(head_, out.logits.row(j).data(), ctx.sampling, ctx.sequence_id, position);
         chain.push_back(c.token);
         if (!c.q.empty()) p.draft_probs.push_back(std::move(c.q));
+        if (ctx.stop) {
+          p.confidences.push_back(head_confidence(head_, out.logits.row(j).data(), c.token));
+          if (!ctx.stop->draft_after(j + 1, p.confidences.back(), top)) break;
+        }
       }
       if (!p.draft_probs.empty()) p.draft_probs.emplace_back();  // after the last node: no children
       p.tree = DraftTree::chain(std::move(chain));
       return p;
     }
     // Tree: the candidates of each parallel position, as many as the tree's ranks at that depth.
+    const TreeShape shape = K < shape_.max_depth() ? shape_.truncated(K) : shape_;
     std::vector<std::vector<int32_t>> ranked(static_cast<size_t>(K));
     for (int d = 1; d <= K; ++d) {
       int need = 0;
-      for (int n = 0; n < shape_.size(); ++n)
-        if (shape_.depths[n] == d) need = std::max(need, shape_.ranks[n] + 1);
+      for (int n = 0; n < shape.size(); ++n)
+        if (shape.depths[n] == d) need = std::max(need, shape.ranks[n] + 1);
       ranked[static_cast<size_t>(d - 1)] = ranked_candidates(out.logits.row(d - 1).data(), Vd, need);
     }
-    for (int n = 0; n < shape_.size(); ++n) {
-      p.tree.tokens.push_back(head_.to_target(ranked[static_cast<size_t>(shape_.depths[n] - 1)][static_cast<size_t>(shape_.ranks[n])]));
+    for (int n = 0; n < shape.size(); ++n) {
+      p.tree.tokens.push_back(head_.to_target(ranked[static_cast<size_t>(shape.depths[n] - 1)][static_cast<size_t>(shape.ranks[n])]));
     }
-    p.tree.parents = shape_.parents;
+    p.tree.parents = shape.parents;
     return p;
   } catch (...) {
     pairs_->reset();

@@ -44,6 +44,7 @@ class PEagleProposer final : public Proposer {
   std::string name() const override;  // "peagle-chain" | "peagle-tree"
   std::vector<int> wanted_aux_layers() const override { return head_.config().aux_layers; }
   int max_nodes() const override { return max_nodes_; }
+  int max_depth() const override { return depth_; }
   Proposal propose(const DraftContext& context) override;
 
   // Parallel positions drafted per step (chain: K; tree: its depth).

@@ -12,6 +12,21 @@
 
 namespace specdec {
 
+// A speculation policy's stop rule, asked by chain drafters at each depth (1-based). Stopping
+// saves the drafter forwards after it. What each question may depend on keeps sampled decoding
+// exact: whether to draft at a depth depends on the drafter's distribution there (its top-1
+// probability), never on the token drawn from it — a draft dropped because of its own value
+// would bias verification; whether to go deeper may depend on anything drafted so far.
+class DraftStopRule {
+ public:
+  virtual ~DraftStopRule() = default;
+  // Before the draft at `depth` is taken: false stops the chain without it (llama.cpp's p_min).
+  virtual bool draft_at(int depth, double top_probability) const = 0;
+  // After the draft at `depth`, drawn with drafter probability `confidence` where the top-1
+  // probability was `top_probability`: false stops the chain after it (transformers' threshold).
+  virtual bool draft_after(int depth, double confidence, double top_probability) const = 0;
+};
+
 struct DraftContext {
   // Prompt and emitted tokens. The last one ("pending") was just emitted: the target has not
   // processed it yet, so the hidden states below cover sequence[0, committed).
@@ -21,6 +36,10 @@ struct DraftContext {
   const Matrix* aux_hidden = nullptr;     // (≥ committed, n_aux·H) rows [0, committed) valid, if requested
   SamplingParams sampling;
   uint32_t sequence_id = 0;
+  // This step's budget from the speculation policy: drafts no deeper than max_depth (0 = the
+  // proposer's whole shape), and the stop rule a chain drafter asks after each draft (null: none).
+  int max_depth = 0;
+  const DraftStopRule* stop = nullptr;
 };
 
 struct Proposal {
@@ -29,6 +48,8 @@ struct Proposal {
   // row 1 + n after node n. Empty when the drafter chose deterministically.
   std::vector<std::vector<double>> draft_probs;
   int drafter_forwards = 0;
+  // Chain drafters asked with a stop rule: the drafter's confidence in each draft (chain order).
+  std::vector<double> confidences;
 };
 
 class Proposer {
@@ -40,6 +61,9 @@ class Proposer {
   virtual std::vector<int> wanted_aux_layers() const { return {}; }
   // The most draft nodes one proposal can hold (sizes the target's KV cache).
   virtual int max_nodes() const = 0;
+  // The deepest draft of a whole proposal (DraftContext::max_depth below it drafts less): a chain's
+  // K, a tree's depth.
+  virtual int max_depth() const { return max_nodes(); }
   virtual Proposal propose(const DraftContext& context) = 0;
 };
 
@@ -51,7 +75,19 @@ struct DraftChoice {
   int32_t token = 0;
   std::vector<double> q;  // empty unless sampled
 };
+// Throws specdec::Error when the drafter's logits hold a NaN or +inf (a faulty drafter: the
+// decoder then falls back).
 DraftChoice choose_draft_token(const float* logits, int vocab, const SamplingParams& sampling, uint32_t sequence_id,
                                uint32_t position);
+
+// A drafter's confidence in `token`: its probability under softmax(logits) at temperature 1, with
+// no truncation (what llama.cpp's p_min and Hugging Face's confidence threshold compare), in double.
+double draft_confidence(const float* logits, int vocab, int32_t token);
+
+// The depth a chain drafter of `k` drafts goes to this step (context.max_depth caps it).
+int step_depth(const DraftContext& context, int k);
+
+// The drafter's top-1 probability under softmax(logits) at temperature 1, in double.
+double top_probability(const float* logits, int vocab);
 
 }  // namespace specdec

@@ -21,6 +21,17 @@ const char* kExample = "a list of paths of child ranks, e.g. [[0], [1], [0, 0]]"
 
 }  // namespace
 
+TreeShape TreeShape::truncated(int depth) const {
+  TreeShape t;
+  for (int n = 0; n < size() && depths[static_cast<size_t>(n)] <= depth; ++n) {
+    t.paths.push_back(paths[static_cast<size_t>(n)]);
+    t.parents.push_back(parents[static_cast<size_t>(n)]);
+    t.ranks.push_back(ranks[static_cast<size_t>(n)]);
+    t.depths.push_back(depths[static_cast<size_t>(n)]);
+  }
+  return t;
+}
+
 int TreeShape::max_depth() const { return depths.empty() ? 0 : *std::max_element(depths.begin(), depths.end()); }
 
 int TreeShape::max_rank() const { return ranks.empty() ? -1 : *std::max_element(ranks.begin(), ranks.end()); }

@@ -29,6 +29,8 @@ struct TreeShape {
   bool has_children(int node) const;
   int nodes_at_depth(int d) const;
   int num_leaves() const;  // nodes without children: the root-to-leaf paths
+  // The nodes no deeper than `depth`: a prefix of a depth-sorted shape (make_tree_shape's order).
+  TreeShape truncated(int depth) const;
 };
 
 // EAGLE's default static tree (SafeAILab EAGLE `choices.py`): 25 draft nodes plus the root,

@@ -1,0 +1,51 @@
+// A scripted depth per step, cycling through a list: for teaching (watch AL and cost follow K) and
+// for the tests that switch speculation off and on again between steps.
+#include <algorithm>
+
+#include "reference/policies/entries.hpp"
+
+namespace specdec::policies {
+
+namespace {
+
+class Schedule final : public SpeculationPolicy {
+ public:
+  explicit Schedule(std::vector<int> depths) : depths_(std::move(depths)) {}
+  std::string name() const override { return "schedule"; }
+  StepPlan plan(const StepContext& c) override {
+    const int d = depths_[static_cast<std::size_t>(c.step) % depths_.size()];
+    last_ = std::min(d, c.max_depth);
+    return {last_, false};
+  }
+  void observe(const StepOutcome&) override {}
+  std::string state() const override { return "K " + std::to_string(last_); }
+
+ private:
+  std::vector<int> depths_;
+  int last_ = 0;
+};
+
+}  // namespace
+
+PolicyEntry schedule() {
+  PolicyEntry e;
+  e.name = "schedule";
+  e.title = "Scripted schedule";
+  e.summary = "step s drafts depths[s mod n] (0 = a plain decoding step)";
+  e.source = "specdec (teaching and tests)";
+  PolicyParam d;
+  d.name = "depths";
+  d.kind = PolicyParam::Kind::list;
+  d.default_value = {4, 0, 2};
+  d.min = 0;
+  d.max = 4096;
+  d.increasing = false;
+  d.doc = "the depths to cycle through, in order";
+  e.params = {d};
+  e.make = [](const nlohmann::json& p) -> std::unique_ptr<SpeculationPolicy> {
+    return std::make_unique<Schedule>(policy_list(p, "depths"));
+  };
+  return e;
+}
+
+}  // namespace specdec::policies
