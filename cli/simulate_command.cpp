@@ -18,6 +18,9 @@
 #include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
+#include "reference/policies/policy_spec.hpp"
+#include "reference/policies/registry.hpp"
+#include "simulator/policy_pricing.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/search.hpp"
 #include "simulator/spec_json.hpp"
@@ -260,6 +263,8 @@ void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p)
 int usage(std::ostream& out, const po::options_description& desc) {
   out << "usage: specdec simulate --model M --hardware H [--drafter D --k K --alpha A] [options]\n"
          "       specdec simulate --sweep OUT.{csv,h5} --model M1,M2 --hardware H1,H2 --drafter none,D1 --k 1-8 ...\n"
+         "       specdec simulate --model M --hardware H --drafter D --k KMAX --alpha A --policy SPEC [--batch 1,8,32]\n"
+         "       specdec simulate --model M --hardware H --drafter D --k KMAX --alpha A --recommend-policy\n"
          "       specdec simulate --measure-cpu OUT.json\n"
          "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--engine E] [--output FITTED.json]\n"
          "                        [--engine-output FITTED_ENGINE.json]\n"
@@ -494,6 +499,168 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   return 0;
 }
 
+// "0:12% 4:88%": the K with a share of the steps.
+std::string histogram_text(const std::vector<double>& h) {
+  std::string t;
+  for (std::size_t k = 0; k < h.size(); ++k)
+    if (h[k] > 0) t += (t.empty() ? "" : " ") + std::to_string(k) + ":" + fmt(100 * h[k], 1) + "%";
+  return t.empty() ? "-" : t;
+}
+
+// --policy and --recommend-policy: speculation policies priced by simulator/policy_pricing.
+int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<int>& batches, CommandIO& io) {
+  if (vm.count("policy") && vm.count("recommend-policy")) throw Error("give --policy SPEC or --recommend-policy, not both");
+  const std::string mode = vm.count("policy") ? "--policy" : "--recommend-policy";
+  for (const char* o : {"best-k", "best-tree", "tree", "dynamic-tree", "al", "batching", "capacity-rate", "tpot-target-ms", "breakdown"})
+    if (vm.count(o))
+      throw Error(mode + " prices a policy over chains of depth up to --k under per-position acceptance; it cannot be combined with --" + o);
+  if (vm.count("recommend-policy") && batches.size() > 1)
+    throw Error("--recommend-policy: give one --batch (a list of batch sizes is for --policy)");
+  PolicyPricingOptions opt;
+  opt.steps = vm["policy-steps"].as<int>();
+  if (opt.steps < 100) throw Error("--policy-steps: at least 100 steps, got " + std::to_string(opt.steps));
+  opt.seed = static_cast<uint64_t>(static_cast<uint32_t>(vm["policy-seed"].as<int>()));
+  opt.concentration = vm["confidence-concentration"].as<double>();
+  if (!(opt.concentration > 0) || !std::isfinite(opt.concentration))
+    throw Error("--confidence-concentration: must be a positive number");
+  const bool json = vm.count("json") > 0;
+  nlohmann::json out;
+  auto scenario_json = [&]() {
+    return nlohmann::json{{"model", s.target.name},
+                          {"hardware", s.hardware.name},
+                          {"engine", s.engine.name},
+                          {"drafter", s.drafter ? s.drafter->name : "none"},
+                          {"method", method_name(s.plan.method)},
+                          {"max_depth", s.plan.k},
+                          {"batch", batches.size() == 1 ? nlohmann::json(batches.front()) : nlohmann::json(batches)},
+                          {"tp", s.workload.tp},
+                          {"prompt_len", s.workload.prompt_len},
+                          {"output_len", s.workload.output_len},
+                          {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
+  };
+  auto header = [&]() {
+    io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp
+           << ", batch ";
+    for (std::size_t i = 0; i < batches.size(); ++i) io.out << (i ? "," : "") << batches[i];
+    io.out << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
+    io.out << "method " << method_name(s.plan.method) << (s.drafter ? " with " + s.drafter->name : "") << ", K up to "
+           << s.plan.k << ", acceptance: " << (s.acceptance ? s.acceptance->describe() : "none") << "\n";
+  };
+  auto assumptions = [&](int steps, int sequences, int sequence_tokens) {
+    io.out << "Monte Carlo: " << steps << " steps (" << sequences << " sequences of " << sequence_tokens
+           << " tokens, a fresh policy each), seed " << opt.seed << "; ± is one standard error.\n"
+           << "Assumption: the drafter's confidence in draft i is Beta(mean a_i, concentration " << fmt(opt.concentration, 2)
+           << ") and the draft is accepted with that probability (E = a_i); batched steps are priced at each sequence's depth.\n";
+  };
+
+  if (vm.count("recommend-policy")) {
+    const PolicyRecommendation r = recommend_policy(s, opt);
+    if (json) {
+      out["scenario"] = scenario_json();
+      out["recommendation"] = policy_recommendation_json(r);
+      io.out << out.dump(2) << "\n";
+      return 0;
+    }
+    header();
+    io.out << "\n";
+    std::size_t width = 8;
+    for (const PolicyRankingRow& row : r.ranking) width = std::max(width, row.label.size() + 2);
+    const int w = static_cast<int>(width);
+    io.out << std::left << std::setw(5) << "rank" << std::setw(w) << "policy" << std::right << std::setw(8) << "AL"
+           << std::setw(8) << "± SE" << std::setw(8) << "K plan" << std::setw(9) << "K verif" << std::setw(9) << "fwd/step" << std::setw(10) << "TPOT ms"
+           << std::setw(11) << "tokens/s" << std::setw(9) << "speedup" << std::setw(8) << "± SE" << "\n";
+    for (std::size_t i = 0; i < r.ranking.size(); ++i) {
+      const PolicyRankingRow& row = r.ranking[i];
+      io.out << std::left << std::setw(5) << i + 1 << std::setw(w) << row.label << std::right << std::setw(8)
+             << fmt(row.tokens_per_step, 3) << std::setw(8) << (row.closed_form ? "exact" : fmt(row.tokens_per_step_se, 3))
+             << std::setw(8) << fmt(row.mean_k, 2) << std::setw(9) << fmt(row.mean_drafted, 2) << std::setw(9)
+             << fmt(row.drafter_forwards_per_step, 2) << std::setw(10)
+             << fmt(row.tpot_s * 1e3, 3) << std::setw(11) << fmt(row.throughput_tokens_per_s, 1) << std::setw(9)
+             << fmt(row.speedup, 3) << std::setw(8) << (row.closed_form ? "exact" : fmt(row.speedup_se, 3)) << "\n";
+    }
+    const PolicyPricing& any = r.policies.front();
+    io.out << "\nrecommendation: " << r.recommended << " (speedup " << fmt(r.ranking[0].speedup, 3) << "x"
+           << (r.ranking.size() > 1 ? std::string(r.clear_winner ? ", ahead of " : ", within 2 standard errors of ") +
+                                          r.ranking[1].label
+                                    : std::string())
+           << ")\n\n";
+    assumptions(any.steps, any.sequences, any.sequence_tokens);
+    return 0;
+  }
+
+  const PolicySpec spec = parse_policy_spec(vm["policy"].as<std::string>(), "--policy");
+  try {
+    (void)make_policy(spec);  // the entry's own checks (vllm-batch's first range at batch size 1)
+  } catch (const Error& e) {
+    throw Error(std::string("--policy: ") + e.what());
+  }
+  struct AtBatch {
+    int batch;
+    PolicyPricing priced;
+    FixedDepthPricing best;
+    std::vector<FixedDepthPricing> fixed;
+  };
+  std::vector<AtBatch> rows;
+  for (int b : batches) {
+    Scenario sb = s;
+    sb.workload.batch = b;
+    AtBatch row{b, price_policy(sb, spec, opt), {}, price_fixed_depths(sb)};
+    row.best = best_fixed_depth(row.fixed);
+    rows.push_back(std::move(row));
+  }
+  if (json) {
+    out["scenario"] = scenario_json();
+    auto one = [](const AtBatch& a) {
+      nlohmann::json j = {{"batch", a.batch}, {"policy_pricing", policy_pricing_json(a.priced)}, {"best_fixed", fixed_depth_json(a.best)}};
+      for (const auto& f : a.fixed) j["fixed_by_k"].push_back(fixed_depth_json(f));
+      return j;
+    };
+    if (rows.size() == 1) {
+      out.update(one(rows.front()));
+    } else {
+      for (const auto& a : rows) out["by_batch"].push_back(one(a));
+    }
+    io.out << out.dump(2) << "\n";
+    return 0;
+  }
+  header();
+  io.out << "policy " << rows.front().priced.label << "\n\n";
+  if (rows.size() == 1) {
+    const PolicyPricing& p = rows.front().priced;
+    const FixedDepthPricing& f = rows.front().best;
+    auto line = [&](const std::string& k, const std::string& a, const std::string& b) {
+      io.out << "  " << std::left << std::setw(32) << k << std::setw(std::max<int>(30, static_cast<int>(a.size()) + 2)) << a << b << "\n";
+    };
+    line("", "policy", "best fixed K = " + std::to_string(f.k) + " (closed form)");
+    line("AL (tokens/step, incl. bonus)", fmt(p.tokens_per_step, 3) + " ± " + fmt(p.tokens_per_step_se, 3), fmt(f.tokens_per_step, 3));
+    line("mean K planned / verified", fmt(p.mean_k, 2) + " / " + fmt(p.mean_drafted, 2), std::to_string(f.k));
+    line("K histogram (planned)", histogram_text(p.k_histogram), std::to_string(f.k) + ":100%");
+    line("drafts verified histogram", histogram_text(p.drafted_histogram), std::to_string(f.k) + ":100%");
+    line("drafter forwards per step", fmt(p.drafter_forwards_per_step, 2), std::to_string(f.drafter_forwards));
+    line("step (draft + verify)", fmt(p.step_s * 1e3, 3) + " ms", fmt(f.step_s * 1e3, 3) + " ms");
+    line("TPOT", fmt(p.tpot_s * 1e3, 3) + " ms", fmt(f.tpot_s * 1e3, 3) + " ms");
+    line("throughput (per replica)", fmt(p.throughput_tokens_per_s, 1) + " tokens/s", fmt(f.throughput_tokens_per_s, 1) + " tokens/s");
+    line("speedup", fmt(p.speedup, 3) + "x ± " + fmt(p.speedup_se, 3), fmt(f.speedup, 3) + "x");
+    io.out << "  (sequential TPOT " << fmt(p.sequential_tpot_s * 1e3, 3) << " ms)\n\n";
+  } else {
+    io.out << std::left << std::setw(7) << "batch" << std::setw(8) << "mean K" << std::setw(26) << "K histogram" << std::right
+           << std::setw(8) << "AL" << std::setw(8) << "± SE" << std::setw(10) << "TPOT ms" << std::setw(11) << "tokens/s"
+           << std::setw(9) << "speedup" << "   best fixed K: K  speedup\n";
+    for (const AtBatch& a : rows) {
+      const PolicyPricing& p = a.priced;
+      io.out << std::left << std::setw(7) << a.batch << std::setw(8) << fmt(p.mean_k, 2) << std::setw(26)
+             << histogram_text(p.k_histogram) << std::right << std::setw(8) << fmt(p.tokens_per_step, 3) << std::setw(8)
+             << fmt(p.tokens_per_step_se, 3) << std::setw(10) << fmt(p.tpot_s * 1e3, 3) << std::setw(11)
+             << fmt(p.throughput_tokens_per_s, 1) << std::setw(9) << fmt(p.speedup, 3) << "                " << a.best.k
+             << "  " << fmt(a.best.speedup, 3) << "\n";
+    }
+    io.out << "\n";
+  }
+  const PolicyPricing& p = rows.front().priced;
+  assumptions(p.steps, p.sequences, p.sequence_tokens);
+  return 0;
+}
+
 }  // namespace
 
 int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
@@ -519,13 +686,18 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("al", po::value<double>(), "measured AL (tokens per step, incl. the bonus token) of exactly this chain or --tree")
     ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
-    ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep: list")
+    ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep and --policy: list")
     ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
     ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
     ("json", "print JSON instead of a table")
+    ("policy", po::value<std::string>(), "price a speculation policy NAME[,key=value...] (`specdec policies`, docs/policies.md; --k is its ceiling) by Monte Carlo over the acceptance model: AL, K chosen, tokens/s, speedup, beside the best fixed K; --batch may be a list (K by batch size)")
+    ("recommend-policy", "price every registered policy with its defaults (and the best fixed K) for this scenario: a ranked table and the recommendation")
+    ("policy-steps", po::value<int>()->default_value(20000), "--policy/--recommend-policy: simulated decoding steps per policy")
+    ("policy-seed", po::value<int>()->default_value(1), "--policy/--recommend-policy: seed of the synthetic acceptance process")
+    ("confidence-concentration", po::value<double>()->default_value(2.0), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
     ("breakdown", "print the per-operator breakdown of one step")
     ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
     ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
@@ -587,7 +759,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   s.target = specs.model(vm["model"].as<std::string>());
   s.hardware = specs.hardware(vm["hardware"].as<std::string>());
   s.engine = specs.engine_for(vm.count("engine") ? vm["engine"].as<std::string>() : "", s.hardware);
-  s.workload.batch = parse_int(vm["batch"].as<std::string>(), "batch");
+  const bool policy_mode = vm.count("policy") || vm.count("recommend-policy");
+  const std::vector<int> batches = policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch")
+                                               : std::vector<int>{parse_int(vm["batch"].as<std::string>(), "batch")};
+  s.workload.batch = batches.front();
   s.workload.tp = parse_int(vm["tp"].as<std::string>(), "tp");
   s.workload.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
   s.workload.output_len = parse_int(vm["output-len"].as<std::string>(), "output-len");
@@ -622,6 +797,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     for (double r : reached) al += r;
     s.measured_tokens_per_step = al;
   }
+  if (policy_mode) return run_policy_mode(vm, s, batches, io);
   if (vm.count("best-k") && vm.count("best-tree")) throw Error("give --best-k (chains) or --best-tree (EAGLE-2 trees), not both");
   if (vm.count("batching") && (vm.count("best-k") || vm.count("best-tree")))
     throw Error("--batching evaluates one configuration: give --k, --tree or --dynamic-tree rather than a search");
