@@ -10,6 +10,7 @@
 
 #include "experiments/bench/replay_acceptor.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/policies/registry.hpp"
 #include "runtime/backend.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
@@ -43,6 +44,8 @@ void check(const BenchOptions& o) {
   if (o.max_verify < 1) throw Error("--max-verify must be >= 1");
   if (o.threads < 0) throw Error("--threads must be >= 0");
   for (const MethodSpec& m : o.methods) check_method_spec(m);
+  if (o.forced && !o.accepted.empty()) throw Error("--forced-acceptance and --acceptance-trace both set the acceptance; give one");
+  if (o.forced) o.forced->validate();
 }
 
 std::vector<int32_t> random_prompt(int length, int vocab, uint64_t seed) {
@@ -80,6 +83,13 @@ std::string fixed(double v, int digits) {
 }
 
 }  // namespace
+
+std::string acceptance_label(const BenchOptions& o) {
+  if (o.forced) return "forced " + o.forced->to_string();
+  return o.accepted.empty() ? std::string("greedy") : o.acceptance;
+}
+
+bool output_meaningful(const BenchOptions& o) { return !o.forced && o.accepted.empty(); }
 
 BenchReport run_bench(const BenchModels& models, const BenchOptions& options, std::ostream* progress) {
   check(options);
@@ -174,7 +184,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
       say(b + ": " + spec.label());
       const auto src = models.drafter_sources.find(spec.name);
       row.drafter = src == models.drafter_sources.end() ? "-" : src->second;
-      row.acceptance = options.accepted.empty() ? "greedy" : options.acceptance;
+      row.acceptance = acceptance_label(options);
       double best_tps = -1;
       for (int r = 0; r < options.repeat; ++r) {
         ProposerInputs in;
@@ -184,10 +194,14 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         in.capacity = capacity;
         const auto proposer = make_method_proposer(spec, in);
         std::unique_ptr<TokenAcceptor> acceptor;
-        if (options.accepted.empty()) acceptor = default_acceptor(greedy);
+        if (options.forced) acceptor = std::make_unique<ForcedAcceptor>(*options.forced);
+        else if (options.accepted.empty()) acceptor = default_acceptor(greedy);
         else acceptor = std::make_unique<ReplayAcceptor>(options.accepted);
         StepTimes times;
-        const GenerationResult res = decode_speculative(target, *proposer, *acceptor, prompt, greedy, go, &times);
+        const std::unique_ptr<SpeculationPolicy> policy = make_policy(options.policy);
+        SpeculationControl control;
+        control.policy = policy.get();
+        const GenerationResult res = decode_speculative(target, *proposer, *acceptor, prompt, greedy, go, control, &times);
         const double tps = res.decode_tokens_per_second();
         if (tps <= best_tps) continue;
         best_tps = tps;
@@ -195,6 +209,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         const double steps = std::max(1, st.steps);
         row.steps = st.steps;
         row.acceptance_length = st.acceptance_length();
+        row.mean_draft_depth = st.mean_draft_depth();
         row.drafter_ms_per_step = static_cast<double>(times.draft_ns) / 1e6 / steps;
         row.drafter_forwards_per_step = st.drafter_forwards / steps;
         row.verify_ms_per_step = static_cast<double>(times.verify_ns) / 1e6 / steps;
@@ -221,7 +236,11 @@ void print_bench(const BenchReport& r, std::ostream& out) {
       << (r.bandwidth.threads == 1 ? "" : "s") << ", " << fixed(r.bandwidth.buffer_bytes / (1 << 20), 0) << " MiB buffer, best of "
       << r.bandwidth.passes << ")\n";
   out << "runs       " << r.options.prompt_length << "-token prompt, " << r.options.tokens << " new tokens, best of "
-      << r.options.repeat << "; acceptance: " << (r.options.accepted.empty() ? std::string("greedy rule") : r.options.acceptance) << "\n\n";
+      << r.options.repeat << "; acceptance: " << (r.options.accepted.empty() && !r.options.forced ? std::string("greedy rule") : acceptance_label(r.options))
+      << "\n";
+  if (r.options.policy.name != "fixed") out << "policy     " << r.options.policy.label() << " (speculative runs; see mean_draft_depth in --json)\n";
+  if (r.options.forced) out << "note       outputs are not meaningful text: forced acceptance\n";
+  out << "\n";
   char line[512];
   out << "sequential decode\n";
   std::snprintf(line, sizeof line, "  %-10s %-9s %12s %10s %12s %10s\n", "backend", "weights", "MB/token", "tokens/s", "GB/s", "of limit");
@@ -239,15 +258,16 @@ void print_bench(const BenchReport& r, std::ostream& out) {
     std::snprintf(line, sizeof line, "  %-10s %8d %10s %8s\n", v.backend.c_str(), v.tokens, fixed(v.ms, 3).c_str(), fixed(v.ratio, 2).c_str());
     out << line;
   }
-  out << "\nmethods (speedup over sequential on the same backend; x ref: over the reference backend)\n";
+  out << "\nmethods (speedup over sequential on the same backend; x ref: over the reference backend; depth: mean draft depth)\n";
   int shape_width = 5;
   for (const MethodRow& m : r.methods) shape_width = std::max(shape_width, static_cast<int>(m.shape.size()));
-  std::snprintf(line, sizeof line, "  %-10s %-10s %-*s %6s %11s %9s %10s %10s %8s %7s\n", "backend", "method", shape_width, "shape", "AL",
-                "draft ms/st", "draft/fwd", "verify ms", "tokens/s", "speedup", "x ref");
+  std::snprintf(line, sizeof line, "  %-10s %-10s %-*s %6s %6s %11s %9s %10s %10s %8s %7s\n", "backend", "method", shape_width, "shape", "AL",
+                "depth", "draft ms/st", "draft/fwd", "verify ms", "tokens/s", "speedup", "x ref");
   out << line;
   for (const MethodRow& m : r.methods) {
-    std::snprintf(line, sizeof line, "  %-10s %-10s %-*s %6s %11s %9s %10s %10s %8s %7s\n", m.backend.c_str(), m.method.c_str(),
-                  shape_width, m.shape.c_str(), fixed(m.acceptance_length, 2).c_str(), fixed(m.drafter_ms_per_step, 3).c_str(),
+    std::snprintf(line, sizeof line, "  %-10s %-10s %-*s %6s %6s %11s %9s %10s %10s %8s %7s\n", m.backend.c_str(), m.method.c_str(),
+                  shape_width, m.shape.c_str(), fixed(m.acceptance_length, 2).c_str(), fixed(m.mean_draft_depth, 2).c_str(),
+                  fixed(m.drafter_ms_per_step, 3).c_str(),
                   fixed(m.drafter_per_target_forward, 2).c_str(), fixed(m.verify_ms_per_step, 3).c_str(), fixed(m.tokens_per_s, 2).c_str(),
                   fixed(m.speedup, 2).c_str(), fixed(m.over_reference, 2).c_str());
     out << line;
@@ -268,8 +288,11 @@ nlohmann::json bench_json(const BenchReport& r) {
                   {"repeat", r.options.repeat},
                   {"max_verify", r.options.max_verify},
                   {"threads", r.options.threads},
-                  {"acceptance", r.options.accepted.empty() ? std::string("greedy") : r.options.acceptance},
+                  {"acceptance", acceptance_label(r.options)},
+                  {"policy", r.options.policy.to_json()},
                   {"seed", r.options.seed}};
+  if (r.options.forced) j["forced_acceptance"] = *r.options.forced;
+  j["output_meaningful"] = output_meaningful(r.options);
   j["decode"] = nlohmann::json::array();
   for (const DecodeRow& d : r.decode) {
     j["decode"].push_back({{"backend", d.backend},
@@ -292,6 +315,7 @@ nlohmann::json bench_json(const BenchReport& r) {
                             {"acceptance", m.acceptance},
                             {"steps", m.steps},
                             {"acceptance_length", m.acceptance_length},
+                            {"mean_draft_depth", m.mean_draft_depth},
                             {"drafter_ms_per_step", m.drafter_ms_per_step},
                             {"drafter_forwards_per_step", m.drafter_forwards_per_step},
                             {"drafter_per_target_forward", m.drafter_per_target_forward},

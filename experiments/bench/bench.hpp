@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 
 #include "experiments/bench/bench_models.hpp"
 #include "experiments/bench/read_bandwidth.hpp"
+#include "reference/acceptance/forced_acceptor.hpp"
 #include "reference/methods/method_spec.hpp"
+#include "reference/policies/policy_spec.hpp"
 
 namespace specdec::bench {
 
@@ -27,6 +30,11 @@ struct BenchOptions {
   int threads = 0;                    // 0 = the OpenMP default
   std::vector<int> accepted;          // replayed accepted drafts per step; empty = the real greedy rule
   std::string acceptance = "greedy";  // what `accepted` came from, for the tables
+  // Forced acceptance (ForcedAcceptor) instead of the greedy rule; not with `accepted`. The
+  // outputs are then not the model's text.
+  std::optional<ForcedAcceptance> forced;
+  // --policy: each speculative run's draft depth per step (reference/policies; fixed: the whole shape).
+  PolicySpec policy;
   std::size_t bandwidth_bytes = 0;    // 0 = twice the last-level cache, 256 MiB to 1 GiB
   int bandwidth_passes = 5;           // per probe; probed once, then before every decode run after the first
   uint64_t seed = 0;                  // prompt tokens
@@ -51,6 +59,7 @@ struct MethodRow {
   std::string backend, method, shape, drafter, acceptance;
   int steps = 0;                     // verification steps of the best run
   double acceptance_length = 0;      // tokens per step, bonus included (sequential: 1)
+  double mean_draft_depth = 0;       // depth drafted per step under the policy (sequential: 0)
   double drafter_ms_per_step = 0;
   double drafter_forwards_per_step = 0;
   double drafter_per_target_forward = 0;  // drafter ms per step / one-token target forward ms
@@ -71,8 +80,14 @@ struct BenchReport {
 };
 
 // Runs every measurement; progress lines go to `progress` when given. Throws specdec::Error for
-// invalid options (tokens < 1, repeat < 1, ...) or a method whose drafter is missing.
+// invalid options (tokens < 1, repeat < 1, both accepted and forced, ...) or a method whose
+// drafter is missing.
 BenchReport run_bench(const BenchModels& models, const BenchOptions& options, std::ostream* progress = nullptr);
+
+// "greedy", "replayed from FILE" or "forced al=2.5": the acceptance every method row used.
+std::string acceptance_label(const BenchOptions& options);
+// Whether the decoded tokens are the target's own (false under replayed or forced acceptance).
+bool output_meaningful(const BenchOptions& options);
 
 // The three tables, for a terminal.
 void print_bench(const BenchReport& report, std::ostream& out);

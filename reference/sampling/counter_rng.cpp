@@ -21,6 +21,7 @@ std::string to_string(RandomPurpose purpose) {
     case RandomPurpose::tree: return "tree";
     case RandomPurpose::draft: return "draft";
     case RandomPurpose::arrival: return "arrival";
+    case RandomPurpose::forced: return "forced";
   }
   return "purpose" + std::to_string(static_cast<uint32_t>(purpose));
 }

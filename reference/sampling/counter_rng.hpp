@@ -31,6 +31,7 @@ enum class RandomPurpose : uint32_t {
   tree = 5,      // tree drafting / tree verification choices
   draft = 6,     // drafter sampling (index = draft index)
   arrival = 7,   // request arrival times of a simulated workload (sequence 0, position = request index)
+  forced = 8,    // forced acceptance for benchmarks (ForcedAcceptor; position = the draft's, index 0)
 };
 
 // "sample", "accept", ...; "purpose<N>" for values without a name.
