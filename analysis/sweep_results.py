@@ -19,8 +19,10 @@ def fail(message):
     sys.exit(f"{os.path.basename(sys.argv[0])}: error: {message}")
 
 
-def load_rows(directory):
-    """The rows of a results directory, in run order."""
+def load_rows(directory, policies=False):
+    """The rows of a results directory, in run order. Rows of cells with a speculation policy other
+    than fixed (the "policy" axis) are left out unless `policies`: the scripts that tabulate K and
+    tree shapes read the method's whole shape every step."""
     path = os.path.join(directory, "rows.jsonl")
     if not os.path.isfile(os.path.join(directory, "manifest.json")) or not os.path.isfile(path):
         fail(f"{directory}: no sweep results (expected manifest.json and rows.jsonl from `specdec sweep`)")
@@ -35,6 +37,8 @@ def load_rows(directory):
                 fail(f"{path}:{number}: not a result row ({e})")
     if not rows:
         fail(f"{path}: no finished runs yet")
+    if not policies:
+        rows = [r for r in rows if r.get("policy", "fixed") == "fixed"]
     return sorted(rows, key=lambda r: r["run"])
 
 

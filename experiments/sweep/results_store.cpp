@@ -47,6 +47,16 @@ const std::vector<std::pair<std::string, std::string>>& metrics() {
   return m;
 }
 
+// The draft depth and forward counts (the rows of every sweep since policies have them); their
+// summary.csv columns appear only in sweeps with a policy other than fixed, so the files of other
+// sweeps keep their columns.
+const std::vector<std::pair<std::string, std::string>>& policy_metrics() {
+  static const std::vector<std::pair<std::string, std::string>> m = {{"mean_draft_depth", "/mean_draft_depth"},
+                                                                     {"target_forwards", "/target_forwards"},
+                                                                     {"drafter_forwards", "/drafter_forwards"}};
+  return m;
+}
+
 // The latencies of rows of batched cells (concurrency > 1); their summary.csv columns appear only
 // in sweeps that have such cells, so the files of other sweeps keep their columns.
 const std::vector<std::pair<std::string, std::string>>& batched_metrics() {
@@ -80,6 +90,7 @@ json summarize_group(const std::vector<const json*>& rows) {
   json out = json::object();
   out["prompts"] = rows.size();
   std::vector<std::pair<std::string, std::string>> all = metrics();
+  all.insert(all.end(), policy_metrics().begin(), policy_metrics().end());
   all.insert(all.end(), batched_metrics().begin(), batched_metrics().end());
   for (const auto& [name, pointer] : all) {
     std::vector<double> v;
@@ -233,12 +244,18 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
     }
     cells.push_back(g);
   }
-  const json summary = {{"format", "specdec-sweep-summary-1"}, {"runs", rows.size()}, {"groups", cells}};
+  json summary = {{"format", "specdec-sweep-summary-1"}, {"runs", rows.size()}, {"groups", cells}};
+  // The per-prompt best fixed K, where the grid has a fixed-K axis (cell_summary.hpp).
+  const json oracle = fixed_k_oracle(manifest["cells"], rows);
+  if (!oracle.empty()) summary["oracle"] = oracle;
   write_file_atomically(dir / "summary.json", summary.dump(2) + "\n");
 
   bool batched = false;
   for (const json& r : rows) batched = batched || r.contains(json::json_pointer("/timing/batch"));
+  bool policies = false;
+  for (const json& c : manifest["cells"]) policies = policies || c.contains("policy");
   std::vector<std::pair<std::string, std::string>> columns = metrics();
+  if (policies) columns.insert(columns.end(), policy_metrics().begin(), policy_metrics().end());
   if (batched) columns.insert(columns.end(), batched_metrics().begin(), batched_metrics().end());
   std::ostringstream csv;
   csv << "cell,label,category,prompts,pooled_acceptance_length";

@@ -52,6 +52,7 @@ DecodeArgs decode_args(const SweepSpec& spec, const Cell& c, const Prompt& p) {
   a.model = spec.model;
   a.prompt = p.text;
   a.method = c.method;
+  a.policy = c.policy;
   a.drafter = c.drafter;
   a.sampling = c.sampling;
   a.temperature = c.temperature;
@@ -172,9 +173,12 @@ json result_row(const SweepSpec& spec, int64_t run, const DecodeArgs& a, std::si
               {"acceptance_by_depth", st.acceptance_by_depth()},
               {"depth_attempts", st.depth_attempts},
               {"depth_accepts", st.depth_accepts},
-              {"tokens_per_target_forward", static_cast<double>(first.tokens.size()) / st.target_forwards}};
+              {"tokens_per_target_forward", static_cast<double>(first.tokens.size()) / st.target_forwards},
+              {"mean_draft_depth", st.mean_draft_depth()},
+              {"draft_depth_per_step", st.draft_depth_per_step}};
   const json config = c.to_json();
   for (const auto& [k, v] : config.items()) row[k] = v;
+  row["policy"] = c.policy.label();  // the label ("fixed", "trtllm,window=8,..."); the manifest's cell holds the object
   row["model_fingerprint"] = target.fingerprint;
   if (drafter) row["drafter_fingerprint"] = drafter->fingerprint;
   if (lib) {

@@ -26,7 +26,7 @@ std::string fmt(double v) {
 // The grid's axes, outermost first: the order cells are expanded in.
 const std::vector<std::string>& axes() {
   static const std::vector<std::string> a = {"method", "drafter", "k", "tree", "depth", "tree_top_k", "total_tokens",
-                                             "force_depth", "sampling", "temperature", "top_k", "top_p", "seed", "backend",
+                                             "force_depth", "policy", "sampling", "temperature", "top_k", "top_p", "seed", "backend",
                                              "concurrency"};
   return a;
 }
@@ -74,6 +74,11 @@ void set_axis(Cell& c, const std::string& axis, const json& v, const std::string
   else if (axis == "force_depth") {
     if (!v.is_boolean()) throw Error(where + ": expected true or false, got " + v.dump());
     c.method.force_depth = v.get<bool>();
+  } else if (axis == "policy") {
+    // "NAME[,key=value...]" or {"policy": NAME, ...parameters}; errors name the entry and field.
+    if (v.is_string()) c.policy = parse_policy_spec(v.get<std::string>(), where);
+    else if (v.is_object()) c.policy = policy_from_json(v, where);
+    else throw Error(where + ": expected a policy: \"NAME[,key=value...]\" or {\"policy\": NAME, ...parameters}, got " + v.dump());
   } else if (axis == "sampling") c.sampling = as_string(v, where);
   else if (axis == "temperature") c.temperature = as_number(v, where);
   else if (axis == "top_k") c.top_k = as_int(v, where);
@@ -93,6 +98,7 @@ Cell normalized(Cell c) {
   const Cell d;
   c.method = c.method.normalized();
   if (!needs_drafter(c)) c.drafter.clear();
+  if (!method_entry(c.method.name).make_proposer) c.policy = d.policy;  // nothing drafted: no depth to choose
   if (c.sampling == "greedy") c.temperature = d.temperature, c.top_k = d.top_k, c.top_p = d.top_p, c.seed = d.seed;
   return c;
 }
@@ -144,6 +150,7 @@ std::vector<Prompt> parse_prompt_source(const json& p, const std::string& where)
 
 json Cell::to_json() const {
   json j = method.to_json();
+  if (!is_fixed_policy(policy)) j["policy"] = policy.to_json();  // absent when fixed: keys of older sweeps stay valid
   j["backend"] = backend;
   j["sampling"] = sampling;
   if (method_entry(method.name).drafter.kind != DrafterNeed::Kind::none) j["drafter"] = drafter;
@@ -158,7 +165,9 @@ json Cell::to_json() const {
 }
 
 std::string Cell::label() const {
-  std::string s = method.label() + " " + sampling;
+  std::string s = method.label();
+  if (!is_fixed_policy(policy)) s += " policy=" + policy.label();
+  s += " " + sampling;
   if (sampling != "greedy") {
     s += " T=" + fmt(temperature);
     if (top_k) s += " top_k=" + std::to_string(top_k);

@@ -8,6 +8,7 @@
 
 #include "experiments/sweep/prompt_set.hpp"
 #include "reference/methods/method_spec.hpp"
+#include "reference/policies/policy_spec.hpp"
 
 namespace specdec::sweep {
 
@@ -25,14 +26,22 @@ struct Cell {
   // Sequences decoding at once: above 1 the cell's prompts are decoded as one batched run
   // (continuous batching, reference/decoding/batched.hpp) and its rows carry latencies.
   int concurrency = 1;
+  // How each step's draft depth is chosen (reference/policies); the method's K or tree depth is its
+  // ceiling. "fixed" (the default) is the method's whole shape every step and is left out of the
+  // key and label, so the cells of sweeps without the axis keep their keys. Methods without a
+  // drafter (sequential) always have "fixed".
+  PolicySpec policy;
 
   // The configuration as JSON with only the fields it uses; its dump is the cell's key.
   nlohmann::json to_json() const;
   std::string key() const { return to_json().dump(); }
   // "eagle k=4 greedy", "eagle3 tree=dynamic depth=7 top_k=10 total_tokens=60 sample T=0.8 seed=1",
-  // "eagle k=4 greedy B=8".
+  // "eagle k=4 greedy B=8", "eagle k=8 policy=trtllm,threshold=0.3,window=8 greedy".
   std::string label() const;
 };
+
+// Whether `p` is the default policy (the method's whole shape every step; it takes no parameters).
+inline bool is_fixed_policy(const PolicySpec& p) { return p.name == "fixed"; }
 
 // The simulator setting a sweep re-costs its runs with: a hardware and a target model spec, an
 // engine spec (empty: the hardware kind's default), and per method the drafter spec (names or

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/sweep/cell_summary.hpp"
+#include "experiments/sweep/results_store.hpp"
 #include "experiments/sweep/sweep_spec.hpp"
 #include "reference/core/error.hpp"
 
@@ -154,6 +155,123 @@ TEST(SweepSpec, ConcurrencyAxis) {
       for (int r = 5; r < 8; ++r) EXPECT_EQ(shard_owns(sh, r, 4, true), shard_owns(sh, 4, 4, true));
     }
   }
+}
+
+// The policy axis: lists of spec strings and objects expand like methods and Ks; "fixed" (given or
+// not) keeps the key, label and manifest cell a sweep had before policies; methods without a
+// drafter have no depth to choose, so their policy cells collapse into one.
+TEST(SweepSpec, PolicyAxis) {
+  json j = base_spec();
+  j["grid"] = json::parse(R"([{"method": ["eagle", "sequential"], "k": 8,
+      "policy": ["fixed", "hf-heuristic", {"policy": "trtllm", "window": 8, "threshold": 0.3, "probe": 16}, "vllm-batch,window=4"]},
+      {"method": "eagle", "k": 8}])");
+  const SweepSpec s = parse_sweep_spec(j, "spec.json");
+  ASSERT_EQ(s.cells.size(), 5u) << "4 EAGLE policies, sequential once; the second block repeats the fixed cell";
+  const std::string old_key = R"({"backend":"reference","drafter":"models/eagle1","k":8,"method":"eagle","sampling":"greedy","tree":"chain"})";
+  EXPECT_EQ(s.cells[0].key(), old_key) << "the key a fixed cell had before the policy axis";
+  EXPECT_EQ(s.cells[0].label(), "eagle k=8 greedy");
+  EXPECT_TRUE(is_fixed_policy(s.cells[0].policy));
+  EXPECT_EQ(s.cells[1].policy.name, "hf-heuristic");
+  EXPECT_EQ(s.cells[1].label(), "eagle k=8 policy=hf-heuristic greedy");
+  EXPECT_EQ(s.cells[1].to_json()["policy"]["policy"], "hf-heuristic");
+  EXPECT_EQ(s.cells[2].label(), "eagle k=8 policy=trtllm,probe=16,threshold=0.3,window=8 greedy");
+  EXPECT_EQ(s.cells[2].to_json()["policy"]["window"], 8);
+  EXPECT_EQ(s.cells[3].policy, parse_policy_spec("vllm-batch,window=4"));
+  EXPECT_EQ(s.cells[4].key(), R"({"backend":"reference","method":"sequential","sampling":"greedy"})");
+  EXPECT_EQ(s.cells[4].label(), "sequential greedy");
+  for (size_t a = 0; a < s.cells.size(); ++a)
+    for (size_t b = a + 1; b < s.cells.size(); ++b) EXPECT_NE(s.cells[a].key(), s.cells[b].key());
+  // The policy sits after the method's shape: policies of one K are adjacent cells.
+  j["grid"] = json::parse(R"({"method": "draft", "k": [2, 4], "policy": ["p-min", "goodput"]})");
+  const SweepSpec t = parse_sweep_spec(j, "spec.json");
+  ASSERT_EQ(t.cells.size(), 4u);
+  EXPECT_EQ(t.cells[0].label(), "draft k=2 policy=p-min greedy");
+  EXPECT_EQ(t.cells[1].label(), "draft k=2 policy=goodput greedy");
+  EXPECT_EQ(t.cells[2].label(), "draft k=4 policy=p-min greedy");
+}
+
+// Results directories of sweeps started before the policy axis stay valid: their manifest's cells
+// (here as such a version wrote them) are what the same spec expands to now.
+TEST(SweepSpec, FixedPolicyKeepsOldManifests) {
+  json j = base_spec();
+  j["grid"] = json::parse(R"([{"method": "sequential"}, {"method": "eagle", "k": [1, 3]},
+      {"method": "draft", "k": 2, "sampling": "sample", "temperature": 0.8, "seed": "prompt"},
+      {"method": "eagle3", "tree": "dynamic", "depth": 2, "tree_top_k": 2, "total_tokens": 5, "concurrency": 2}])");
+  const json old_cells = json::parse(R"([
+      {"backend":"reference","method":"sequential","sampling":"greedy"},
+      {"backend":"reference","drafter":"models/eagle1","k":1,"method":"eagle","sampling":"greedy","tree":"chain"},
+      {"backend":"reference","drafter":"models/eagle1","k":3,"method":"eagle","sampling":"greedy","tree":"chain"},
+      {"backend":"reference","drafter":"models/draft","k":2,"method":"draft","sampling":"sample","seed":"prompt","temperature":0.8,"top_k":0,"top_p":1.0,"tree":"chain"},
+      {"backend":"reference","concurrency":2,"depth":2,"drafter":"models/eagle3","method":"eagle3","sampling":"greedy","total_tokens":5,"tree":"dynamic","tree_top_k":2}])");
+  const SweepSpec s = parse_sweep_spec(j, "spec.json");
+  const json cells = make_manifest(s, Shard{})["cells"];
+  EXPECT_EQ(cells, old_cells) << cells.dump();
+  // "policy": "fixed" given explicitly expands to the same cells.
+  for (json& block : j["grid"]) block["policy"] = "fixed";
+  EXPECT_EQ(make_manifest(parse_sweep_spec(j, "spec.json"), Shard{})["cells"], old_cells);
+}
+
+TEST(SweepSpec, PolicyErrorsNameTheEntryAndField) {
+  struct Case {
+    const char* name;
+    json grid;
+    std::vector<const char*> expected;
+  };
+  const std::vector<Case> cases = {
+      {"misspelt policy", json::parse(R"([{"method": "sequential"}, {"method": "eagle", "policy": ["fixed", "hf-heuristc"]}])"),
+       {"spec.json: grid[1].policy[1]", "unknown policy 'hf-heuristc'", "did you mean hf-heuristic?"}},
+      {"unknown parameter", json::parse(R"({"method": "eagle", "policy": {"policy": "trtllm", "windw": 8}})"),
+       {"spec.json: grid.policy[0]", "no parameter 'windw'", "did you mean window?"}},
+      {"out of range", json::parse(R"({"method": "eagle", "policy": "trtllm,window=-1"})"),
+       {"spec.json: grid.policy[0]", "parameter window", "expected an integer in"}},
+      {"not KEY=VALUE", json::parse(R"({"method": "eagle", "policy": "p-min,0.3"})"), {"grid.policy[0]", "is not KEY=VALUE"}},
+      {"wrong type", json::parse(R"({"method": "eagle", "policy": 3})"), {"grid.policy[0]", "expected a policy"}},
+      {"object without name", json::parse(R"({"method": "eagle", "policy": {"window": 3}})"), {"grid.policy[0]", "{\"policy\": NAME"}},
+      {"empty list", json::parse(R"({"method": "eagle", "policy": []})"), {"grid.policy: empty list"}},
+  };
+  for (const Case& c : cases) {
+    json j = base_spec();
+    j["grid"] = c.grid;
+    const std::string e = error_of(j);
+    for (const char* x : c.expected) EXPECT_NE(e.find(x), std::string::npos) << c.name << ": '" << x << "' not in '" << e << "'";
+  }
+}
+
+// Rows of a results directory: one per (cell, prompt); tokens/s in timing.
+json oracle_row(int64_t cell, const std::string& prompt, double tps, double al) {
+  return {{"cell", cell}, {"prompt_set", "q"}, {"prompt_id", prompt}, {"category", "c"}, {"acceptance_length", al},
+          {"target_forwards", 10}, {"drafter_forwards", 20}, {"timing", {{"tokens_per_s", tps}}}};
+}
+
+TEST(CellSummary, PerPromptOracleOverFixedK) {
+  const json cells = json::parse(R"([
+      {"method": "eagle", "k": 1, "tree": "chain", "sampling": "greedy"},
+      {"method": "eagle", "k": 2, "tree": "chain", "sampling": "greedy"},
+      {"method": "eagle", "k": 4, "tree": "chain", "sampling": "greedy"},
+      {"method": "eagle", "k": 4, "tree": "chain", "sampling": "greedy", "policy": {"policy": "hf-heuristic"}},
+      {"method": "draft", "k": 2, "tree": "chain", "sampling": "greedy"},
+      {"method": "sequential", "sampling": "greedy"}])");
+  // Prompt a: K=2 fastest; b: K=4; c: a tie between K=1 and 4 (the smaller wins); d lacks K=4.
+  const std::vector<json> rows = {
+      oracle_row(0, "a", 10, 1.5), oracle_row(0, "b", 11, 1.4), oracle_row(0, "c", 30, 1.2), oracle_row(0, "d", 99, 1),
+      oracle_row(1, "a", 20, 2.0), oracle_row(1, "b", 12, 1.9), oracle_row(1, "c", 20, 1.5), oracle_row(1, "d", 99, 1),
+      oracle_row(2, "a", 15, 2.5), oracle_row(2, "b", 40, 3.0), oracle_row(2, "c", 30, 2.0),
+      oracle_row(3, "a", 100, 2.0), oracle_row(4, "a", 100, 2.0), oracle_row(5, "a", 100, 1.0)};
+  const json o = fixed_k_oracle(cells, rows);
+  ASSERT_EQ(o.size(), 1u) << "the policy cell, a single-K method and sequential form no K axis: " << o.dump();
+  EXPECT_EQ(o[0]["method"], "eagle");
+  EXPECT_FALSE(o[0]["config"].contains("k"));
+  EXPECT_EQ(o[0]["ks"], json::parse("[1, 2, 4]"));
+  EXPECT_EQ(o[0]["prompts"], 3) << "d has no K=4 row: left out";
+  EXPECT_DOUBLE_EQ(o[0]["tokens_per_s"]["mean"].get<double>(), (20 + 40 + 30) / 3.0);
+  EXPECT_DOUBLE_EQ(o[0]["acceptance_length"]["mean"].get<double>(), (2.0 + 3.0 + 1.2) / 3.0);
+  EXPECT_DOUBLE_EQ(o[0]["k"]["mean"].get<double>(), (2 + 4 + 1) / 3.0);
+  EXPECT_EQ(o[0]["chosen"][0]["prompt_id"], "a");
+  EXPECT_EQ(o[0]["chosen"][0]["k"], 2);
+  EXPECT_EQ(o[0]["chosen"][2]["k"], 1) << "a tie keeps the smaller K";
+  EXPECT_EQ(o[0]["k_histogram"], json::parse(R"({"1": 1, "2": 1, "4": 1})"));
+  EXPECT_EQ(o[0]["best_fixed"]["k"], 4) << "mean over a, b, c: K=1 17, K=2 17.3, K=4 28.3";
+  EXPECT_TRUE(fixed_k_oracle(json::array({cells[5]}), {rows.back()}).empty());
 }
 
 TEST(CellSummary, MeanSdAndStudentInterval) {
