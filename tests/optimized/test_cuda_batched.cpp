@@ -13,6 +13,7 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
+#include "reference/policies/registry.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/optimized/device_under_test.hpp"
 #include "tests/reference/eagle_fixtures.hpp"
@@ -84,6 +85,52 @@ TEST_F(CudaBatched, EverySequenceDecodesAsAlone) {
     EXPECT_EQ(b.requests[i].generation.stats.accepted_tokens, alone.stats.accepted_tokens) << "request " << i;
   }
   EXPECT_EQ(b.max_in_flight_seen, 3);
+}
+
+// Speculation policies on the device: a depth that changes between steps (through plain steps) and
+// within a step (confidence stops) leaves greedy and coupled output equal to the device's
+// sequential decoding, for the draft model and EAGLE-family chains and trees.
+TEST_F(CudaBatched, EveryPolicyEqualsSequentialOnTheDevice) {
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
+  ModelConfig c = testing::fixture_configs()[0].config;
+  c.eos_token_ids.clear();
+  const LlamaWeights w = testing::make_model(c, kModelSeed).weights();
+  const Transformer reference(c, cpu::rounded_llama_weights(w, kPrecision));
+  const cuda::CudaTransformer target(rt, c, w, kPrecision);
+  const cuda::CudaTransformer drafter(rt, c, testing::perturbed_copy(testing::make_model(c, kModelSeed), 0.03f, 999).weights(), kPrecision);
+  testing::HeadPool pool;
+  pool.bind = [rt](const EagleHead& h) { return cuda::cuda_eagle_head(rt, h); };
+  std::vector<testing::EagleMethod> eagle;
+  for (const testing::EagleMethod& m : testing::eagle_methods(pool))
+    if (m.target == testing::EagleTarget::plain && (m.name.find("_chain") != std::string::npos || m.name.find("_tree_") != std::string::npos))
+      eagle.push_back(m);
+  const std::vector<std::string> policies = {"schedule,depths=3/0/1", "hf-heuristic,start=1", "hf-confidence,threshold=0.5",
+                                             "p-min,p_min=0.5", "sglang-ema,tiers=0/2/4,warmup=0,interval=1",
+                                             "trtllm,window=1,threshold=0.9,probe=1", "goodput,prior=0.6"};
+  for (SamplingParams::Mode mode : {SamplingParams::Mode::greedy, SamplingParams::Mode::coupled}) {
+    SamplingParams s;
+    s.mode = mode;
+    s.temperature = 0.7;
+    s.seed = 5;
+    const auto acceptor = default_acceptor(s);
+    const auto& prompt = testing::kExactnessPrompts[1];
+    const std::vector<int32_t> expected = decode_sequential(target, prompt, s, testing::max_new_tokens(12)).tokens;
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      // Policy i drafts with the draft model and with one EAGLE-family shape (rotating).
+      std::vector<std::pair<std::string, std::unique_ptr<Proposer>>> proposers;
+      proposers.emplace_back("draft", std::make_unique<DraftModelProposer>(drafter, c, 4, 64));
+      const testing::EagleMethod& m = eagle[i % eagle.size()];
+      proposers.emplace_back(m.name, m.make(reference, 4));
+      for (auto& [name, proposer] : proposers) {
+        const auto policy = make_policy(parse_policy_spec(policies[i]));
+        SpeculationControl control;
+        control.policy = policy.get();
+        const GenerationResult r = decode_speculative(target, *proposer, *acceptor, prompt, s, testing::max_new_tokens(12), control);
+        EXPECT_EQ(r.tokens, expected) << name << " under " << policies[i] << ", sampling mode "
+                                      << static_cast<int>(mode) << ", model seed " << kModelSeed;
+      }
+    }
+  }
 }
 
 }  // namespace
