@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "cli/batch_progress.hpp"
+#include "cli/monitor_options.hpp"
 #include "cli/options.hpp"
 #include "experiments/sweep/prompt_set.hpp"
 #include "reference/core/error.hpp"
@@ -95,6 +96,7 @@ void check_args(const DecodeArgs& a, const BatchArgs& b) {
                 "'; give other prompts with --prompts FILE");
   }
   check_method_args(a);
+  check_batch_speculation_args(a);
   sampling_params(a);
   generation_options(a);
   if (!b.out.empty()) {
@@ -160,6 +162,15 @@ void print_summary(std::ostream& out, const json& s, const LoadedModel& m, const
     const json& h = s["accepted_per_step"];
     for (std::size_t n = 0; n < h.size(); ++n) out << "  " << n << ": " << h[n].get<int64_t>();
     out << "\n";
+    const json& d = s["request_mean_draft_depth"];
+    out << "depth      mean draft depth " << number(s["mean_draft_depth"].get<double>(), 2) << " per step"
+        << (a.policy.name == "fixed" ? std::string() : " (policy " + a.policy.label() + ")") << "; per request: mean "
+        << number(d["mean"].get<double>(), 2) << ", p50 " << number(d["p50"].get<double>(), 2) << ", p90 "
+        << number(d["p90"].get<double>(), 2) << "\n           steps by depth:";
+    const json& dh = s["draft_depth_per_step"];
+    for (std::size_t n = 0; n < dh.size(); ++n) out << "  " << n << ": " << dh[n].get<int64_t>();
+    out << "\n";
+    if (s["fallbacks"].get<int64_t>() > 0) out << "fallback   " << s["fallbacks"].get<int64_t>() << " drafters switched off (see each request's \"fallbacks\" in --out)\n";
   }
   out << "steps      " << s["steps"].get<int64_t>() << " batched target forwards, " << number(s["rows_per_step"].get<double>(), 2)
       << " rows and " << number(s["sequences_per_step"].get<double>(), 2) << " sequences each; per step draft "
@@ -176,6 +187,8 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
   std::string requests_text, rate_text;
   po::options_description desc("batch options");
   add_decode_options(desc, a);
+  MonitorArgs monitor_args;
+  add_monitor_options(desc, monitor_args);
   desc.add_options()
       ("prompts", po::value(&b.prompts_file), "prompt file: MT-Bench / Spec-Bench JSONL questions (question_id, category, turns; the first turn is decoded) or a JSON object of category -> texts")
       ("prompt-set", po::value(&b.prompt_set), "a bundled prompt set: heldout (the default without --prompts or --prompt)")
@@ -193,6 +206,7 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
   if (!rate_text.empty()) b.rate = parse_number<double>(rate_text, "--rate");
   apply_threads(a.threads);
   check_args(a, b);
+  Monitor monitor(monitor_args, io, a.json, /*stream=*/false);  // before loading: a bad --events path fails at once
   std::string source;
   std::vector<PromptItem> items = load_prompt_items(a, b, source);
 
@@ -217,12 +231,19 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
     for (std::size_t i = 0; i < n; ++i) requests[i].arrival_s = arrivals[i];
   }
 
-  BatchProgress progress(io.err, io.err_is_terminal && !a.json, n);
+  // --live takes the progress bar's place (its line shows the requests finished too).
+  BatchProgress progress(io.err, io.err_is_terminal && !a.json && !monitor.live(), n);
+  monitor.set_requests(n);
   BatchRunOptions o;
   o.concurrency = static_cast<int>(b.concurrency);
   BatchResult result;
+  // One observer per request while it decodes: its events carry the request's sequence id.
+  if (monitor.active()) o.observer_for = [&](std::size_t i) { return monitor.observer(i, requests[i].sequence); };
   if (b.out.empty()) {
-    o.on_finished = [&](std::size_t, const RequestResult& r) { progress.finished(r.generation.tokens.size()); };
+    o.on_finished = [&](std::size_t i, const RequestResult& r) {
+      progress.finished(r.generation.tokens.size());
+      monitor.release(i);
+    };
     result = run_batched(a, m, requests, o);
   } else {
     // Each line is written as its request finishes (memory stays bounded by the sequences in
@@ -237,11 +258,13 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
         os << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
         os.flush();
         progress.finished(r.generation.tokens.size());
+        monitor.release(i);
       };
       result = run_batched(a, m, requests, o);
     });
   }
   progress.done();
+  monitor.close();
 
   BatchSetup setup;
   setup.args = &a;

@@ -12,6 +12,7 @@
 #include "runtime/backend.hpp"
 #include "reference/core/error.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/policies/policy_spec.hpp"
 #include "simulator/trace_replay.hpp"
 #include "traces/trace.hpp"
 
@@ -67,7 +68,11 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
       ("bandwidth-mb", po::value(&bandwidth_mb)->default_value(bandwidth_mb), "bandwidth buffer in MiB (0 = twice the last-level cache, 256 to 1024)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the random prompt tokens")
       ("out", po::value(&out), "directory for bench.json, decode.csv, verify_cost.csv, methods.csv (created; files written atomically)")
-      ("json", po::bool_switch(&json), "print bench.json instead of the tables");
+      ("json", po::bool_switch(&json), "print bench.json instead of the tables")
+      ("policy", po::value<std::string>()->default_value("fixed")->notifier([&o](const std::string& text) {
+         o.policy = parse_policy_spec(text, "--policy");
+       }), "speculation policy of every speculative run, NAME[,key=value...] (`specdec policies`); bench.json reports each method's mean_draft_depth");
+  add_forced_acceptance_option(desc, o.forced);
   // One drafter option per drafting method: --draft-model for a draft LM, --METHOD for a head.
   std::vector<std::string> drafter_options;
   for (const MethodEntry& e : method_registry()) {
@@ -108,6 +113,7 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
     for (const std::string& o : drafter_options) names += (names.empty() ? "--" : " / --") + o;
     throw Error(names + " go with --model; a --preset gets random drafters");
   }
+  if (!acceptance_trace.empty() && o.forced) throw Error("--forced-acceptance and --acceptance-trace both set the acceptance; give one");
   if (!acceptance_trace.empty()) {
     const Trace t = read_trace(acceptance_trace);
     o.accepted = sim::trace_acceptance(t).accepted;

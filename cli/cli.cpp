@@ -21,6 +21,7 @@ const std::vector<Command>& commands() {
       {"inspect", "summarise a checkpoint directory, a .safetensors file or a trace", run_inspect},
       {"init-model", "write a deterministic random-weight Llama checkpoint of a named shape", run_init_model},
       {"methods", "list the decoding methods: names, aliases, the drafter each needs, the shapes each takes", run_methods},
+      {"policies", "list the speculation policies (--policy): each rule, its source and its parameters", run_policies},
       {"simulate", "predict latency, throughput and speedup of decoding methods on hardware", run_simulate},
       {"validate", "compare a backend step by step with the reference or a recorded trace (exit 0 pass, 1 fail)", run_validate},
       {"bench", "measure bandwidth, decode speed, verify cost and every method's speedup on this machine", run_bench},

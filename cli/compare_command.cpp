@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/method_runner.hpp"
+#include "runtime/speculation_report.hpp"
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/methods/registry.hpp"
@@ -31,6 +32,9 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
   while (std::getline(ss, item, ',')) {
     if (item.empty()) throw Error("--methods '" + list + "': empty entry; expected e.g. sequential,eagle,peagle");
     MethodRun r{item, base, {}};
+    r.args.fallback_method.clear();  // --fallback-* and --drafter-fault go with the speculative entries only
+    r.args.fallback_drafter.clear();
+    r.args.drafter_fault.clear();
     const auto eq = item.find('=');
     // The drafter a method uses when --methods names none: the bundled models' layout, a sibling
     // of the target directory.
@@ -40,6 +44,11 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
       r.args.drafter = item.substr(eq + 1);
     } else if (!method.drafter.bundled_dir.empty()) {
       r.args.drafter = (siblings / method.drafter.bundled_dir).string();
+    }
+    if (method.make_proposer) {
+      r.args.fallback_method = base.fallback_method;
+      r.args.fallback_drafter = base.fallback_drafter;
+      r.args.drafter_fault = base.drafter_fault;
     }
     check_method_args(r.args);
     out.push_back(std::move(r));
@@ -67,7 +76,11 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
     throw Error("compare runs the methods listed in --methods; drop --method / --drafter");
   }
   std::vector<MethodRun> runs = parse_methods(methods, a);
-  DecodeJob job = prepare_decode(a);
+  DecodeArgs plain = a;  // the target, prompt and sampling (fallbacks and faults belong to the speculative runs)
+  plain.fallback_method.clear();
+  plain.fallback_drafter.clear();
+  plain.drafter_fault.clear();
+  DecodeJob job = prepare_decode(plain);
   for (MethodRun& r : runs) {
     r.result = run_method(r.args, job.target, job.prompt, job.sampling, job.options);
   }
@@ -84,7 +97,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
 
   if (a.json) {
     nlohmann::json j = {{"model", job.target.path}, {"sampling", job.sampling}, {"prompt_tokens", job.prompt},
-                        {"all_outputs_agree", all_agree}, {"runs", nlohmann::json::array()}};
+                        {"policy", a.policy.to_json()}, {"all_outputs_agree", all_agree}, {"runs", nlohmann::json::array()}};
     for (const MethodRun& r : runs) {
       nlohmann::json run = {{"method", method_json(r.args)},
                             {"output_tokens", r.result.tokens},
@@ -96,6 +109,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
                             // measured, apart from the results (identical runs differ only here)
                             {"timing", {{"decode_tokens_per_second", r.result.decode_tokens_per_second()}}}};
       if (job.target.tokenizer) run["output_text"] = text(r.result.tokens);
+      add_speculation_json(run, r.args.policy, r.result);
       j["runs"].push_back(run);
     }
     io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -106,21 +120,25 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   io.out << "model    " << job.target.path << " (" << parameter_count(c) / 1e6 << "M parameters), "
          << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
   if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
-  io.out << "\n" << std::left << std::setw(12) << "method" << std::right << std::setw(7) << "AL" << std::setw(12)
-         << "tok/forward" << std::setw(10) << "target" << std::setw(10) << "drafter" << std::setw(10) << "tok/s"
+  if (a.policy.name != "fixed") io.out << "policy   " << a.policy.label() << " (speculative methods)\n";
+  io.out << "\n" << std::left << std::setw(12) << "method" << std::right << std::setw(7) << "AL" << std::setw(7) << "depth"
+         << std::setw(12) << "tok/forward" << std::setw(10) << "target" << std::setw(10) << "drafter" << std::setw(10) << "tok/s"
          << "  output\n";
-  io.out << std::setw(12) << "" << std::setw(7) << "" << std::setw(12) << "" << std::setw(10) << "forwards"
+  io.out << std::setw(12) << "" << std::setw(7) << "" << std::setw(7) << "(mean)" << std::setw(12) << "" << std::setw(10) << "forwards"
          << std::setw(10) << "forwards" << std::setw(10) << "" << "\n";
   for (const MethodRun& r : runs) {
     const GenerationResult& g = r.result;
     io.out << std::left << std::setw(12) << r.label.substr(0, r.label.find('=')) << std::right << std::fixed
-           << std::setprecision(2) << std::setw(7) << al(g) << std::setw(12) << per_forward(g) << std::setw(10)
+           << std::setprecision(2) << std::setw(7) << al(g) << std::setw(7) << g.stats.mean_draft_depth() << std::setw(12) << per_forward(g) << std::setw(10)
            << g.stats.target_forwards << std::setw(10) << g.stats.drafter_forwards << std::setprecision(0)
            << std::setw(10) << g.decode_tokens_per_second() << "  "
            << (&r == &runs.front() ? "(shown below)" : g.tokens == first ? "same as " + runs.front().label
                                                                           : "DIFFERS (shown below)")
            << "\n";
     io.out.unsetf(std::ios::fixed);
+  }
+  for (const MethodRun& r : runs) {
+    for (const DrafterFallback& f : r.result.fallbacks) io.out << "fallback [" << r.label << "] " << fallback_text(f) << "\n";
   }
   io.out << "\n[" << runs.front().label << "] " << printable(text(first)) << "\n";
   for (const MethodRun& r : runs) {

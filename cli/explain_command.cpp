@@ -80,7 +80,8 @@ class TextView {
     }
     const int N = static_cast<int>(r.tokens.size());
     out_ << s_.bold() << "step " << r.index << s_.reset() << "  position " << r.position << "  after " << tt_.quoted(r.pending)
-         << ": drafted " << N << (r.chain ? " (chain)" : " (tree)");
+         << (N == 0 ? std::string(": a plain step, nothing drafted (speculation policy depth 0, or no drafter left)")
+                    : ": drafted " + std::to_string(N) + (r.chain ? " (chain)" : " (tree)"));
     if (!r.complete()) {
       out_ << "  " << s_.red() << "[cut by " << cut_words(r.cut) << ": " << r.emitted.size() << " of its " << r.produced
            << " tokens kept]" << s_.reset();
@@ -214,7 +215,9 @@ class TextView {
     const FinalToken& f = r.final;
     const std::string after = f.point < 0 ? "at the root" : "after d" + std::to_string(r.depths[f.point]) + " " + tt_.quoted(r.tokens[f.point]);
     std::string why;
-    if (f.kind == "bonus") {
+    if (f.kind == "bonus" && r.tokens.empty()) {
+      why = "the target's own token (a plain step), from the target " + after;
+    } else if (f.kind == "bonus") {
       why = "bonus (every draft on the path accepted), from the target " + after;
     } else {
       why = "correction (no draft accepted " + after + "), from the target" +

@@ -4,6 +4,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/policies/registry.hpp"
 
 namespace specdec::cli {
 
@@ -19,6 +20,16 @@ const std::string& method_help() {
   return text;
 }
 
+// "speculation policy (how deep to draft each step): fixed | schedule | ... ".
+const std::string& policy_help() {
+  static const std::string text = [] {
+    std::string s = "speculation policy, NAME[,key=value...] (lists as 1/3/7, maps as 1:4/8:2): how deep each step drafts:";
+    for (const PolicyEntry& e : policy_registry()) s += (e.name == policy_registry().front().name ? " " : " | ") + e.name;
+    return s + " (`specdec policies` lists them with their parameters; docs/policies.md); the output never changes";
+  }();
+  return text;
+}
+
 }  // namespace
 
 void add_decode_options(po::options_description& desc, DecodeArgs& a) {
@@ -30,6 +41,15 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
          a.method.name = canonical_method_name(name);  // an alias names its method; anything else is refused later
        }), method_help().c_str())
       ("drafter", po::value(&a.drafter), "drafter checkpoint directory: a draft LM sharing the target's vocabulary (draft), or an EAGLE-1 (eagle), EAGLE-3 (eagle3) or P-EAGLE (peagle) head")
+      ("policy", po::value<std::string>()->default_value(a.policy.label())->notifier([&a](const std::string& text) {
+         a.policy = parse_policy_spec(text, "--policy");  // errors name --policy, the parameter and the range
+       }), policy_help().c_str())
+      ("draft-budget-ms", po::value(&a.draft_budget_ms)->default_value(a.draft_budget_ms), "a drafter whose proposal takes longer than this many ms is switched off after the step (0 = no budget)")
+      ("fallback-method", po::value<std::string>()->notifier([&a](const std::string& name) {
+         a.fallback_method = canonical_method_name(name);
+       }), "a second speculative method, used after the --method's drafter fails (throws, NaN logits, invalid draft, over the budget); it takes the same shape options (--k, --tree, ...)")
+      ("fallback-drafter", po::value(&a.fallback_drafter), "the drafter checkpoint directory of --fallback-method")
+      ("drafter-fault", po::value(&a.drafter_fault), "inject a fault into the drafter at its STEP-th proposal, to exercise fallback: KIND@STEP with KIND throw | nan (a NaN logit) | slow (sleeps twice --draft-budget-ms, or 50 ms without one)")
       ("k", po::value(&a.method.k)->default_value(a.method.k), "draft length K: tokens drafted per step (chains; P-EAGLE's parallel depth)")
       ("tree", po::value(&a.method.tree)->default_value(a.method.tree), "draft shape for eagle/eagle3/peagle: chain | dynamic (EAGLE-2; eagle/eagle3) | mc_sim_7b_63 | paths of child ranks as JSON, inline or in a file, e.g. '[[0],[1],[0,0]]'")
       ("depth", po::value(&a.method.depth)->default_value(a.method.depth), "dynamic tree: expansion depth")
@@ -46,6 +66,16 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it")
       ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation of the target, a draft LM and an EAGLE-family head: reference | cpu (optimized, when built) | cuda (the target and a draft LM on a GPU, heads in the reference's code; SPECDEC_CUDA_DEVICE=emulator runs it on the CPU grid emulator) | plugin:PATH.so (a plug-in backend, docs/validation.md)")
       ("json", po::bool_switch(&a.json), "print one JSON object instead of text");
+}
+
+void add_forced_acceptance_option(po::options_description& desc, std::optional<ForcedAcceptance>& forced) {
+  desc.add_options()("forced-acceptance", po::value<std::string>()->notifier([&forced](const std::string& spec) {
+    try {
+      forced = parse_forced_acceptance(spec);
+    } catch (const Error& e) {
+      throw Error(std::string("--forced-acceptance: ") + e.what());
+    }
+  }), "benchmark at a chosen acceptance instead of the real rule, as the serving engines force it: rates=P1,...,PK (vLLM synthetic_acceptance_rates: unconditional P(first i drafts accepted), non-increasing, in [0, 1]; positions beyond the list are rejected), al=L (target tokens per step incl. the bonus, >= 1: floor(L-1) drafts or one more with probability frac(L-1), capped at K; vLLM synthetic_acceptance_length, SGLang SGLANG_SIMULATE_ACC_LEN) or accepted=X (TensorRT-LLM TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: accepted drafts, fractions allowed, = al=X+1); the output is NOT the model's text (docs/benchmarks.md)");
 }
 
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "reference/acceptance/forced_acceptor.hpp"
 #include "runtime/decode_request.hpp"
 
 namespace specdec::cli {
@@ -17,6 +18,10 @@ namespace po = boost::program_options;
 // --model, --prompt/--prompt-ids, --method, sampling, --max-new-tokens, --ignore-eos, --threads,
 // --backend, --json.
 void add_decode_options(po::options_description& desc, DecodeArgs& a);
+
+// --forced-acceptance SPEC (bench, generate): parsed into `forced` when given; a bad SPEC throws
+// specdec::Error naming the option.
+void add_forced_acceptance_option(po::options_description& desc, std::optional<ForcedAcceptance>& forced);
 
 // Parses `args` against `desc`; returns false (after printing usage) when --help was given.
 // Unknown options and bad values throw with a message naming the option.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/policies/registry.hpp"
 #include "reference/sampling/counter_rng.hpp"
 #include "runtime/batched_run.hpp"
 
@@ -48,14 +49,29 @@ std::vector<BatchRequest> batch_requests(const DecodeArgs& a, const std::vector<
   return out;
 }
 
+void check_batch_speculation_args(const DecodeArgs& a) {
+  if (!a.fallback_method.empty() || !a.fallback_drafter.empty()) {
+    throw Error("--fallback-method / --fallback-drafter apply to one sequence (generate, record, compare); a batched run "
+                "has no fallback drafter (a failing drafter falls back to plain steps)");
+  }
+  if (!a.drafter_fault.empty()) {
+    throw Error("--drafter-fault applies to one sequence (generate, record, compare), not to a batched run");
+  }
+}
+
 BatchResult run_batched(const DecodeArgs& a, const LoadedModel& target, const std::vector<BatchRequest>& requests,
                         const BatchRunOptions& options, const LoadedDrafter* drafter) {
   check_concurrency(options.concurrency, "concurrency");
+  check_batch_speculation_args(a);
   BatchedMethods methods(target);
   const std::vector<std::size_t> lanes(requests.size(), methods.add(a, drafter));
   BatchOptions o;
   o.max_in_flight = options.concurrency;
   o.on_finished = options.on_finished;
+  // --policy: one policy object per request; --draft-budget-ms for every sequence.
+  const PolicySpec policy = a.policy;
+  o.make_policy = [policy](std::size_t) { return make_policy(policy); };
+  o.draft_budget_ns = speculation_control(a, nullptr).draft_budget_ns;
   return decode_batched(target.forward_model(), requests, methods.factory(lanes, requests), o, options.observer_for);
 }
 

@@ -44,7 +44,12 @@ struct BatchRunOptions {
   std::function<DecodeObserver*(std::size_t)> observer_for;
 };
 
-// Decodes `requests` with the method of `a` (its method options and drafter) on the target's
+// Throws specdec::Error for what a batched run does not take: --fallback-method /
+// --fallback-drafter and --drafter-fault (one-sequence runs only).
+void check_batch_speculation_args(const DecodeArgs& a);
+
+// Decodes `requests` with the method of `a` (its method options, drafter, --policy and
+// --draft-budget-ms: each request its own policy object) on the target's
 // backend, `concurrency` sequences at once. `drafter`: as load_drafter gives it for this target
 // (null: loaded here when the method needs one). Checks the concurrency and the method first.
 BatchResult run_batched(const DecodeArgs& a, const LoadedModel& target, const std::vector<BatchRequest>& requests,

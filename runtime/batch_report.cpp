@@ -4,6 +4,7 @@
 #include <map>
 
 #include "runtime/method_runner.hpp"
+#include "runtime/speculation_report.hpp"
 
 namespace specdec {
 
@@ -53,6 +54,9 @@ json request_json(std::size_t index, const BatchRequest& request, const RequestR
             {"acceptance_length", s.steps ? s.acceptance_length() : 1.0},
             {"acceptance_by_position", s.acceptance_by_depth()},
             {"accepted_per_step", s.accepted_per_step},
+            {"mean_draft_depth", s.mean_draft_depth()},
+            {"draft_depth_per_step", s.draft_depth_per_step},
+            {"fallbacks", fallbacks_json(g.fallbacks)},
             {"arrival_s", r.arrival_s},
             {"timing",
              {{"admitted_s", r.admitted_s},
@@ -70,9 +74,12 @@ json batch_summary_json(const BatchResult& result, const BatchSetup& setup) {
   const GenerationStats t = result.totals();
   std::size_t tokens = 0;
   std::map<std::string, int> stops;
-  std::vector<double> ttft, tpot, queue;
+  std::vector<double> ttft, tpot, queue, request_depths;
+  std::size_t fallback_count = 0;
   for (const RequestResult& r : result.requests) {
     tokens += r.generation.tokens.size();
+    request_depths.push_back(r.generation.stats.mean_draft_depth());
+    fallback_count += r.generation.fallbacks.size();
     ++stops[r.generation.stop_reason];
     ttft.push_back(r.ttft_s());
     queue.push_back(r.queue_s());
@@ -111,6 +118,14 @@ json batch_summary_json(const BatchResult& result, const BatchSetup& setup) {
       {"depth_attempts", t.depth_attempts},
       {"depth_accepts", t.depth_accepts},
       {"accepted_per_step", t.accepted_per_step},
+      // The speculation policy of every request, and the depth drafted per step pooled over them
+      // (each request's own mean is in its line).
+      {"policy", a.policy.to_json()},
+      {"draft_budget_ms", a.draft_budget_ms},
+      {"mean_draft_depth", t.mean_draft_depth()},
+      {"draft_depth_per_step", t.draft_depth_per_step},
+      {"request_mean_draft_depth", to_json(distribution(request_depths))},
+      {"fallbacks", fallback_count},
       // The batched loop: one target forward_batch per step over every sequence in flight.
       {"steps", result.steps.size()},
       {"rows_per_step", per_step(static_cast<double>(rows))},

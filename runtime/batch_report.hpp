@@ -25,7 +25,7 @@ Distribution distribution(std::vector<double> values);
 nlohmann::json to_json(const Distribution& d);  // {"n", "mean", "p50", "p90", "p99"}
 
 // Request `index` of a run: its sequence id, prompt length, tokens (and text with a tokenizer),
-// stop reason, acceptance, arrival, and under "timing" when it was admitted, got its first token
+// stop reason, acceptance, mean draft depth and steps by depth, the drafters switched off, arrival, and under "timing" when it was admitted, got its first token
 // and finished, with TTFT, TPOT and queueing delay (seconds).
 nlohmann::json request_json(std::size_t index, const BatchRequest& request, const RequestResult& result,
                             const text::Tokenizer* tokenizer);
@@ -38,7 +38,8 @@ struct BatchSetup {
 };
 
 // The run's summary: requests, generated tokens, method, concurrency, acceptance (AL, by position,
-// the accepted-per-step histogram), batched steps and rows per target forward; under "timing"
+// the accepted-per-step histogram), the policy with the pooled mean draft depth, steps by depth and
+// the distribution of the requests' mean depths, the number of drafters switched off, batched steps and rows per target forward; under "timing"
 // wall time, throughput (tok/s, req/s), TTFT / TPOT / queueing delay distributions (TPOT over
 // requests with two tokens or more) and draft / verify seconds per step.
 nlohmann::json batch_summary_json(const BatchResult& result, const BatchSetup& setup);

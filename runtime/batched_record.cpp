@@ -71,7 +71,8 @@ BatchedRecordResult record_batched_run(const DecodeArgs& a, const std::vector<st
     Trace& t = recorders[i]->trace();
     const GenerationResult& g = result.requests[i].generation;
     t.timing.total_ns = g.stats.prefill_ns + g.stats.decode_ns;
-    out.sequences.push_back({o.out, static_cast<int64_t>(t.steps.size()), g.tokens, g.stop_reason});
+    add_fallbacks(t.meta, g.fallbacks);
+    out.sequences.push_back({o.out, static_cast<int64_t>(t.steps.size()), g.tokens, g.stop_reason, g.fallbacks});
     batch.sequences.push_back({requests[i].sequence, std::move(t)});
   }
   // Each entry of a batch step ran its request's next step: one target forward, one trace step.

@@ -9,6 +9,7 @@
 #include "reference/decoding/generation.hpp"
 #include "reference/methods/method_spec.hpp"
 #include "reference/model/transformer.hpp"
+#include "reference/policies/policy_spec.hpp"
 #include "reference/sampling/sampling_params.hpp"
 #include "text/tokenizer.hpp"
 
@@ -19,6 +20,15 @@ struct DecodeArgs {
   std::string prompt;
   std::string prompt_ids;
   MethodSpec method;            // --method and its shape options (--k, --tree, ...)
+  PolicySpec policy;            // --policy: each step's draft depth (reference/policies)
+  double draft_budget_ms = 0;   // --draft-budget-ms: a slower proposal switches its drafter off (0: none)
+  // --fallback-method / --fallback-drafter: a second drafter, used after the first is switched off
+  // (its shape options are the method's: --k, --tree, ...). Empty: none.
+  std::string fallback_method;
+  std::string fallback_drafter;
+  // --drafter-fault KIND@STEP (throw | nan | slow): a fault injected into the primary drafter at
+  // that decoding step, to exercise fallback (runtime/drafter_fault.hpp). Empty: none.
+  std::string drafter_fault;
   std::string drafter;          // draft LM (draft) or EAGLE / EAGLE-3 / P-EAGLE head directory
   std::string sampling = "greedy";
   double temperature = 1.0;

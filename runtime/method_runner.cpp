@@ -10,6 +10,8 @@
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/io/json_int.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/policies/registry.hpp"
+#include "runtime/drafter_fault.hpp"
 
 namespace specdec {
 
@@ -19,6 +21,48 @@ void check_method_args(const DecodeArgs& a) {
   if (e.drafter.kind != DrafterNeed::Kind::none && a.drafter.empty()) {
     throw Error("--method " + e.name + " needs --drafter DIR (" + e.drafter.description + ")");
   }
+  if (!(a.draft_budget_ms >= 0) || a.draft_budget_ms > 3.6e6) {
+    throw Error("--draft-budget-ms must be in [0, 3600000] milliseconds (0: no budget), got " + std::to_string(a.draft_budget_ms));
+  }
+  const bool drafts = e.drafter.kind != DrafterNeed::Kind::none;
+  if (!a.fallback_drafter.empty() && a.fallback_method.empty()) {
+    throw Error("--fallback-drafter needs --fallback-method NAME (the method that drafts with it)");
+  }
+  if (!a.fallback_method.empty()) {
+    if (!drafts) {
+      throw Error("--fallback-method " + a.fallback_method + " replaces a failing drafter; --method " + e.name +
+                  " has none (give a speculative --method)");
+    }
+    fallback_args(a);  // checks the fallback method and drafter
+  }
+  if (!a.drafter_fault.empty()) {
+    parse_drafter_fault(a.drafter_fault);
+    if (!drafts) throw Error("--drafter-fault injects a fault into the drafter; --method " + e.name + " has none");
+  }
+}
+
+DecodeArgs fallback_args(const DecodeArgs& a) {
+  if (a.fallback_method.empty()) throw Error("no --fallback-method given");
+  DecodeArgs f = a;
+  f.fallback_method.clear();
+  f.fallback_drafter.clear();
+  f.drafter_fault.clear();
+  const MethodEntry& e = method_entry(a.fallback_method, "--fallback-method");
+  f.method.name = e.name;
+  f.drafter = a.fallback_drafter;
+  if (e.drafter.kind == DrafterNeed::Kind::none || !e.make_proposer) {
+    throw Error("--fallback-method " + e.name + " does not draft; the fallback must be a speculative method with a drafter (" +
+                known_methods() + ")");
+  }
+  if (f.drafter.empty()) {
+    throw Error("--fallback-method " + e.name + " needs --fallback-drafter DIR (" + e.drafter.description + ")");
+  }
+  try {
+    check_method_spec(f.method);
+  } catch (const Error& err) {
+    throw Error(std::string("--fallback-method ") + e.name + " with the shape options given: " + err.what());
+  }
+  return f;
 }
 
 DecodeJob prepare_decode(const DecodeArgs& a) {
@@ -72,9 +116,19 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
   return make_method_proposer(a.method, in);
 }
 
+SpeculationControl speculation_control(const DecodeArgs& a, SpeculationPolicy* policy) {
+  if (!(a.draft_budget_ms >= 0) || a.draft_budget_ms > 3.6e6) {
+    throw Error("--draft-budget-ms must be in [0, 3600000] milliseconds (0: no budget), got " + std::to_string(a.draft_budget_ms));
+  }
+  SpeculationControl c;
+  c.policy = policy;
+  c.draft_budget_ns = static_cast<int64_t>(a.draft_budget_ms * 1e6);
+  return c;
+}
+
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,
                             const SamplingParams& sampling, const GenerationOptions& options, DecodeObserver* observer,
-                            const LoadedDrafter* drafter) {
+                            const LoadedDrafter* drafter, const TokenAcceptor* acceptor) {
   check_method_args(a);
   if (!method_entry(a.method.name).make_proposer) return decode_sequential(target.forward_model(), prompt, sampling, options, observer);
   std::optional<LoadedDrafter> loaded;
@@ -82,10 +136,27 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
     loaded = load_drafter(a, target);
     drafter = &*loaded;
   }
-  const auto acceptor = default_acceptor(sampling);
+  const std::unique_ptr<TokenAcceptor> default_rule = acceptor ? nullptr : default_acceptor(sampling);
+  if (!acceptor) acceptor = default_rule.get();
   const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
   const std::unique_ptr<Proposer> proposer = make_proposer(a, target, drafter, capacity);
-  return decode_speculative(target.forward_model(), *proposer, *acceptor, prompt, sampling, options, observer);
+  const std::unique_ptr<SpeculationPolicy> policy = make_policy(a.policy);
+  SpeculationControl control = speculation_control(a, policy.get());
+  // --drafter-fault: the primary drafter, failing at the chosen step.
+  std::optional<FaultyProposer> faulty;
+  if (!a.drafter_fault.empty()) faulty.emplace(*proposer, parse_drafter_fault(a.drafter_fault), control.draft_budget_ns);
+  Proposer& primary = faulty ? static_cast<Proposer&>(*faulty) : *proposer;
+  // --fallback-method / --fallback-drafter: a second drafter, sized as the first (the target's
+  // cache gets the larger draft headroom of the two: decoder_cache_capacity).
+  std::optional<LoadedDrafter> fallback_drafter;
+  std::unique_ptr<Proposer> fallback;
+  if (!a.fallback_method.empty()) {
+    const DecodeArgs f = fallback_args(a);
+    fallback_drafter = load_drafter(f, target);
+    fallback = make_proposer(f, target, &*fallback_drafter, capacity);
+    control.fallbacks.push_back(fallback.get());
+  }
+  return decode_speculative(target.forward_model(), primary, *acceptor, prompt, sampling, options, control, observer);
 }
 
 void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a) {
@@ -100,6 +171,8 @@ void decode_args_from_trace_config(const std::string& config_json, const std::st
   try {
     if (m.contains("drafter")) a.drafter = m["drafter"].get<std::string>();
     auto integer = [&](const nlohmann::json& v, const std::string& key) { return json_int32(v, where + ": " + key); };
+    // Traces written before policies existed record none: they ran the fixed policy.
+    a.policy = j.contains("policy") ? policy_from_json(j["policy"], where + ": policy") : PolicySpec{};
     a.max_new_tokens = integer(j.at("max_new_tokens"), "max_new_tokens");
     a.ignore_eos = !j.at("stop_at_eos").get<bool>();
     a.sequence = 0;

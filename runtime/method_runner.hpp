@@ -8,14 +8,22 @@
 #include "reference/methods/method_spec.hpp"
 #include "reference/decoding/decode_observer.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/acceptance/acceptor.hpp"
+#include "reference/decoding/speculation_control.hpp"
 #include "reference/drafters/eagle_head.hpp"
 #include "reference/drafting/proposer.hpp"
 
 namespace specdec {
 
 // Validates the method and its options, and that a speculative method names a drafter (before
-// any model is loaded).
+// any model is loaded); likewise --draft-budget-ms, --fallback-method / --fallback-drafter and
+// --drafter-fault.
 void check_method_args(const DecodeArgs& a);
+
+// The run of the fallback drafter of `a` (--fallback-method, --fallback-drafter, the shape options
+// of `a`): `a` with that method and drafter and no fallback or fault of its own. Throws
+// specdec::Error when the fallback method does not draft or has no drafter given.
+DecodeArgs fallback_args(const DecodeArgs& a);
 
 // Everything a decoding subcommand needs, from its parsed options: validated method, generation
 // and sampling settings (checked before any model is loaded), the target and the prompt tokens.
@@ -53,15 +61,22 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
                                         int capacity, const LanguageModel* draft_lm = nullptr,
                                         const EagleHead* head = nullptr);
 
+// The policy and draft budget of `a` for one sequence (`policy`: made by make_policy(a.policy)).
+SpeculationControl speculation_control(const DecodeArgs& a, SpeculationPolicy* policy);
+
 // Runs the method of `a` on the loaded target's backend (forward_model) with the drafter from
-// load_drafter (loaded here when null and needed).
+// load_drafter (loaded here when null and needed). `acceptor` replaces the default rule of a
+// speculative method (default_acceptor(sampling)); --forced-acceptance passes a ForcedAcceptor.
 GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, const std::vector<int32_t>& prompt,
                             const SamplingParams& sampling, const GenerationOptions& options,
-                            DecodeObserver* observer = nullptr, const LoadedDrafter* drafter = nullptr);
+                            DecodeObserver* observer = nullptr, const LoadedDrafter* drafter = nullptr,
+                            const TokenAcceptor* acceptor = nullptr);
 
 // The inverse of the run configuration `specdec record` writes into a trace's config_json: the
-// method options of `a` (method, drafter, k, tree, ...), max_new_tokens / ignore_eos and the
-// sequence id (0 when the trace records none). Throws
+// method options of `a` (method, drafter, k, tree, ...), the speculation policy (fixed when the
+// trace records none), max_new_tokens / ignore_eos and the sequence id (0 when the trace records
+// none). The draft budget, fallback drafter and injected fault are recorded but not read back:
+// a replay drafts with the recorded method's drafter under the recorded policy. Throws
 // specdec::Error naming the trace field that is missing or malformed.
 void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a);
 

@@ -2,12 +2,14 @@
 
 #include "reference/core/error.hpp"
 #include "runtime/method_runner.hpp"
+#include "runtime/speculation_report.hpp"
 #include "traces/trace_recorder.hpp"
 
 namespace specdec {
 
 nlohmann::json RecordResult::to_json() const {
-  return {{"trace", trace}, {"steps", steps}, {"output_tokens", output_tokens}, {"stop_reason", stop_reason}};
+  return {{"trace", trace}, {"steps", steps}, {"output_tokens", output_tokens}, {"stop_reason", stop_reason},
+          {"fallbacks", fallbacks_json(fallbacks)}};
 }
 
 void check_record_options(const RecordOptions& o) {
@@ -24,18 +26,30 @@ TraceMeta record_meta(const DecodeArgs& a, const GenerationOptions& options, con
   meta.sampling_json = nlohmann::json(sampling).dump();
   // The backend and thread count describe how the run was computed, not what it computed:
   // config_json is where the schema keeps them (semantic comparison ignores it).
-  meta.config_json = nlohmann::json{{"method", method_json(a)},
+  nlohmann::json config = nlohmann::json{{"method", method_json(a)},
                                     {"backend", a.backend},
                                     {"threads", a.threads},
                                     {"max_new_tokens", options.max_new_tokens},
                                     {"stop_at_eos", options.stop_at_eos},
                                     {"sequence", options.sequence},
                                     {"logits", o.logits},
-                                    {"logit_top_k", o.logit_top_k}}
-                         .dump();
+                                    {"logit_top_k", o.logit_top_k}};
+  // The speculation policy and what steers fallback (schema 1.x, optional: a trace without
+  // "policy" ran the fixed policy).
+  config["policy"] = a.policy.to_json();
+  if (a.draft_budget_ms > 0) config["draft_budget_ms"] = a.draft_budget_ms;
+  if (!a.fallback_method.empty()) config["fallback"] = method_json(fallback_args(a));
+  if (!a.drafter_fault.empty()) config["drafter_fault"] = a.drafter_fault;
+  meta.config_json = config.dump();
   meta.models["target"] = ModelInfo{m.path, m.fingerprint, model_config_to_json(m.model->config()).dump()};
   if (drafter) meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, drafter->config_json};
   return meta;
+}
+
+void add_fallbacks(TraceMeta& meta, const std::vector<DrafterFallback>& fallbacks) {
+  nlohmann::json config = nlohmann::json::parse(meta.config_json);
+  config["fallbacks"] = fallbacks_json(fallbacks);
+  meta.config_json = config.dump();
 }
 
 RecordResult record_run(const DecodeArgs& a, const RecordOptions& o) {
@@ -50,8 +64,9 @@ RecordResult record_run(const DecodeArgs& a, const RecordOptions& o) {
   const GenerationResult r = run_method(a, m, job.prompt, sampling, options, &recorder, drafter ? &*drafter : nullptr);
   Trace& trace = recorder.trace();
   trace.timing.total_ns = r.stats.prefill_ns + r.stats.decode_ns;
+  add_fallbacks(trace.meta, r.fallbacks);
   write_trace(o.out, trace);
-  return RecordResult{o.out, static_cast<int64_t>(trace.steps.size()), r.tokens, r.stop_reason};
+  return RecordResult{o.out, static_cast<int64_t>(trace.steps.size()), r.tokens, r.stop_reason, r.fallbacks};
 }
 
 }  // namespace specdec

@@ -23,8 +23,9 @@ struct RecordResult {
   int64_t steps = 0;
   std::vector<int32_t> output_tokens;
   std::string stop_reason;
+  std::vector<DrafterFallback> fallbacks;  // drafters switched off during the run
 
-  // {"trace", "steps", "output_tokens", "stop_reason"}: record --json.
+  // {"trace", "steps", "output_tokens", "stop_reason", "fallbacks"}: record --json.
   nlohmann::json to_json() const;
 };
 
@@ -35,6 +36,8 @@ RecordResult record_run(const DecodeArgs& a, const RecordOptions& options);
 // Shared with batched recording (batched_record.hpp): the option checks, and the /meta of a run
 // of `a` with generation options `g` (its sequence id included) on `target` with `drafter`.
 void check_record_options(const RecordOptions& options);
+// Adds the run's drafter fallbacks to meta.config_json as "fallbacks" (traces/SCHEMA.md).
+void add_fallbacks(TraceMeta& meta, const std::vector<DrafterFallback>& fallbacks);
 TraceMeta record_meta(const DecodeArgs& a, const GenerationOptions& g, const SamplingParams& sampling, const LoadedModel& target,
                       const LoadedDrafter* drafter, const RecordOptions& options);
 

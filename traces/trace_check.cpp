@@ -2,6 +2,7 @@
 #include "traces/trace_check.hpp"
 
 #include "reference/methods/registry.hpp"
+#include "reference/policies/policy_spec.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -33,6 +34,11 @@ const std::vector<ConfigKey>& run_config_keys() {
       {"logits", "string", false, "how logits rows were kept: full | topk"},
       {"logit_top_k", "integer", false, "k of top-k logits rows"},
       {"engine", "any", false, "free-form description of an outside engine that wrote the trace"},
+      {"policy", "any", false, "the speculation policy: {\"policy\": name, ...parameters} or a name; absent = fixed"},
+      {"draft_budget_ms", "number", false, "the draft time budget (ms) that switched slow drafters off (provenance)"},
+      {"fallback", "object", false, "the fallback drafter's method object (as 'method'; provenance)"},
+      {"drafter_fault", "string", false, "a fault injected into the drafter, KIND@STEP (provenance)"},
+      {"fallbacks", "array", false, "drafters switched off during the run: [{step, drafter, reason, next}]"},
   };
   return keys;
 }
@@ -250,7 +256,7 @@ class Checker {
       const std::string t = k.type;
       const bool ok = t == "any" || (t == "object" && v.is_object()) || (t == "string" && v.is_string()) ||
                       (t == "integer" && v.is_number_integer()) || (t == "boolean" && v.is_boolean()) ||
-                      (t == "number" && v.is_number());
+                      (t == "number" && v.is_number()) || (t == "array" && v.is_array());
       if (!ok) add(where, std::string(what) + " key '" + k.key + "' is " + v.dump() + ", expected " + (t == "integer" ? "an " : "a ") + t);
     }
     std::vector<std::string> known;
@@ -458,6 +464,18 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
           const bool in_range = q.is_number_unsigned() ? q.get<uint64_t>() <= 0xFFFFFFFFULL : q.get<int64_t>() >= 0;
           if (!in_range) add("/meta/config_json", "sequence is " + q.dump() + ", expected a sequence id in [0, 2^32)");
           else if (sequence && q.get<int64_t>() != *sequence) add("/meta/config_json", "sequence is " + q.dump() + ", expected " + std::to_string(*sequence) + " (the id of its group)");
+        }
+        if (j.contains("policy")) {
+          attempt("/meta/config_json", [&] { policy_from_json(j["policy"], "policy"); });
+        }
+        if (j.contains("fallbacks") && j["fallbacks"].is_array()) {
+          for (std::size_t i = 0; i < j["fallbacks"].size(); ++i) {
+            const json& f = j["fallbacks"][i];
+            const bool ok = f.is_object() && f.contains("step") && f["step"].is_number_integer() && f["step"].get<int64_t>() >= 1 &&
+                            f.contains("drafter") && f["drafter"].is_string() && f.contains("reason") && f["reason"].is_string() &&
+                            f.contains("next") && f["next"].is_string();
+            if (!ok) add("/meta/config_json", "fallbacks[" + std::to_string(i) + "] is " + f.dump() + ", expected {step >= 1, drafter, reason, next}");
+          }
         }
         if (j.contains("logits") && j["logits"] != "full" && j["logits"] != "topk") add("/meta/config_json", "logits is " + j["logits"].dump() + ", expected \"full\" or \"topk\"");
         if (j.contains("method") && j["method"].is_object()) {

@@ -3,7 +3,7 @@
 namespace specdec::validation {
 
 Proposal ForcedProposer::propose(const DraftContext& context) {
-  ++*step_;
+  *step_ = current_step_ ? current_step_() : *step_ + 1;
   Proposal own = inner_.propose(context);
   const auto it = forced_.find(*step_);
   if (it == forced_.end()) return own;

@@ -30,10 +30,15 @@ LiveRun run_live(const ValidationSetup& setup, const Backend& b, const Forcing& 
   if (!inner) {
     decode_sequential(target, setup.prompt, setup.sampling, setup.options, &recorder);
   } else {
-    ForcedProposer proposer(*inner, &draft_step);
+    // Steps are numbered as the decoder numbers them, so that plain steps (no proposal) keep
+    // the forced drafts and the drafter forwards on their steps.
+    ForcedProposer proposer(*inner, &draft_step, [&recorder] { return recorder.next_step(); });
     for (const auto& [s, p] : forcing.drafts) proposer.force(s, p);
     const auto acceptor = default_acceptor(setup.sampling);
-    decode_speculative(target, proposer, *acceptor, setup.prompt, setup.sampling, setup.options, &recorder);
+    const std::unique_ptr<SpeculationPolicy> policy = setup.make_policy ? setup.make_policy() : nullptr;
+    SpeculationControl control;
+    control.policy = policy.get();
+    decode_speculative(target, proposer, *acceptor, setup.prompt, setup.sampling, setup.options, control, &recorder);
   }
   LiveRun live;
   live.run = recorder.take();

@@ -29,6 +29,9 @@ class RunRecorder final : public DecodeObserver {
   void on_finish(const std::vector<int32_t>& output, const std::string& stop_reason) override;
 
   RecordedRun take();
+  // The step the run is at: steps recorded so far (the prefill is step 0), so during drafting the
+  // verification step being drafted for (1 = the first).
+  int next_step() { return static_cast<int>(trace_.trace().steps.size()); }
 
  private:
   TraceRecorder trace_;

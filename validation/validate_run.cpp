@@ -4,6 +4,7 @@
 
 #include "reference/core/error.hpp"
 #include "runtime/backend.hpp"
+#include "reference/policies/registry.hpp"
 #include "runtime/method_runner.hpp"
 #include "traces/batched_trace.hpp"
 #include "traces/trace.hpp"
@@ -64,6 +65,10 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
   } else {
     sampling = sampling_params(a);
   }
+  if (!a.fallback_method.empty() || !a.drafter_fault.empty()) {
+    throw Error("validate runs the method's own drafter on both sides; --fallback-method / --drafter-fault are not "
+                "validated (record such a run and compare its drafts with --force-drafts)");
+  }
   apply_threads(a.threads);
   if (!recorded_drafts) check_method_args(a);
   const GenerationOptions options = generation_options(a);
@@ -119,6 +124,9 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
     setup.make_proposer = [&](const LanguageModel* draft_lm, const EagleHead* head) {
       return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm, head);
     };
+    // The run's (or the trace's) speculation policy: the same depth each step, so the same drafts.
+    // Recorded drafts need none: the trace proposes what it recorded, empty drafts included.
+    if (a.policy.name != "fixed") setup.make_policy = [&a] { return make_policy(a.policy); };
   }
 
   if (candidate_mode) {

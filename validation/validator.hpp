@@ -18,6 +18,7 @@
 #include "reference/drafters/eagle_head.hpp"
 #include "reference/drafting/proposer.hpp"
 #include "reference/model/language_model.hpp"
+#include "reference/policies/speculation_policy.hpp"
 #include "reference/sampling/sampling_params.hpp"
 #include "traces/trace.hpp"
 
@@ -33,6 +34,9 @@ struct ValidationSetup {
   // observation; null when the method has none) or `head` (the side's EAGLE-family head; null:
   // the setup's own). Unset, or returning null: sequential decoding.
   std::function<std::unique_ptr<Proposer>(const LanguageModel* draft_lm, const EagleHead* head)> make_proposer;
+  // A fresh speculation policy for one run (the recorded run's --policy; unset: the method's whole
+  // shape every step). Plain steps (depth 0) then verify the pending token alone on both sides.
+  std::function<std::unique_ptr<SpeculationPolicy>()> make_policy;
 };
 
 // One side of a comparison: where target forwards and draft LM forwards go.

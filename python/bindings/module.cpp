@@ -21,6 +21,8 @@
 #include "runtime/method_runner.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/record_run.hpp"
+#include "runtime/speculation_report.hpp"
+#include "reference/policies/policy_spec.hpp"
 #include "validation/validate_run.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/core/error.hpp"
@@ -135,6 +137,8 @@ struct Generation {
   std::optional<std::string> text;
   std::vector<int32_t> prompt;
   GenerationStats stats;
+  std::vector<DrafterFallback> fallbacks;
+  PolicySpec policy;
 
   double acceptance_length() const { return stats.steps ? stats.acceptance_length() : 1.0; }
   double tokens_per_target_forward() const {
@@ -151,6 +155,8 @@ struct Generation {
     d["acceptance_length"] = acceptance_length();
     d["acceptance_by_depth"] = stats.acceptance_by_depth();
     d["accepted_per_step"] = stats.accepted_per_step;
+    d["mean_draft_depth"] = stats.mean_draft_depth();
+    d["draft_depth_per_step"] = stats.draft_depth_per_step;
     d["tokens_per_target_forward"] = tokens_per_target_forward();
     return d;
   }
@@ -348,6 +354,8 @@ struct MethodArgs {
   uint64_t seed;
   int max_new_tokens;
   bool ignore_eos;
+  std::string policy;      // --policy text form
+  double draft_budget_ms;  // --draft-budget-ms
 };
 
 // The prompt: a string (encoded by the model's tokenizer, with what it adds before a prompt) or ids.
@@ -420,6 +428,8 @@ DecodeArgs decode_args(const std::string& model_path, const std::string& backend
   a.seed = m.seed;
   a.max_new_tokens = m.max_new_tokens;
   a.ignore_eos = m.ignore_eos;
+  a.policy = parse_policy_spec(m.policy, "policy");
+  a.draft_budget_ms = m.draft_budget_ms;
   if (drafter_out) *drafter_out = drafts ? drafter : nullptr;
   return a;
 }
@@ -452,6 +462,8 @@ Generation generate(const std::shared_ptr<Model>& model, const py::object& promp
   g.tokens = std::move(r.tokens);
   g.stop_reason = r.stop_reason;
   g.stats = r.stats;
+  g.fallbacks = r.fallbacks;
+  g.policy = a.policy;
   if (model->m.tokenizer) g.text = model->m.tokenizer->decode(g.tokens);
   return g;
 }
@@ -713,6 +725,13 @@ PYBIND11_MODULE(_core, mod) {
       .def_property_readonly("tokens_per_target_forward", &Generation::tokens_per_target_forward)
       .def_property_readonly("prefill_ms", [](const Generation& g) { return g.stats.prefill_ns / 1e6; })
       .def_property_readonly("decode_ms", [](const Generation& g) { return g.stats.decode_ns / 1e6; })
+      .def_property_readonly("mean_draft_depth", [](const Generation& g) { return g.stats.mean_draft_depth(); },
+                             "mean depth drafted per speculative step (plain steps count 0)")
+      .def_property_readonly("draft_depth_per_step", [](const Generation& g) { return g.stats.draft_depth_per_step; })
+      .def_property_readonly("fallbacks", [](const Generation& g) { return json_to_python(fallbacks_json(g.fallbacks)); },
+                             "drafters switched off: [{'step', 'drafter', 'reason', 'next'}]")
+      .def_property_readonly("policy", [](const Generation& g) { return json_to_python(g.policy.to_json()); },
+                             "the speculation policy: {'policy': name, ...parameters}")
       .def_property_readonly("stats", &Generation::stats_dict, "the statistics as `specdec generate --json` prints them")
       .def("__repr__", [](const Generation& g) {
         std::ostringstream s;
@@ -737,14 +756,15 @@ PYBIND11_MODULE(_core, mod) {
 #define SPECDEC_METHOD_PARAMS                                                                                   \
   const py::object &method, const py::object &drafter, int k, const std::string &tree, int depth, int tree_top_k, \
       int total_tokens, bool force_depth, const std::string &sampling, double temperature, int top_k, double top_p, \
-      uint64_t seed, int max_new_tokens, bool ignore_eos
+      uint64_t seed, int max_new_tokens, bool ignore_eos, const std::string &policy, double draft_budget_ms
 #define SPECDEC_METHOD_VALUES \
-  MethodArgs { method, drafter, k, depth, tree_top_k, total_tokens, tree, force_depth, sampling, temperature, top_k, top_p, seed, max_new_tokens, ignore_eos }
+  MethodArgs { method, drafter, k, depth, tree_top_k, total_tokens, tree, force_depth, sampling, temperature, top_k, top_p, seed, max_new_tokens, ignore_eos, policy, draft_budget_ms }
 #define SPECDEC_METHOD_ARGS(max_new)                                                                                         \
   py::arg("method") = py::none(), py::arg("drafter") = py::none(), py::arg("k") = 4, py::arg("tree") = "chain",              \
       py::arg("depth") = 7, py::arg("tree_top_k") = 10, py::arg("total_tokens") = 60, py::arg("force_depth") = false,        \
       py::arg("sampling") = "greedy", py::arg("temperature") = 1.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,            \
-      py::arg("seed") = 0, py::arg("max_new_tokens") = max_new, py::arg("ignore_eos") = false
+      py::arg("seed") = 0, py::arg("max_new_tokens") = max_new, py::arg("ignore_eos") = false,                     \
+      py::arg("policy") = "fixed", py::arg("draft_budget_ms") = 0.0
 
   mod.def("generate",
           [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS) {
@@ -752,7 +772,9 @@ PYBIND11_MODULE(_core, mod) {
           },
           py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32),
           "Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the drafter's\n"
-          "method, else sequential), as `specdec generate` does. Returns a Generation.");
+          "method, else sequential), as `specdec generate` does; policy= a speculation policy as --policy takes it\n"
+          "(e.g. 'hf-heuristic,start=3'; `specdec policies`), draft_budget_ms= as --draft-budget-ms. Returns a Generation\n"
+          "(with mean_draft_depth, draft_depth_per_step and fallbacks).");
   mod.def("generate_batch",
           [](const std::shared_ptr<Model>& model, const py::object& prompts, int64_t concurrency, const py::object& rate,
              SPECDEC_METHOD_PARAMS) { return generate_batch(model, prompts, concurrency, rate, SPECDEC_METHOD_VALUES); },
