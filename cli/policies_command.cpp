@@ -23,11 +23,7 @@ const char* kind_name(PolicyParam::Kind k) {
   return "number";
 }
 
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+std::string number_text(double v) { return policy_number_text(v); }
 
 // The default as --policy takes it: lists as 1/3/7, schedules as 1:4/8:2.
 std::string default_text(const PolicyParam& p) {

@@ -98,20 +98,11 @@ PolicyEntry hf_confidence() {
   e.title = "Hugging Face confidence stop";
   e.summary = "stop drafting after a draft whose drafter probability is below a threshold, refit online by ROC";
   e.source = "transformers ConfidenceCriteria and AssistedCandidateGenerator (v4.45+, assistant_confidence_threshold)";
-  PolicyParam t;
-  t.name = "threshold";
-  t.default_value = 0.4;
-  t.min = 0;
-  t.max = 1;
-  t.doc = "the starting threshold (assistant_confidence_threshold)";
-  PolicyParam refit;
-  refit.name = "refit";
-  refit.kind = PolicyParam::Kind::integer;
-  refit.default_value = 1;
-  refit.min = 0;
-  refit.max = 1;
-  refit.doc = "1: refit the threshold online by the ROC rule (transformers does when scikit-learn is installed)";
-  e.params = {t, refit};
+  e.params = {
+      policy_param("threshold", PolicyParam::Kind::number, 0.4, 0, 1, "the starting threshold (assistant_confidence_threshold)"),
+      policy_param("refit", PolicyParam::Kind::integer, 1, 0, 1,
+                   "1: refit the threshold online by the ROC rule (transformers does when scikit-learn is installed)"),
+  };
   e.make = [](const nlohmann::json& p) -> std::unique_ptr<SpeculationPolicy> {
     return std::make_unique<HfConfidence>(policy_number(p, "threshold"), policy_number(p, "refit") != 0);
   };

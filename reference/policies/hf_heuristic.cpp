@@ -40,14 +40,8 @@ PolicyEntry hf_heuristic() {
   e.title = "Hugging Face heuristic";
   e.summary = "K += 2 when every draft was accepted, else K = max(1, K - 1)";
   e.source = "transformers AssistedCandidateGenerator.update_candidate_strategy, schedule \"heuristic\"";
-  PolicyParam start;
-  start.name = "start";
-  start.kind = PolicyParam::Kind::integer;
-  start.default_value = 5;
-  start.min = 1;
-  start.max = 4096;
-  start.doc = "K of the first step (transformers' num_assistant_tokens; 5 while \"heuristic\" was the default)";
-  e.params = {start};
+  e.params = {policy_param("start", PolicyParam::Kind::integer, 5, 1, 4096,
+                           "K of the first step (transformers' num_assistant_tokens; 5 while \"heuristic\" was the default)")};
   e.make = [](const nlohmann::json& p) -> std::unique_ptr<SpeculationPolicy> {
     return std::make_unique<HfHeuristic>(static_cast<int>(policy_number(p, "start")));
   };

@@ -36,27 +36,13 @@ PolicyEntry p_min() {
   e.title = "llama.cpp draft-p-min";
   e.summary = "draft while the drafter's top-1 probability is at least p_min; discard drafts shorter than n_min";
   e.source = "llama.cpp common/speculative.cpp (--draft-p-min, --draft-min), tools/server";
-  PolicyParam p;
-  p.name = "p_min";
-  p.default_value = 0.75;
-  p.min = 0;
-  p.max = 1;
-  p.doc = "minimum drafter probability (--draft-p-min; common.h default 0.75)";
-  PolicyParam n;
-  n.name = "n_min";
-  n.kind = PolicyParam::Kind::integer;
-  n.default_value = 0;
-  n.min = 0;
-  n.max = 4096;
-  n.doc = "drafts shorter than this are discarded (--draft-min; common.h default 0)";
-  PolicyParam keep;
-  keep.name = "keep_low";
-  keep.kind = PolicyParam::Kind::integer;
-  keep.default_value = 0;
-  keep.min = 0;
-  keep.max = 1;
-  keep.doc = "1: keep the draft that fell below p_min and stop after it (llama.cpp before its multi-sequence drafter)";
-  e.params = {p, n, keep};
+  using K = PolicyParam::Kind;
+  e.params = {
+      policy_param("p_min", K::number, 0.75, 0, 1, "minimum drafter top-1 probability (--draft-p-min; common.h default 0.75)"),
+      policy_param("n_min", K::integer, 0, 0, 4096, "drafts shorter than this are discarded (--draft-min; common.h default 0)"),
+      policy_param("keep_low", K::integer, 0, 0, 1,
+                   "1: keep the draft that fell below p_min and stop after it (llama.cpp before its multi-sequence drafter)"),
+  };
   e.make = [](const nlohmann::json& j) -> std::unique_ptr<SpeculationPolicy> {
     return std::make_unique<PMin>(policy_number(j, "p_min"), static_cast<int>(policy_number(j, "n_min")),
                                   policy_number(j, "keep_low") != 0);

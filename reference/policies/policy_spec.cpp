@@ -64,14 +64,19 @@ nlohmann::json parse_value(const PolicyParam& p, const std::string& text, const 
   return nullptr;
 }
 
-// A number as a user would write it: integers without a fraction.
-std::string number_text(double v) {
+}  // namespace
+
+std::string policy_number_text(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
   std::ostringstream s;
   s.precision(10);
   s << v;
   return s.str();
 }
+
+namespace {
+
+std::string number_text(double v) { return policy_number_text(v); }
 
 std::string value_text(const nlohmann::json& v) { return v.is_number() ? number_text(v.get<double>()) : v.dump(); }
 

@@ -25,6 +25,10 @@ struct PolicySpec {
 PolicySpec parse_policy_spec(const std::string& text, const std::string& where = "--policy");
 // {"policy": name, ...params} (a bare string: the name alone) → normalized spec.
 PolicySpec policy_from_json(const nlohmann::json& j, const std::string& where);
+// A parameter value as a user writes it: integers without a fraction or exponent (1048576), other
+// numbers with up to 10 significant digits.
+std::string policy_number_text(double v);
+
 // The spec with the entry's defaults filled in and every parameter checked.
 PolicySpec normalized(const PolicySpec& spec, const std::string& where);
 

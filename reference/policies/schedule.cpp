@@ -33,15 +33,9 @@ PolicyEntry schedule() {
   e.title = "Scripted schedule";
   e.summary = "step s drafts depths[s mod n] (0 = a plain decoding step)";
   e.source = "specdec (teaching and tests)";
-  PolicyParam d;
-  d.name = "depths";
-  d.kind = PolicyParam::Kind::list;
-  d.default_value = {4, 0, 2};
-  d.min = 0;
-  d.max = 4096;
-  d.increasing = false;
-  d.doc = "the depths to cycle through, in order";
-  e.params = {d};
+  PolicyParam depths = policy_param("depths", PolicyParam::Kind::list, {4, 0, 2}, 0, 4096, "the depths to cycle through, in order");
+  depths.increasing = false;
+  e.params = {depths};
   e.make = [](const nlohmann::json& p) -> std::unique_ptr<SpeculationPolicy> {
     return std::make_unique<Schedule>(policy_list(p, "depths"));
   };

@@ -71,30 +71,13 @@ PolicyEntry specdec_pp() {
   e.title = "SpecDec++";
   e.summary = "stop when the predicted chance of a rejection, 1 - prod(beta_i), exceeds h";
   e.source = "Huang et al. arXiv 2405.19715; SpecDec_pp hf_generation.py (beta from calibrated drafter confidence)";
-  PolicyParam h;
-  h.name = "h";
-  h.default_value = 0.3;
-  h.min = 0;
-  h.max = 1;
-  h.doc = "stop threshold on 1 - prod(beta) (the README recipe's thres 0.3; sample.py uses 0.7)";
-  PolicyParam lo;
-  lo.name = "min";
-  lo.kind = PolicyParam::Kind::integer;
-  lo.default_value = 2;
-  lo.min = 1;
-  lo.max = 4096;
-  lo.doc = "drafts always made (--bound's first value)";
-  PolicyParam hi = lo;
-  hi.name = "max";
-  hi.default_value = 20;
-  hi.doc = "drafts at most (--bound's second value; capped at --k)";
-  PolicyParam prior;
-  prior.name = "prior";
-  prior.default_value = 4.0;
-  prior.min = 0;
-  prior.max = 1e6;
-  prior.doc = "weight, in observations, of the confidence as the prior of beta (specdec's calibration)";
-  e.params = {h, lo, hi, prior};
+  using K = PolicyParam::Kind;
+  e.params = {
+      policy_param("h", K::number, 0.3, 0, 1, "stop threshold on 1 - prod(beta) (the README recipe's thres 0.3; sample.py uses 0.7)"),
+      policy_param("min", K::integer, 2, 1, 4096, "drafts always made (--bound's first value)"),
+      policy_param("max", K::integer, 20, 1, 4096, "drafts at most (--bound's second value; capped at --k)"),
+      policy_param("prior", K::number, 4.0, 0, 1e6, "weight, in observations, of the confidence as the prior of beta (specdec's calibration)"),
+  };
   e.make = [](const nlohmann::json& p) -> std::unique_ptr<SpeculationPolicy> {
     return std::make_unique<SpecDecPP>(policy_number(p, "h"), static_cast<int>(policy_number(p, "min")),
                                        static_cast<int>(policy_number(p, "max")), policy_number(p, "prior"));
