@@ -15,15 +15,23 @@
 
 namespace specdec {
 
+namespace {
+
+void check_draft_budget(const DecodeArgs& a) {
+  if (!(a.draft_budget_ms >= 0) || a.draft_budget_ms > 3.6e6) {
+    throw Error("--draft-budget-ms must be in [0, 3600000] milliseconds (0: no budget), got " + std::to_string(a.draft_budget_ms));
+  }
+}
+
+}  // namespace
+
 void check_method_args(const DecodeArgs& a) {
   check_method_spec(a.method);
   const MethodEntry& e = method_entry(a.method.name);
   if (e.drafter.kind != DrafterNeed::Kind::none && a.drafter.empty()) {
     throw Error("--method " + e.name + " needs --drafter DIR (" + e.drafter.description + ")");
   }
-  if (!(a.draft_budget_ms >= 0) || a.draft_budget_ms > 3.6e6) {
-    throw Error("--draft-budget-ms must be in [0, 3600000] milliseconds (0: no budget), got " + std::to_string(a.draft_budget_ms));
-  }
+  check_draft_budget(a);
   const bool drafts = e.drafter.kind != DrafterNeed::Kind::none;
   if (!a.fallback_drafter.empty() && a.fallback_method.empty()) {
     throw Error("--fallback-drafter needs --fallback-method NAME (the method that drafts with it)");
@@ -117,9 +125,7 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
 }
 
 SpeculationControl speculation_control(const DecodeArgs& a, SpeculationPolicy* policy) {
-  if (!(a.draft_budget_ms >= 0) || a.draft_budget_ms > 3.6e6) {
-    throw Error("--draft-budget-ms must be in [0, 3600000] milliseconds (0: no budget), got " + std::to_string(a.draft_budget_ms));
-  }
+  check_draft_budget(a);
   SpeculationControl c;
   c.policy = policy;
   c.draft_budget_ns = static_cast<int64_t>(a.draft_budget_ms * 1e6);

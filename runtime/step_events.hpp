@@ -6,7 +6,7 @@
 //   {"event":"step","sequence":0,"step":1,"position":13,"planned_depth":2,"drafted_depth":2,
 //    "drafted":2,"accepted":1,"emitted":2,"policy_state":"...","draft_ms":0.4,"verify_ms":1.2,
 //    "running_acceptance":0.5,"running_al":2.0,"tokens":3,"t_s":0.005}
-//   {"event":"fallback","sequence":0,"step":2,"drafter":"eagle3","reason":"failed: ...","next":"plain decoding","t_s":...}
+//   {"event":"fallback","sequence":0,"step":2,"drafter":"<Proposer::name()>","reason":"failed: ...","next":"plain decoding","t_s":...}
 //   {"event":"finish","sequence":0,"tokens":32,"stop_reason":"max_tokens","steps":17,"drafted":20,
 //    "accepted":14,"al":1.82,"tokens_per_s":950.3,"fallbacks":0,"t_s":0.04}
 //

@@ -108,6 +108,25 @@ inline std::map<std::vector<int32_t>, double> three_token_distribution(const Tra
   return expected;
 }
 
+// The sampling-loop goodness-of-fit setting (test_speculative, test_policies): a 6-token target
+// (model seed 7), a drafter 0.25 away (seed 8), prompt {1, 4}, sampling at temperature 1.
+struct SampledLoopSetup {
+  ModelConfig config = [] {
+    ModelConfig c = tiny_llama(6);
+    c.eos_token_ids.clear();
+    return c;
+  }();
+  Transformer target = make_model(config, 7);
+  Transformer drafter = perturbed_copy(target, 0.25f, 8);
+  std::vector<int32_t> prompt = {1, 4};
+  SamplingParams sampling = [] {
+    SamplingParams s;
+    s.mode = SamplingParams::Mode::sample;
+    s.temperature = 1.0;
+    return s;
+  }();
+};
+
 // Pearson chi-square of observed counts (N samples) against expected probabilities, bins with
 // expected count < 5 merged into one; the critical value at alpha = 1e-3 from the
 // Wilson–Hilferty approximation.

@@ -386,13 +386,12 @@ TEST(PolicyDecoding, BatchedSequencesUnderAPolicyDecodeAsAlone) {
 // scripted schedule through 0) and within a step (a confidence stop): the joint law of three
 // tokens against exact enumeration, chi-square at alpha 1e-3.
 TEST(PolicyDecoding, SampledDecodingKeepsTheTargetDistributionUnderChangingDepths) {
-  ModelConfig cfg = testing::tiny_llama(6);
-  cfg.eos_token_ids.clear();
-  const Transformer target = testing::make_model(cfg, 7);
-  const Transformer drafter = testing::perturbed_copy(target, 0.25f, 8);
-  const std::vector<int32_t> prompt = {1, 4};
-  SamplingParams s;
-  s.mode = SamplingParams::Mode::sample;
+  const testing::SampledLoopSetup setup;
+  const ModelConfig& cfg = setup.config;
+  const Transformer& target = setup.target;
+  const Transformer& drafter = setup.drafter;
+  const std::vector<int32_t>& prompt = setup.prompt;
+  SamplingParams s = setup.sampling;
   const auto expected = testing::three_token_distribution(target, prompt, s);
   for (const char* text : {"schedule,depths=2/0/1", "p-min,p_min=0.5", "p-min,p_min=0.5,keep_low=1",
                            "hf-confidence,threshold=0.35", "specdec++,h=0.2,min=1"}) {

@@ -195,14 +195,12 @@ TEST(Speculative, RejectsBadDrafters) {
 // noncentrality is at least 4·N·delta² (chi-square distance >= 4·TV²); for delta = 0.06 that is
 // 86, which for the ~20–40 degrees of freedom here gives power above 0.95.
 TEST(Speculative, SamplingLoopMatchesTargetDistribution) {
-  ModelConfig cfg = testing::tiny_llama(6);
-  cfg.eos_token_ids.clear();
-  const Transformer target = testing::make_model(cfg, 7);
-  const Transformer drafter = testing::perturbed_copy(target, 0.25f, 8);
-  const std::vector<int32_t> prompt = {1, 4};
-  SamplingParams s;
-  s.mode = SamplingParams::Mode::sample;
-  s.temperature = 1.0;
+  const testing::SampledLoopSetup setup;
+  const ModelConfig& cfg = setup.config;
+  const Transformer& target = setup.target;
+  const Transformer& drafter = setup.drafter;
+  const std::vector<int32_t>& prompt = setup.prompt;
+  SamplingParams s = setup.sampling;
 
   const auto expected = testing::three_token_distribution(target, prompt, s);
   const int N = 6000;
