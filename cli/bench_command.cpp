@@ -76,7 +76,7 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
   // One drafter option per drafting method: --draft-model for a draft LM, --METHOD for a head.
   std::vector<std::string> drafter_options;
   for (const MethodEntry& e : method_registry()) {
-    if (e.drafter.kind == DrafterNeed::Kind::none) continue;
+    if (!e.drafter.loads_checkpoint()) continue;
     const bool lm = e.drafter.kind == DrafterNeed::Kind::language_model;
     drafter_options.push_back(lm ? "draft-model" : e.name);
     desc.add_options()(drafter_options.back().c_str(), po::value(&drafters[e.name]),

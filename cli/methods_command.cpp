@@ -7,6 +7,7 @@
 #include "cli/options.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/policies/policy_spec.hpp"
 
 namespace specdec::cli {
 
@@ -39,9 +40,16 @@ int run_methods(const std::vector<std::string>& args, CommandIO& io) {
       nlohmann::json drafter = nullptr;
       if (e.drafter.kind == DrafterNeed::Kind::language_model) drafter = {{"kind", "language_model"}};
       if (e.drafter.kind == DrafterNeed::Kind::eagle_head) drafter = {{"kind", "head"}, {"head", eagle_kind_name(e.drafter.head)}};
+      if (e.drafter.kind == DrafterNeed::Kind::context) drafter = {{"kind", "context"}};
       if (!drafter.is_null()) drafter["description"] = e.drafter.description, drafter["bundled_dir"] = e.drafter.bundled_dir;
+      nlohmann::json params = nlohmann::json::array();
+      for (const MethodParam& p : e.params) {
+        params.push_back({{"name", p.name}, {"kind", p.integer ? "integer" : "number"}, {"default", p.default_value},
+                          {"min", p.min}, {"max", p.max}, {"doc", p.doc}});
+      }
       out.push_back({{"name", e.name}, {"aliases", e.aliases}, {"title", e.title}, {"summary", e.summary},
-                     {"drafter", drafter}, {"shapes", shapes_of(e)}, {"force_depth", e.shapes.force_depth}});
+                     {"drafter", drafter}, {"shapes", shapes_of(e)}, {"force_depth", e.shapes.force_depth},
+                     {"params", params}});
     }
     io.out << nlohmann::json{{"methods", out}}.dump(2) << "\n";
     return 0;
@@ -49,9 +57,17 @@ int run_methods(const std::vector<std::string>& args, CommandIO& io) {
   for (const MethodEntry& e : method_registry()) {
     io.out << std::left << std::setw(12) << e.name << e.title << ": " << e.summary << "\n";
     if (!e.aliases.empty()) io.out << std::setw(12) << "" << "also: " << joined(e.aliases) << "\n";
-    if (e.drafter.kind != DrafterNeed::Kind::none) {
+    if (e.drafter.loads_checkpoint()) {
       io.out << std::setw(12) << "" << "drafter: " << e.drafter.description << " (--drafter DIR; bundled: models/"
              << e.drafter.bundled_dir << ")\n";
+    } else if (e.drafter.kind == DrafterNeed::Kind::context) {
+      io.out << std::setw(12) << "" << "drafts from: " << e.drafter.description << "\n";
+    }
+    for (const MethodParam& p : e.params) {
+      io.out << std::setw(12) << "" << "--method " << e.name << "," << p.name << "=" << policy_number_text(p.default_value)
+             << "  in [" << policy_number_text(p.min) << ", " << policy_number_text(p.max) << "]: " << p.doc << "\n";
+    }
+    if (method_drafts(e)) {
       io.out << std::setw(12) << "" << "shapes: " << joined(shapes_of(e)) << (e.shapes.force_depth ? "; --force-depth" : "")
              << "\n";
     }

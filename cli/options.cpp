@@ -13,7 +13,7 @@ namespace {
 // "decoding method: sequential (one target forward per token (the baseline)) | draft (...) | ...".
 const std::string& method_help() {
   static const std::string text = [] {
-    std::string s = "decoding method:";
+    std::string s = "decoding method, NAME[,key=value...] for its parameters (e.g. ngram,n_min=2):";
     for (const MethodEntry& e : method_registry()) s += (e.name == "sequential" ? " " : " | ") + e.name;
     return s + " (`specdec methods` lists them with their drafters and shapes)";
   }();
@@ -37,8 +37,11 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), or a .safetensors file beside a config.json")
       ("prompt", po::value(&a.prompt), "prompt text, encoded by the checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
       ("prompt-ids", po::value(&a.prompt_ids), "prompt as comma-separated token ids")
-      ("method", po::value(&a.method.name)->default_value(a.method.name)->notifier([&a](const std::string& name) {
-         a.method.name = canonical_method_name(name);  // an alias names its method; anything else is refused later
+      ("method", po::value<std::string>()->default_value(a.method.name)->notifier([&a](const std::string& text) {
+         // NAME[,key=value...]: an alias names its method; unknown names and parameters are refused here
+         const MethodSpec named = parse_method_text(text, "--method");
+         a.method.name = named.name;
+         a.method.params = named.params;
        }), method_help().c_str())
       ("drafter", po::value(&a.drafter), "drafter checkpoint directory: a draft LM sharing the target's vocabulary (draft), or an EAGLE-1 (eagle), EAGLE-3 (eagle3) or P-EAGLE (peagle) head")
       ("policy", po::value<std::string>()->default_value(a.policy.label())->notifier([&a](const std::string& text) {

@@ -16,6 +16,10 @@ std::size_t BatchedMethods::add(const DecodeArgs& a, const LoadedDrafter* drafte
   const DrafterNeed& need = method_entry(a.method.name).drafter;
   if (need.kind != DrafterNeed::Kind::none && drafter) {
     lane.drafter = drafter;
+  } else if (need.kind == DrafterNeed::Kind::context) {
+    // The lane's own: its sequences share the method's run state (suffix decoding's responses).
+    lane.own_drafter = std::make_shared<LoadedDrafter>(std::move(*load_drafter(lane.args, target_)));
+    lane.drafter = lane.own_drafter.get();
   } else if (need.kind != DrafterNeed::Kind::none) {
     const std::string dkey = std::to_string(static_cast<int>(need.kind)) + ":" + std::to_string(static_cast<int>(need.head)) + ":" + a.drafter;
     auto& slot = drafters_[dkey];

@@ -34,6 +34,7 @@ class BatchedMethods {
   struct Lane {
     DecodeArgs args;
     const LoadedDrafter* drafter = nullptr;  // null: sequential
+    std::shared_ptr<LoadedDrafter> own_drafter;  // a draft-free method's (its run state), per lane
   };
   const LoadedModel& target_;
   std::vector<Lane> lanes_;

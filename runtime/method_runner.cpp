@@ -28,11 +28,20 @@ void check_draft_budget(const DecodeArgs& a) {
 void check_method_args(const DecodeArgs& a) {
   check_method_spec(a.method);
   const MethodEntry& e = method_entry(a.method.name);
-  if (e.drafter.kind != DrafterNeed::Kind::none && a.drafter.empty()) {
+  if (e.drafter.loads_checkpoint() && a.drafter.empty()) {
     throw Error("--method " + e.name + " needs --drafter DIR (" + e.drafter.description + ")");
   }
+  if (!e.drafter.loads_checkpoint() && !a.drafter.empty()) {
+    throw Error("--method " + e.name + (method_drafts(e) ? " drafts from " + e.drafter.description : std::string(" does not draft")) +
+                "; --drafter applies to " + [] {
+                  std::string s;
+                  for (const MethodEntry& m : method_registry())
+                    if (m.drafter.loads_checkpoint()) s += (s.empty() ? "" : ", ") + m.name;
+                  return s;
+                }());
+  }
   check_draft_budget(a);
-  const bool drafts = e.drafter.kind != DrafterNeed::Kind::none;
+  const bool drafts = method_drafts(e);
   if (!a.fallback_drafter.empty() && a.fallback_method.empty()) {
     throw Error("--fallback-drafter needs --fallback-method NAME (the method that drafts with it)");
   }
@@ -58,11 +67,11 @@ DecodeArgs fallback_args(const DecodeArgs& a) {
   const MethodEntry& e = method_entry(a.fallback_method, "--fallback-method");
   f.method.name = e.name;
   f.drafter = a.fallback_drafter;
-  if (e.drafter.kind == DrafterNeed::Kind::none || !e.make_proposer) {
-    throw Error("--fallback-method " + e.name + " does not draft; the fallback must be a speculative method with a drafter (" +
+  if (!method_drafts(e)) {
+    throw Error("--fallback-method " + e.name + " does not draft; the fallback must be a speculative method (" +
                 known_methods() + ")");
   }
-  if (f.drafter.empty()) {
+  if (e.drafter.loads_checkpoint() && f.drafter.empty()) {
     throw Error("--fallback-method " + e.name + " needs --fallback-drafter DIR (" + e.drafter.description + ")");
   }
   try {
@@ -90,6 +99,8 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   if (need.kind == DrafterNeed::Kind::none) return std::nullopt;
   LoadedDrafter d;
   d.path = a.drafter;
+  if (const auto make = method_entry(a.method.name).make_run_state) d.run_state = make(a.method.normalized());
+  if (need.kind == DrafterNeed::Kind::context) return d;  // no checkpoint: the drafter is the token history
   if (need.kind == DrafterNeed::Kind::language_model) {
     LoadedModel m = load_model(a.drafter, a.backend);
     d.fingerprint = m.fingerprint;
@@ -121,6 +132,7 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
   in.draft_lm = draft_lm ? draft_lm : drafter->draft_lm();
   in.head = head ? head : drafter->head.get();
   in.capacity = capacity;
+  in.run_state = drafter->run_state;
   return make_method_proposer(a.method, in);
 }
 
@@ -197,7 +209,7 @@ void decode_args_from_trace_config(const std::string& config_json, const std::st
 
 nlohmann::json method_json(const DecodeArgs& a) {
   nlohmann::json j = a.method.to_json();
-  if (method_entry(a.method.name).drafter.kind != DrafterNeed::Kind::none) j["drafter"] = a.drafter;
+  if (method_entry(a.method.name).drafter.loads_checkpoint()) j["drafter"] = a.drafter;
   return j;
 }
 

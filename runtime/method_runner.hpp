@@ -44,6 +44,8 @@ struct LoadedDrafter {
   std::unique_ptr<Transformer> model;            // --method draft: the draft LM in the reference
   std::unique_ptr<LanguageModel> backend_model;  // --method draft on another backend (--backend)
   std::unique_ptr<EagleHead> head;               // --method eagle | eagle3 | peagle
+  // What the sequences of one run share (MethodEntry::make_run_state: suffix decoding's responses).
+  std::shared_ptr<MethodRunState> run_state;
 
   // The draft LM's forwards go here: the --backend copy when there is one, else the reference.
   const LanguageModel* draft_lm() const { return backend_model ? backend_model.get() : model.get(); }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trains every bundled model from scratch on this machine's CPU and writes them, with the PyTorch
-# cross-check file and the held-out prompts, into OUT_DIR (default: models/, replacing the bundled
+# cross-check file and the held-out and context prompts, into OUT_DIR (default: models/, replacing the bundled
 # ones). Fixed seeds; each recipe logs its losses (train_log.csv) and writes a model card
 # (README.md) with data, parameters, steps, final loss, held-out perplexity and wall time.
 #
@@ -20,6 +20,7 @@ train="$root/experiments/train/train.py"
 start=$(date +%s)
 $py "$train" corpus --data "$data" > /dev/null
 $py "$train" prompts --data "$data" --out "$root/experiments/train/heldout_prompts.json"
+$py "$root/experiments/train/context_prompts.py" --out "$root/experiments/train/context_prompts.json"
 # The draft LM does not depend on the target: train both at once.
 $py "$train" target --data "$data" --out "$out/target" --threads "$threads" &
 target_pid=$!

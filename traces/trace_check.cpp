@@ -434,7 +434,7 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
       if (e.name == *method_) entry = &e;
     if (!entry) add(attr_where("/", L::kMethod), "is \"" + *method_ + "\", expected one of " + known_methods());
   }
-  const bool method_drafts = entry && entry->drafter.kind != DrafterNeed::Kind::none;
+  const bool method_drafts = entry && specdec::method_drafts(*entry);
 
   // /meta
   std::optional<uint64_t> seed;

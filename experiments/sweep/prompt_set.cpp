@@ -1,5 +1,6 @@
 #include "experiments/sweep/prompt_set.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,6 +34,23 @@ std::vector<Prompt> limit_per_category(std::vector<Prompt> all, int per_category
 }  // namespace
 
 std::string heldout_prompts_path() { return SPECDEC_HELDOUT_PROMPTS; }
+std::string context_prompts_path() { return SPECDEC_CONTEXT_PROMPTS; }
+
+const std::vector<std::string>& bundled_prompt_sets() {
+  static const std::vector<std::string> names = {"heldout", "context"};
+  return names;
+}
+
+bool is_bundled_prompt_set(const std::string& name) {
+  const auto& n = bundled_prompt_sets();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+std::vector<Prompt> load_bundled_prompts(const std::string& name, int per_category) {
+  if (name == "heldout") return load_category_prompts(heldout_prompts_path(), name, per_category);
+  if (name == "context") return load_category_prompts(context_prompts_path(), name, per_category);
+  throw Error("unknown prompt set '" + name + "'; the bundled sets are heldout, context");
+}
 
 std::vector<Prompt> load_category_prompts(const std::string& path, const std::string& set, int per_category) {
   // Ordered: categories keep the file's order (prose before code in the bundled set).

@@ -9,7 +9,7 @@
 namespace specdec::sweep {
 
 struct Prompt {
-  std::string set;       // "heldout" or the file it came from
+  std::string set;       // a bundled set ("heldout", "context") or the file it came from
   std::string id;        // unique within the set: "prose-0", or the question id
   std::string category;  // domain: prose / code, or the question's category
   int index = 0;         // position within its category (the seed of seed "prompt")
@@ -18,6 +18,18 @@ struct Prompt {
 
 // The bundled held-out prompts (experiments/train/heldout_prompts.json).
 std::string heldout_prompts_path();
+
+// The bundled context prompts (experiments/train/context_prompts.json): held-out prompts whose
+// natural continuation copies the prompt (categories prose-repeat, code-repeat, prose-recall),
+// where n-gram / suffix drafting wins.
+std::string context_prompts_path();
+
+// The bundled sets by name: "heldout", "context".
+const std::vector<std::string>& bundled_prompt_sets();
+bool is_bundled_prompt_set(const std::string& name);
+// A bundled set by name, at most `per_category` of each category (0 = all); the rows' set is the
+// name. Throws specdec::Error naming the known sets for another name.
+std::vector<Prompt> load_bundled_prompts(const std::string& name, int per_category);
 
 // A JSON object {category: [text, ...]}; at most `per_category` of each (0 = all). `set` names
 // the set in the rows. Throws specdec::Error naming the file and the field.

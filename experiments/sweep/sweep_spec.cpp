@@ -64,7 +64,12 @@ std::string as_string(const json& v, const std::string& where) {
 
 // Sets one axis of `c` from `v`.
 void set_axis(Cell& c, const std::string& axis, const json& v, const std::string& where) {
-  if (axis == "method") c.method.name = method_entry(as_string(v, where), where).name;
+  if (axis == "method") {
+    // "NAME[,key=value...]": the method's own parameters ride with its name (ngram,n_min=2).
+    const MethodSpec m = parse_method_text(as_string(v, where), where);
+    c.method.name = m.name;
+    c.method.params = m.params;
+  }
   else if (axis == "drafter") c.drafter = as_string(v, where);
   else if (axis == "k") c.method.k = as_int(v, where);
   else if (axis == "tree") c.method.tree = v.is_array() ? v.dump() : as_string(v, where);  // inline paths kept as JSON text
@@ -91,7 +96,7 @@ void set_axis(Cell& c, const std::string& axis, const json& v, const std::string
   else if (axis == "concurrency") c.concurrency = as_int(v, where);
 }
 
-bool needs_drafter(const Cell& c) { return method_entry(c.method.name).drafter.kind != DrafterNeed::Kind::none; }
+bool needs_drafter(const Cell& c) { return method_entry(c.method.name).drafter.loads_checkpoint(); }
 
 // Clears what the configuration does not use, so equal runs have equal keys.
 Cell normalized(Cell c) {
@@ -130,18 +135,20 @@ std::string default_drafter(const json& drafters, const std::string& model, cons
 std::vector<Prompt> parse_prompt_source(const json& p, const std::string& where) {
   if (p.is_string()) {
     const std::string s = p.get<std::string>();
-    return s == "heldout" ? load_category_prompts(heldout_prompts_path(), "heldout", 0) : load_prompt_file(s, 0);
+    return is_bundled_prompt_set(s) ? load_bundled_prompts(s, 0) : load_prompt_file(s, 0);
   }
-  if (!p.is_object()) throw Error(where + ": expected \"heldout\", a file name or {\"set\"|\"file\": ..., \"per_category\": N}");
+  if (!p.is_object()) throw Error(where + ": expected \"heldout\", \"context\", a file name or {\"set\"|\"file\": ..., \"per_category\": N}");
   for (const auto& [key, _] : p.items()) {
     if (key != "set" && key != "file" && key != "per_category") throw Error(where + ": unknown field '" + key + "'; known: set, file, per_category");
   }
   const int per = p.contains("per_category") ? as_int(p["per_category"], where + ".per_category") : 0;
   if (per < 0) throw Error(where + ".per_category must be >= 0 (0 = all)");
-  if (p.contains("set") == p.contains("file")) throw Error(where + ": give one of \"set\" (\"heldout\") or \"file\"");
+  if (p.contains("set") == p.contains("file")) throw Error(where + ": give one of \"set\" (\"heldout\", \"context\") or \"file\"");
   if (p.contains("set")) {
-    if (p["set"] != "heldout") throw Error(where + ".set: the bundled set is \"heldout\", got " + p["set"].dump());
-    return load_category_prompts(heldout_prompts_path(), "heldout", per);
+    if (!p["set"].is_string() || !is_bundled_prompt_set(p["set"].get<std::string>())) {
+      throw Error(where + ".set: the bundled sets are \"heldout\" and \"context\", got " + p["set"].dump());
+    }
+    return load_bundled_prompts(p["set"].get<std::string>(), per);
   }
   return load_prompt_file(as_string(p["file"], where + ".file"), per);
 }
@@ -153,7 +160,7 @@ json Cell::to_json() const {
   if (!is_fixed_policy(policy)) j["policy"] = policy.to_json();  // absent when fixed: keys of older sweeps stay valid
   j["backend"] = backend;
   j["sampling"] = sampling;
-  if (method_entry(method.name).drafter.kind != DrafterNeed::Kind::none) j["drafter"] = drafter;
+  if (method_entry(method.name).drafter.loads_checkpoint()) j["drafter"] = drafter;
   if (sampling != "greedy") {
     j["temperature"] = temperature;
     j["top_k"] = top_k;

@@ -294,7 +294,7 @@ std::string method_for_head(EagleKind kind) {
 std::string drafting_methods() {
   std::string s;
   for (const MethodEntry& e : method_registry())
-    if (e.drafter.kind != DrafterNeed::Kind::none) s += (s.empty() ? "" : ", ") + e.name;
+    if (e.drafter.loads_checkpoint()) s += (s.empty() ? "" : ", ") + e.name;
   return s;
 }
 
@@ -303,7 +303,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   const std::string path = fs_path.string();
   if (!target) throw Error("load_drafter: target must be a Model from specdec.load_model");
   std::string method = method_obj.is_none() ? "" : method_entry(method_obj.cast<std::string>(), "load_drafter: method").name;
-  if (!method.empty() && method_entry(method).drafter.kind == DrafterNeed::Kind::none) {
+  if (!method.empty() && !method_entry(method).drafter.loads_checkpoint()) {
     throw Error("load_drafter: method must be one that drafts (" + drafting_methods() + "), not '" + method_obj.cast<std::string>() + "'");
   }
   auto d = std::make_shared<Drafter>();
@@ -407,9 +407,11 @@ DecodeArgs decode_args(const std::string& model_path, const std::string& backend
     a.method.name = drafter ? drafter->method : "sequential";
   } else {
     if (!py::isinstance<py::str>(m.method)) throw Error("method must be a string: one of " + known_methods());
-    a.method.name = method_entry(m.method.cast<std::string>(), "method").name;
+    const MethodSpec named = parse_method_text(m.method.cast<std::string>(), "method");  // "ngram,n_min=2"
+    a.method.name = named.name;
+    a.method.params = named.params;
   }
-  const bool drafts = method_entry(a.method.name).drafter.kind != DrafterNeed::Kind::none;
+  const bool drafts = method_entry(a.method.name).drafter.loads_checkpoint();
   if (drafter && drafts && drafter->method != a.method.name) {
     throw Error("method " + a.method.name + " cannot draft with " + drafter->d.path + ", which is a " + drafter->kind +
                 " drafter (method " + drafter->method + ")");

@@ -200,6 +200,8 @@ void SequenceDecoder::propose(int batch_size) {
     DraftContext ctx;
     ctx.sequence = &sequence_;
     ctx.committed = static_cast<int>(sequence_.size()) - 1;
+    ctx.prompt_length = prompt_len_;
+    ctx.max_length = prompt_len_ + options_.max_new_tokens;
     ctx.final_hidden = &final_hidden_;
     ctx.aux_hidden = &aux_hidden_;
     ctx.sampling = sampling_;

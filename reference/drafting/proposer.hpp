@@ -32,6 +32,8 @@ struct DraftContext {
   // processed it yet, so the hidden states below cover sequence[0, committed).
   const std::vector<int32_t>* sequence = nullptr;
   int committed = 0;                      // = sequence->size() − 1
+  int prompt_length = 0;                  // sequence[0, prompt_length) is the prompt, the rest output
+  int max_length = 0;                     // the length the sequence may reach (prompt + max new tokens)
   const Matrix* final_hidden = nullptr;   // (≥ committed, H) rows [0, committed) valid, if requested
   const Matrix* aux_hidden = nullptr;     // (≥ committed, n_aux·H) rows [0, committed) valid, if requested
   SamplingParams sampling;
@@ -42,6 +44,16 @@ struct DraftContext {
   const DraftStopRule* stop = nullptr;
 };
 
+// Where a draft-free drafter found a draft (Proposal::sources, one per node): the earlier
+// occurrence whose continuation it copied.
+struct DraftSource {
+  enum class Origin { context, responses };
+  Origin origin = Origin::context;  // context: this sequence (prompt + output); responses: the run's earlier responses
+  int64_t position = -1;            // the copied token's index in the sequence (context) or in response `request`
+  int32_t match_length = 0;         // the length of the matched suffix (n-gram) that led there
+  int64_t request = -1;             // responses: the request, in the order the run started them
+};
+
 struct Proposal {
   DraftTree tree;  // over the target vocabulary; depth-1 nodes follow the pending token
   // Distributions children were drawn from (VerifyInput::draft_probs): row 0 at the pending token,
@@ -50,6 +62,15 @@ struct Proposal {
   int drafter_forwards = 0;
   // Chain drafters asked with a stop rule: the drafter's confidence in each draft (chain order).
   std::vector<double> confidences;
+  // Draft-free drafters: where each node's token came from (node order; empty for model drafters).
+  std::vector<DraftSource> sources;
+};
+
+// State a method keeps across the sequences of one run (suffix decoding's tree of earlier
+// responses): made once per run by the method's registry entry, shared by its sequences' proposers.
+class MethodRunState {
+ public:
+  virtual ~MethodRunState() = default;
 };
 
 class Proposer {

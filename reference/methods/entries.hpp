@@ -1,5 +1,5 @@
 #pragma once
-// The registry's entries, one file each (sequential.cpp, draft_model.cpp, eagle.cpp, peagle.cpp);
+// The registry's entries, one file each (sequential.cpp, draft_model.cpp, eagle.cpp, peagle.cpp, ngram.cpp, suffix.cpp);
 // registry.cpp lists them. Only the registry includes this.
 #include "reference/methods/registry.hpp"
 
@@ -10,5 +10,10 @@ MethodEntry draft_model();
 MethodEntry eagle1();
 MethodEntry eagle3();
 MethodEntry peagle();
+MethodEntry ngram();
+MethodEntry prompt_lookup();
+MethodEntry ngram_tree();
+MethodEntry suffix();
+MethodEntry suffix_tree();
 
 }  // namespace specdec::methods

@@ -1,7 +1,11 @@
 #include "reference/methods/method_spec.hpp"
 
+#include <cmath>
+
 #include "reference/core/error.hpp"
+#include "reference/core/suggest.hpp"
 #include "reference/io/json_int.hpp"
+#include "reference/policies/policy_spec.hpp"
 #include "reference/methods/registry.hpp"
 
 namespace specdec {
@@ -18,6 +22,42 @@ std::string methods_taking(bool ShapeSupport::*takes) {
   return s;
 }
 
+const MethodParam* find_param(const MethodEntry& e, const std::string& key) {
+  for (const MethodParam& p : e.params)
+    if (p.name == key) return &p;
+  return nullptr;
+}
+
+std::string param_names(const MethodEntry& e) {
+  std::string s;
+  for (const MethodParam& p : e.params) s += (s.empty() ? "" : ", ") + p.name;
+  return s.empty() ? "none" : s;
+}
+
+// Checks `v` against the parameter; the value in canonical form (integers as integers).
+nlohmann::json checked_param(const MethodEntry& e, const MethodParam& p, const nlohmann::json& v) {
+  const std::string where = "--method " + e.name + ": " + p.name;
+  const std::string range = "[" + policy_number_text(p.min) + ", " + policy_number_text(p.max) + "]";
+  const bool number = v.is_number() && std::isfinite(v.get<double>());
+  if (!number || v.get<double>() < p.min || v.get<double>() > p.max || (p.integer && v.get<double>() != std::floor(v.get<double>()))) {
+    throw Error(where + " must be " + (p.integer ? "an integer" : "a number") + " in " + range + ", got " +
+                (v.is_number() ? policy_number_text(v.get<double>()) : v.dump()));
+  }
+  if (p.integer) return static_cast<int64_t>(v.get<double>());
+  return v.get<double>();
+}
+
+// The entry's parameters: those given (checked), the others at their defaults.
+nlohmann::json complete_params(const MethodEntry& e, const nlohmann::json& given) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const MethodParam& p : e.params) {
+    out[p.name] = given.contains(p.name) ? checked_param(e, p, given[p.name])
+                                         : (p.integer ? nlohmann::json(static_cast<int64_t>(p.default_value))
+                                                      : nlohmann::json(p.default_value));
+  }
+  return out;
+}
+
 }  // namespace
 
 MethodSpec MethodSpec::normalized() const {
@@ -29,6 +69,7 @@ MethodSpec MethodSpec::normalized() const {
   if (tree == "chain") s.k = k;
   if (tree == "dynamic") s.depth = depth, s.tree_top_k = tree_top_k, s.total_tokens = total_tokens;
   if (tree == "chain" && method_entry(name).shapes.force_depth) s.force_depth = force_depth;
+  s.params = complete_params(method_entry(name), params.is_object() ? params : nlohmann::json::object());
   return s;
 }
 
@@ -44,17 +85,28 @@ nlohmann::json MethodSpec::to_json() const {
     j["total_tokens"] = s.total_tokens;
   }
   if (s.force_depth) j["force_depth"] = true;
+  for (const auto& [key, value] : s.params.items()) j[key] = value;
   return j;
 }
 
 std::string MethodSpec::shape() const {
-  if (!method_entry(name).make_proposer) return "";
-  if (tree == "chain") return "k=" + std::to_string(k);
-  if (tree == "dynamic") {
-    return "tree=dynamic depth=" + std::to_string(depth) + " top_k=" + std::to_string(tree_top_k) +
-           " total_tokens=" + std::to_string(total_tokens);
+  const MethodEntry& e = method_entry(name);
+  if (!e.make_proposer) return "";
+  std::string s;
+  if (tree == "chain") {
+    s = "k=" + std::to_string(k);
+  } else if (tree == "dynamic") {
+    s = "tree=dynamic depth=" + std::to_string(depth) + " top_k=" + std::to_string(tree_top_k) +
+        " total_tokens=" + std::to_string(total_tokens);
+  } else {
+    s = "tree=" + tree;  // a static tree's depth is its own (P-EAGLE's K included)
   }
-  return "tree=" + tree;  // a static tree's depth is its own (P-EAGLE's K included)
+  const nlohmann::json p = complete_params(e, params.is_object() ? params : nlohmann::json::object());
+  for (const MethodParam& m : e.params) {
+    const double v = p[m.name].get<double>();
+    if (v != m.default_value) s += " " + m.name + "=" + policy_number_text(v);
+  }
+  return s;
 }
 
 std::string MethodSpec::label() const {
@@ -73,6 +125,8 @@ MethodSpec method_from_json(const nlohmann::json& j, const std::string& where) {
     if (j.contains("tree_top_k")) s.tree_top_k = json_int32(j["tree_top_k"], where + ".tree_top_k");
     if (j.contains("total_tokens")) s.total_tokens = json_int32(j["total_tokens"], where + ".total_tokens");
     if (j.contains("force_depth")) s.force_depth = j["force_depth"].get<bool>();
+    for (const MethodParam& p : method_entry(s.name).params)
+      if (j.contains(p.name)) s.params[p.name] = j[p.name];
   } catch (const nlohmann::json::exception& e) {
     throw Error(where + ": " + e.what() + "; expected {\"method\": NAME, \"tree\": SHAPE, \"k\": K, ...}");
   }
@@ -84,6 +138,18 @@ void check_method_spec(const MethodSpec& s) {
   const MethodEntry& e = method_entry(s.name);
   if (e.name != s.name) {
     throw Error("--method '" + s.name + "' is spelled '" + e.name + "' inside specdec (parse it with canonical_method_name)");
+  }
+  if (!s.params.is_object()) throw Error("--method " + e.name + ": parameters must be an object, got " + s.params.dump());
+  for (const auto& [key, value] : s.params.items()) {
+    const MethodParam* p = find_param(e, key);
+    if (!p) {
+      std::vector<std::string> names;
+      for (const MethodParam& m : e.params) names.push_back(m.name);
+      const std::string near = closest_name(key, names);
+      throw Error("--method " + e.name + " has no parameter '" + key + "'; its parameters: " + param_names(e) +
+                  (near.empty() ? "" : "; did you mean " + near + "?"));
+    }
+    checked_param(e, *p, value);
   }
   if (!e.make_proposer) return;
   if (s.tree == "chain" && !e.shapes.chain) throw Error("--method " + e.name + " drafts a tree; give --tree");
@@ -98,6 +164,50 @@ void check_method_spec(const MethodSpec& s) {
   if (s.tree == "dynamic" && (s.depth < 1 || s.tree_top_k < 1 || s.total_tokens < 2)) {
     throw Error("dynamic tree: --depth and --tree-top-k must be >= 1 and --total-tokens >= 2");
   }
+}
+
+MethodSpec parse_method_text(const std::string& text, const std::string& where) {
+  constexpr std::size_t kMaxText = 4096;
+  if (text.size() > kMaxText) throw Error(where + ": the method text is longer than " + std::to_string(kMaxText) + " characters");
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : text) {
+    if (c == ',') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  MethodSpec s;
+  const MethodEntry& e = method_entry(parts[0], where);
+  s.name = e.name;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::size_t eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(where + ": '" + parts[i] + "' is not key=value (e.g. " + e.name + "," +
+                  (e.params.empty() ? std::string("key=value") : e.params.front().name + "=" + policy_number_text(e.params.front().default_value)) +
+                  "); " + e.name + "'s parameters: " + param_names(e));
+    }
+    const std::string key = parts[i].substr(0, eq);
+    const std::string value = parts[i].substr(eq + 1);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (value.empty() || used != value.size() || !std::isfinite(v)) {
+      throw Error(where + ": " + key + "='" + value + "' is not a finite number");
+    }
+    if (s.params.contains(key)) throw Error(where + ": parameter " + key + " is given twice");
+    s.params[key] = v;
+  }
+  const MethodSpec checked_name = s;
+  check_method_spec(checked_name);  // unknown keys and ranges, before any model loads
+  return s;
 }
 
 }  // namespace specdec

@@ -12,7 +12,9 @@ namespace specdec {
 
 const std::vector<MethodEntry>& method_registry() {
   static const std::vector<MethodEntry> table = {methods::sequential(), methods::draft_model(), methods::eagle1(),
-                                                 methods::eagle3(), methods::peagle()};
+                                                 methods::eagle3(), methods::peagle(), methods::ngram(),
+                                                 methods::prompt_lookup(), methods::ngram_tree(), methods::suffix(),
+                                                 methods::suffix_tree()};
   return table;
 }
 
@@ -66,14 +68,19 @@ const MethodEntry& method_entry(const std::string& name, const std::string& what
               (near.empty() ? "" : "; did you mean " + canonical_method_name(near) + "?"));
 }
 
-std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const ProposerInputs& in) {
+bool method_drafts(const MethodEntry& e) { return e.make_proposer != nullptr; }
+
+std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const ProposerInputs& given) {
   check_method_spec(spec);
   const MethodEntry& e = method_entry(spec.name);
+  ProposerInputs in = given;
+  if (!in.run_state && e.make_run_state) in.run_state = e.make_run_state(spec.normalized());
   if (!e.make_proposer) return nullptr;
   const std::string who = "--method " + e.name;
   if (!in.target) throw Error(who + ": no target model config was given");
   switch (e.drafter.kind) {
-    case DrafterNeed::Kind::none: break;
+    case DrafterNeed::Kind::none:
+    case DrafterNeed::Kind::context: break;
     case DrafterNeed::Kind::language_model:
       if (!in.draft_lm) throw Error(who + " needs a draft language model");
       break;
@@ -85,7 +92,7 @@ std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const Pro
       }
       break;
   }
-  return e.make_proposer(spec, in);
+  return e.make_proposer(spec.normalized(), in);
 }
 
 }  // namespace specdec

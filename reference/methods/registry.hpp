@@ -20,11 +20,24 @@ class EagleHead;
 
 // The drafter a method drafts with.
 struct DrafterNeed {
-  enum class Kind { none, language_model, eagle_head };
+  // none: the method does not draft (sequential); context: it drafts from the tokens it has seen
+  // (n-gram lookup, suffix decoding: no model, no --drafter); the others load a checkpoint.
+  enum class Kind { none, context, language_model, eagle_head };
   Kind kind = Kind::none;
   EagleKind head = EagleKind::eagle1;  // eagle_head: which head kind
   std::string description;             // "a small model sharing the target's vocabulary", "an EAGLE-3 head"
   std::string bundled_dir;             // the bundled drafter's folder beside the target (models/)
+  // Whether the drafter is a checkpoint given with --drafter DIR.
+  bool loads_checkpoint() const { return kind == Kind::language_model || kind == Kind::eagle_head; }
+};
+
+// One parameter of a method beyond the shape options (MethodSpec::params): its name in every
+// form (--method NAME,key=value; JSON), range and default, and what it is in the engine it comes from.
+struct MethodParam {
+  std::string name;
+  bool integer = true;
+  double default_value = 0, min = 0, max = 0;
+  std::string doc;  // "vLLM prompt_lookup_min: the shortest n-gram matched"
 };
 
 // What a proposer is made from: the target's config and the loaded drafter (the one the method's
@@ -34,6 +47,9 @@ struct ProposerInputs {
   const LanguageModel* draft_lm = nullptr;
   const EagleHead* head = nullptr;
   int capacity = 0;
+  // The run's shared state (MethodEntry::make_run_state); make_method_proposer makes a fresh one
+  // (a run of one sequence) when null.
+  std::shared_ptr<MethodRunState> run_state;
 };
 
 // The draft shapes a method takes (MethodSpec::tree and force_depth).
@@ -51,6 +67,9 @@ struct MethodEntry {
   std::string summary;               // one line: what it drafts with and how
   DrafterNeed drafter;
   ShapeSupport shapes;
+  std::vector<MethodParam> params;
+  // The state the sequences of one run share (null: none).
+  std::shared_ptr<MethodRunState> (*make_run_state)(const MethodSpec& spec) = nullptr;
   // The method's proposer (null for sequential decoding). `spec` has been checked.
   std::unique_ptr<Proposer> (*make_proposer)(const MethodSpec& spec, const ProposerInputs& in) = nullptr;
   // Methods whose measured engine overheads stand in for this one's, nearest first, when an engine
@@ -73,6 +92,9 @@ std::string canonical_method_name(const std::string& name);
 // The entry of a registry name or alias. Throws specdec::Error "`what`: unknown method 'eagel3';
 // known methods: ...; did you mean eagle3?".
 const MethodEntry& method_entry(const std::string& name, const std::string& what = "--method");
+
+// Whether the method drafts at all (false: sequential decoding).
+bool method_drafts(const MethodEntry& e);
 
 // The method's proposer: checks the spec and that the drafter it needs was given, of the right
 // kind. Null for sequential decoding.

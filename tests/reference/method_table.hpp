@@ -58,7 +58,7 @@ inline DecodeArgs bundled_method_args(const MethodSpec& spec, const std::string&
   a.model = kBundledModels + "target";
   a.method = spec;
   const MethodEntry& e = method_entry(spec.name);
-  if (e.drafter.kind != DrafterNeed::Kind::none) a.drafter = kBundledModels + e.drafter.bundled_dir;
+  if (e.drafter.loads_checkpoint()) a.drafter = kBundledModels + e.drafter.bundled_dir;
   a.backend = backend;
   return a;
 }

@@ -20,6 +20,41 @@ TEST(PromptSet, HeldoutPromptsByCategory) {
   EXPECT_EQ(two[2].index, 0);
 }
 
+// The context set: three categories of 8, in the file's order, each prompt leaving room in the
+// bundled models' context (2048 positions: <bos> + the prompt's bytes + 256 new tokens).
+TEST(PromptSet, ContextPromptsByCategoryFitTheContext) {
+  const auto all = load_bundled_prompts("context", 0);
+  ASSERT_EQ(all.size(), 24u);
+  const std::vector<std::string> categories = {"prose-repeat", "code-repeat", "prose-recall"};
+  for (size_t c = 0; c < categories.size(); ++c) {
+    for (int i = 0; i < 8; ++i) {
+      const Prompt& p = all[c * 8 + i];
+      EXPECT_EQ(p.set, "context");
+      EXPECT_EQ(p.category, categories[c]);
+      EXPECT_EQ(p.index, i);
+      EXPECT_EQ(p.id, categories[c] + "-" + std::to_string(i));
+      EXPECT_LE(1 + p.text.size() + 256, 2048u) << p.id << ": " << p.text.size() << " bytes";
+      EXPECT_GE(p.text.size(), 200u) << p.id << ": a prompt to copy from";
+    }
+  }
+  // The continuation is cued by text the prompt already holds: the cue after the last blank line
+  // (a code-repeat cue renames the function: "def NAME_v2(").
+  for (const Prompt& p : all) {
+    const auto cut = p.text.rfind("\n\n");
+    ASSERT_NE(cut, std::string::npos) << p.id;
+    std::string cue = p.text.substr(cut + 2);
+    if (p.category == "code-repeat") {
+      ASSERT_EQ(cue.substr(cue.size() - 4), "_v2(") << p.id;
+      cue = cue.substr(0, cue.size() - 4) + "(";
+    }
+    EXPECT_NE(p.text.substr(0, cut).find(cue), std::string::npos) << p.id << ": cue '" << cue << "'";
+  }
+  EXPECT_EQ(load_bundled_prompts("context", 2).size(), 6u);
+  EXPECT_EQ(load_bundled_prompts("heldout", 0).size(), 16u);
+  EXPECT_EQ(context_prompts_path().substr(context_prompts_path().size() - 20), "context_prompts.json");
+  EXPECT_THROW(load_bundled_prompts("mtbench", 0), Error);
+}
+
 TEST(PromptSet, QuestionJsonl) {
   const std::string text =
       R"({"question_id": 81, "category": "writing", "turns": ["Compose a blog post.", "Rewrite it."]})" "\n"

@@ -57,6 +57,22 @@ TEST(SweepSpec, ExpandsBlocksInOrderAndNormalises) {
   EXPECT_EQ(s.prompt_of(5).id, s.prompts[1].id);
 }
 
+TEST(SweepSpec, BundledPromptSetsByName) {
+  json j = base_spec();
+  j["grid"] = json::parse(R"([{"method": "sequential"}])");
+  j["prompts"] = json::parse(R"([{"set": "context", "per_category": 1}, {"set": "heldout", "per_category": 1}])");
+  const SweepSpec s = parse_sweep_spec(j, "spec.json");
+  ASSERT_EQ(s.prompts.size(), 3u + 2u);
+  EXPECT_EQ(s.prompts[0].set, "context");
+  EXPECT_EQ(s.prompts[0].id, "prose-repeat-0");
+  EXPECT_EQ(s.prompts[3].set, "heldout");
+  j["prompts"] = "context";
+  EXPECT_EQ(parse_sweep_spec(j, "spec.json").prompts.size(), 24u);
+  j["prompts"] = json::parse(R"({"set": "mtbench"})");
+  EXPECT_NE(error_of(j).find("spec.json: prompts.set: the bundled sets are \"heldout\" and \"context\""), std::string::npos)
+      << error_of(j);
+}
+
 TEST(SweepSpec, DraftersFromTheSpec) {
   json j = base_spec();
   j["drafters"] = {{"eagle1", "elsewhere/head"}};
