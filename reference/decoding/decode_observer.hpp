@@ -10,6 +10,7 @@
 #include "reference/acceptance/draft_tree.hpp"
 #include "reference/core/tensor.hpp"
 #include "reference/decoding/generation.hpp"
+#include "reference/drafting/proposer.hpp"
 
 namespace specdec {
 
@@ -42,6 +43,8 @@ struct SpeculativeStep {
   int planned_depth = 0;
   const std::vector<double>* confidences = nullptr;
   std::string policy_state;
+  // Draft-free drafters: where each node's token was copied from (node order); null otherwise.
+  const std::vector<DraftSource>* sources = nullptr;
 };
 
 class DecodeObserver {

@@ -359,6 +359,7 @@ void SequenceDecoder::absorb_verify(const ForwardResult& out, int64_t forward_ns
     s.drafter_forwards = proposal_.drafter_forwards;
     s.planned_depth = tree.size() > 0 ? plan_.depth : 0;
     s.confidences = plan_.stop_rule ? &proposal_.confidences : nullptr;
+    s.sources = proposal_.sources.empty() ? nullptr : &proposal_.sources;
     if (control_.policy) s.policy_state = control_.policy->state();
     s.draft_ns = draft_ns_;
     s.verify_ns = verify_ns;
