@@ -13,6 +13,7 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/optimized/device_under_test.hpp"
@@ -129,6 +130,46 @@ TEST_F(CudaBatched, EveryPolicyEqualsSequentialOnTheDevice) {
         EXPECT_EQ(r.tokens, expected) << name << " under " << policies[i] << ", sampling mode "
                                       << static_cast<int>(mode) << ", model seed " << kModelSeed;
       }
+    }
+  }
+}
+
+// Draft-free methods on the device: their drafts depend on the token history alone, so greedy and
+// coupled output equals the device's sequential decoding, alone and in a batch sharing suffix
+// decoding's response tree.
+TEST_F(CudaBatched, DraftFreeMethodsEqualSequentialOnTheDevice) {
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
+  ModelConfig c = testing::fixture_configs()[0].config;
+  c.eos_token_ids.clear();
+  const cuda::CudaTransformer target(rt, c, testing::make_model(c, kModelSeed).weights(), kPrecision);
+  const std::vector<int32_t> prompt = {3, 14, 15, 9, 2, 3, 14, 15, 9, 2, 3, 14};  // lookups match from the start
+  for (SamplingParams::Mode mode : {SamplingParams::Mode::greedy, SamplingParams::Mode::coupled}) {
+    SamplingParams s;
+    s.mode = mode;
+    s.temperature = 0.7;
+    s.seed = 5;
+    const auto acceptor = default_acceptor(s);
+    const std::vector<int32_t> expected = decode_sequential(target, prompt, s, testing::max_new_tokens(12)).tokens;
+    for (const char* text : {"ngram,n_min=1,n_max=3", "prompt-lookup", "ngram-tree,n_min=1,breadth=3,nodes=6", "suffix",
+                             "suffix-tree"}) {
+      MethodSpec spec = parse_method_text(text);
+      spec.k = 4;
+      ProposerInputs in;
+      in.target = &c;
+      in.capacity = 64;
+      in.run_state = method_entry(spec.name).make_run_state ? method_entry(spec.name).make_run_state(spec.normalized()) : nullptr;
+      const std::string where = std::string(text) + ", sampling mode " + std::to_string(static_cast<int>(mode)) +
+                                ", model seed " + std::to_string(kModelSeed);
+      const auto alone = make_method_proposer(spec, in);
+      const GenerationResult r = decode_speculative(target, *alone, *acceptor, prompt, s, testing::max_new_tokens(12));
+      EXPECT_EQ(r.tokens, expected) << where;
+      if (mode == SamplingParams::Mode::greedy) EXPECT_GT(r.stats.drafted_tokens, 0) << where;  // the prompt's loop continues
+      std::vector<BatchRequest> requests(3);
+      for (BatchRequest& q : requests) q.prompt = prompt, q.max_new_tokens = 12, q.stop_at_eos = false, q.sampling = s;
+      BatchOptions o;
+      o.max_in_flight = 2;
+      const BatchResult b = decode_batched(target, requests, [&](std::size_t, ForwardGather&) { return make_method_proposer(spec, in); }, o);
+      for (std::size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(b.requests[i].generation.tokens, expected) << where << ", request " << i;
     }
   }
 }
