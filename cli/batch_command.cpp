@@ -91,9 +91,10 @@ void check_args(const DecodeArgs& a, const BatchArgs& b) {
   }
   if (!b.prompts_file.empty() && !b.prompt_set.empty()) throw Error("give either --prompts FILE or --prompt-set NAME, not both");
   if (one_prompt && b.per_category) throw Error("--per-category selects from a prompt file or set, not from --prompt");
-  if (!b.prompt_set.empty() && b.prompt_set != "heldout") {
-    throw Error("--prompt-set: the bundled set is 'heldout' (the held-out prompts), got '" + b.prompt_set +
-                "'; give other prompts with --prompts FILE");
+  if (!b.prompt_set.empty() && !sweep::is_bundled_prompt_set(b.prompt_set)) {
+    std::string sets;
+    for (const std::string& s : sweep::bundled_prompt_sets()) sets += (sets.empty() ? "'" : ", '") + s + "'";
+    throw Error("--prompt-set: the bundled sets are " + sets + ", got '" + b.prompt_set + "'; give other prompts with --prompts FILE");
   }
   check_method_args(a);
   check_batch_speculation_args(a);
@@ -121,8 +122,8 @@ std::vector<PromptItem> load_prompt_items(const DecodeArgs& a, const BatchArgs& 
   }
   const std::vector<sweep::Prompt> prompts = !b.prompts_file.empty()
                                                  ? sweep::load_prompt_file(b.prompts_file, b.per_category)
-                                                 : sweep::load_category_prompts(sweep::heldout_prompts_path(), "heldout", b.per_category);
-  source = !b.prompts_file.empty() ? b.prompts_file : "heldout";
+                                                 : sweep::load_bundled_prompts(b.prompt_set.empty() ? "heldout" : b.prompt_set, b.per_category);
+  source = !b.prompts_file.empty() ? b.prompts_file : b.prompt_set.empty() ? "heldout" : b.prompt_set;
   for (const sweep::Prompt& p : prompts) items.push_back({p.id, p.category, p.text, {}});
   return items;
 }
@@ -191,14 +192,14 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
   add_monitor_options(desc, monitor_args);
   desc.add_options()
       ("prompts", po::value(&b.prompts_file), "prompt file: MT-Bench / Spec-Bench JSONL questions (question_id, category, turns; the first turn is decoded) or a JSON object of category -> texts")
-      ("prompt-set", po::value(&b.prompt_set), "a bundled prompt set: heldout (the default without --prompts or --prompt)")
+      ("prompt-set", po::value(&b.prompt_set), "a bundled prompt set: heldout (the default without --prompts or --prompt) or context (passages and code the continuation repeats)")
       ("per-category", po::value(&b.per_category)->default_value(b.per_category), "the first N prompts of each category (0 = all)")
       ("concurrency", po::value(&b.concurrency)->default_value(b.concurrency), "sequences decoding at once, B (1..4096)")
       ("requests", po::value(&requests_text), "requests to send: the prompts cycled, or cut, to N (default: each prompt once)")
       ("rate", po::value(&rate_text), "arrivals per second, a Poisson process drawn from --seed (default: every request at once)")
       ("out", po::value(&b.out), "write one JSON line per request to this file as it finishes (tokens, text, TTFT, TPOT, queueing delay)");
   if (!parse_options(args, desc, io,
-                     "specdec batch --model DIR [--prompts FILE | --prompt-set heldout] [--concurrency B] [--requests N] "
+                     "specdec batch --model DIR [--prompts FILE | --prompt-set heldout|context] [--concurrency B] [--requests N] "
                      "[--rate R] [--out FILE.jsonl] [method and sampling options]")) {
     return 0;
   }

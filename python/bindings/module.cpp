@@ -25,6 +25,7 @@
 #include "reference/policies/policy_spec.hpp"
 #include "validation/validate_run.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/drafting/suffix_proposer.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/model/ops.hpp"
@@ -607,6 +608,93 @@ py::object validate(const py::object& model, const py::object& prompt, const py:
   return report;
 }
 
+// ---- draft-free rules ----------------------------------------------------------------------------
+
+// One proposal of a draft-free method (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree) over
+// a token history, by the proposer its registry entry makes for a run: what a decoding step after
+// `history` drafts. Suffix methods first see `responses` as the run's earlier finished responses.
+py::dict draft_free(const std::string& method, const py::object& history_obj, int k, const py::object& prompt_length_obj,
+                    int max_length, int max_model_len, const py::object& responses_obj, const py::object& eos_obj) {
+  const std::string fn = "draft_free";
+  const std::vector<int32_t> history = int_vector(history_obj, fn + ": history");
+  if (history.empty()) throw Error(fn + ": history must hold at least one token (the last one is the pending token)");
+  MethodSpec spec = parse_method_text(method, fn + ": method");
+  const MethodEntry& e = method_entry(spec.name, fn + ": method");
+  if (e.drafter.kind != DrafterNeed::Kind::context) {
+    std::string known;
+    for (const MethodEntry& m : method_registry())
+      if (m.drafter.kind == DrafterNeed::Kind::context) known += (known.empty() ? "" : ", ") + m.name;
+    throw Error(fn + ": method '" + e.name + "' does not draft from the token history alone; the draft-free methods: " + known);
+  }
+  spec.k = k;
+  const int L = static_cast<int>(history.size());
+  const int prompt_length = prompt_length_obj.is_none() ? L - 1 : prompt_length_obj.cast<int>();
+  if (prompt_length < 0 || prompt_length > L) {
+    throw Error(fn + ": prompt_length must be in [0, len(history)] = [0, " + std::to_string(L) + "] (got " +
+                std::to_string(prompt_length) + ")");
+  }
+  if (max_length < 0) throw Error(fn + ": max_length must be >= 0 (0: none; got " + std::to_string(max_length) + ")");
+  if (max_model_len < 1) throw Error(fn + ": max_model_len must be >= 1 (got " + std::to_string(max_model_len) + ")");
+  if (py::isinstance<py::str>(responses_obj) || !py::isinstance<py::sequence>(responses_obj)) {
+    throw Error(fn + ": responses must be a list of token-id lists");
+  }
+  std::vector<std::vector<int32_t>> responses;
+  const auto seqs = responses_obj.cast<py::sequence>();
+  for (std::size_t i = 0; i < seqs.size(); ++i) responses.push_back(int_vector(seqs[i], fn + ": responses[" + std::to_string(i) + "]"));
+
+  // A config the proposer reads: its context length, and a vocabulary holding every id given.
+  int32_t top = 0;
+  const auto check_ids = [&](const std::vector<int32_t>& ids, const std::string& name) {
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0) throw Error(fn + ": " + name + "[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not a token id (< 0)");
+      top = std::max(top, ids[i]);
+    }
+  };
+  check_ids(history, "history");
+  for (std::size_t i = 0; i < responses.size(); ++i) check_ids(responses[i], "responses[" + std::to_string(i) + "]");
+  ModelConfig target;
+  target.vocab_size = top == std::numeric_limits<int32_t>::max() ? top : top + 1;
+  target.max_position_embeddings = max_model_len;
+  const std::vector<int32_t> eos = int_vector(eos_obj, fn + ": eos_token_ids");
+  check_ids(eos, "eos_token_ids");
+  target.eos_token_ids.assign(eos.begin(), eos.end());
+  target.vocab_size = std::max(target.vocab_size, top == std::numeric_limits<int32_t>::max() ? top : top + 1);
+
+  ProposerInputs in;
+  in.target = &target;
+  in.capacity = max_model_len;
+  if (!responses.empty()) {
+    if (!e.make_run_state) throw Error(fn + ": responses= are a run's earlier responses, which only the suffix methods read ('" + e.name + "' keeps none)");
+    in.run_state = e.make_run_state(spec.normalized());
+    auto* run = dynamic_cast<SuffixResponses*>(in.run_state.get());
+    if (!run) throw Error(fn + ": method '" + e.name + "' keeps no tree of earlier responses");
+    for (const std::vector<int32_t>& r : responses) run->finish(run->start(), r);  // started and finished in order
+  }
+  std::unique_ptr<Proposer> proposer = make_method_proposer(spec, in);
+
+  DraftContext ctx;
+  ctx.sequence = &history;
+  ctx.committed = L - 1;
+  ctx.prompt_length = prompt_length;
+  ctx.max_length = max_length;
+  const Proposal p = proposer->propose(ctx);
+
+  py::list sources;
+  for (const DraftSource& s : p.sources) {
+    py::dict d;
+    d["origin"] = s.origin == DraftSource::Origin::responses ? "responses" : "context";
+    d["position"] = s.position;
+    d["match_length"] = s.match_length;
+    d["request"] = s.request;
+    sources.append(d);
+  }
+  py::dict out;
+  out["tokens"] = py::cast(p.tree.tokens);
+  out["parents"] = py::cast(p.tree.parents);
+  out["sources"] = sources;
+  return out;
+}
+
 }  // namespace
 
 }  // namespace specdec::python
@@ -803,6 +891,17 @@ PYBIND11_MODULE(_core, mod) {
           py::arg("against") = "reference", py::arg("backend") = py::none(), SPECDEC_METHOD_ARGS(32),
           "Compares a backend with the reference (against=) or with a recorded trace (trace=), as `specdec validate` does;\n"
           "returns its report as a dict (validation::to_json, as --json prints it) with passed = True | False added.");
+  mod.def("draft_free", &specdec::python::draft_free, py::arg("method"), py::arg("history"), py::kw_only(), py::arg("k") = 4,
+          py::arg("prompt_length") = py::none(), py::arg("max_length") = 0, py::arg("max_model_len") = 2048,
+          py::arg("responses") = py::list(), py::arg("eos_token_ids") = py::list(),
+          "One proposal of a draft-free method (ngram | prompt-lookup | ngram-tree | suffix | suffix-tree, with parameters as\n"
+          "--method takes them, e.g. 'ngram,n_min=2,n_max=3') after `history` (L ids, the last one pending), as a decoding\n"
+          "step drafts it: k = K; prompt_length = the prompt's length in history (default L - 1); max_length = the length\n"
+          "the sequence may reach (prompt-lookup; 0: none); max_model_len = the model's context; responses = earlier\n"
+          "finished responses (lists of ids), the run's shared tree of the suffix methods, oldest first; eos_token_ids =\n"
+          "the model's EOS ids (prompt-lookup cuts its drafts before one, as transformers does). Returns\n"
+          "{'tokens': (N) ids, 'parents': (N) node index or -1 (after the pending token), 'sources': (N) dicts\n"
+          "{'origin': 'context' | 'responses', 'position', 'match_length', 'request'}}.");
 #undef SPECDEC_METHOD_PARAMS
 #undef SPECDEC_METHOD_VALUES
 #undef SPECDEC_METHOD_ARGS

@@ -15,6 +15,7 @@ try:
         Tokenizer,
         __version__,
         backends,
+        draft_free,
         generate,
         generate_batch,
         load_drafter,
@@ -31,7 +32,7 @@ except ImportError as _error:  # the extension was not built (no pybind11) or no
 
     def __getattr__(name):
         if name in ("load_model", "load_drafter", "generate", "generate_batch", "record", "validate", "backends",
-                    "set_num_threads", "Model", "Drafter", "Cache", "Tokenizer", "Generation"):
+                    "set_num_threads", "draft_free", "Model", "Drafter", "Cache", "Tokenizer", "Generation"):
             raise ImportError(
                 f"specdec.{name} needs the compiled extension specdec._core, which could not be "
                 f"imported ({_core_import_error}); build it with pybind11 installed (docs/python.md)")

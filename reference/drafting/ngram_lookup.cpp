@@ -56,12 +56,17 @@ NgramMatch vllm_ngram_lookup(History h, int n_min, int n_max, int k, int max_mod
   return {};
 }
 
-NgramMatch hf_prompt_lookup(History h, int n_max, int k, int max_length) {
+NgramMatch hf_prompt_lookup(History h, int n_max, int k, int max_length, std::span<const int32_t> eos) {
   const int64_t L = static_cast<int64_t>(h.size());
   if (max_length > 0 && max_length == L + 1) return {};
   for (int n = static_cast<int>(std::min<int64_t>(n_max, L - 1)); n >= 1; --n) {
     const int64_t s = first_occurrence(h, n);
-    if (s >= 0) return copy_after(h, s, n, k);
+    if (s < 0) continue;
+    NgramMatch m = copy_after(h, s, n, k);
+    const auto stop = std::find_first_of(m.tokens.begin(), m.tokens.end(), eos.begin(), eos.end());
+    m.tokens.erase(stop, m.tokens.end());
+    if (m.tokens.empty()) return {};
+    return m;
   }
   return {};
 }

@@ -30,10 +30,12 @@ struct NgramMatch {
 NgramMatch vllm_ngram_lookup(std::span<const int32_t> history, int n_min, int n_max, int k, int max_model_len);
 
 // Hugging Face transformers (PromptLookupCandidateGenerator): n from min(n_max, L − 1) down to 1,
-// the first occurrence (in position order) of the first n that has one; at most K drafts. Nothing
-// when `max_length` (the generation's max_length; 0: none) is L + 1: the one token left is the
-// target's own.
-NgramMatch hf_prompt_lookup(std::span<const int32_t> history, int n_max, int k, int max_length);
+// the first occurrence (in position order) of the first n that has one; at most K drafts, cut
+// before the first of `eos` (the generation's EOS ids: a match whose continuation starts with one
+// drafts nothing; the search does not go on). Nothing when `max_length` (the generation's
+// max_length; 0: none) is L + 1: the one token left is the target's own.
+NgramMatch hf_prompt_lookup(std::span<const int32_t> history, int n_max, int k, int max_length,
+                            std::span<const int32_t> eos = {});
 
 // The tree form, in the manner of SGLang's n-gram trie (not its exact rule, which also pools
 // earlier requests): the longest n in [n_min, n_max] whose n-gram has occurrences; the

@@ -43,7 +43,7 @@ Proposal NgramProposer::propose(const DraftContext& ctx) {
   }
   const NgramMatch m = options_.rule == NgramOptions::Rule::vllm
                            ? vllm_ngram_lookup(history, options_.n_min, options_.n_max, k, options_.max_model_len)
-                           : hf_prompt_lookup(history, options_.n_max, k, ctx.max_length);
+                           : hf_prompt_lookup(history, options_.n_max, k, ctx.max_length, options_.eos);
   for (std::size_t i = 0; i < m.tokens.size(); ++i)
     p.sources.push_back({DraftSource::Origin::context, m.start + static_cast<int64_t>(i), m.length, -1});
   p.tree = DraftTree::chain(m.tokens);

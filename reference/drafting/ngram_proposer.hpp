@@ -16,6 +16,7 @@ struct NgramOptions {
   int breadth = 1;      // tree: children kept per node
   int max_nodes = 4;    // tree: draft nodes per step
   int max_model_len = 0;  // vllm: the model's context (drafts stop there)
+  std::vector<int32_t> eos;  // hf: the EOS ids drafts stop before
 };
 
 class NgramProposer final : public Proposer {

@@ -65,7 +65,8 @@ Proposal SuffixProposer::propose(const DraftContext& ctx) {
   }
 
   SuffixSpeculation how;
-  const int64_t left = options_.max_model_len > 0 ? static_cast<int64_t>(options_.max_model_len) - static_cast<int64_t>(seq.size()) : options_.k;
+  // vLLM's SuffixDecodingProposer: min(K, max_model_len − L − 1), one less than its n-gram rule allows.
+  const int64_t left = options_.max_model_len > 0 ? static_cast<int64_t>(options_.max_model_len) - static_cast<int64_t>(seq.size()) - 1 : options_.k;
   how.max_spec_tokens = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(step_depth(ctx, options_.k), left)));
   how.spec_factor = options_.spec_factor;
   how.spec_offset = options_.spec_offset;

@@ -25,7 +25,7 @@ struct SuffixOptions {
   float min_token_prob = 0.1f;
   int max_cached = 10000;      // responses kept in the shared tree (0: none)
   bool tree = false;           // best-first tree instead of the greedy path
-  int max_model_len = 0;       // drafts stop at the model's context
+  int max_model_len = 0;       // the model's context: at most max_model_len − L − 1 drafts (vLLM's rule; 0: no limit)
 };
 
 // The earlier responses of a run, oldest evicted first.

@@ -15,6 +15,7 @@ NgramOptions options(const MethodSpec& s, const ProposerInputs& in, NgramOptions
   o.rule = rule;
   o.k = s.k;
   o.max_model_len = in.target->max_position_embeddings;
+  o.eos.assign(in.target->eos_token_ids.begin(), in.target->eos_token_ids.end());
   if (s.params.contains("n_min")) o.n_min = param(s, "n_min");
   if (s.params.contains("n_max")) o.n_max = param(s, "n_max");
   if (s.params.contains("breadth")) o.breadth = param(s, "breadth");

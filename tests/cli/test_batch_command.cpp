@@ -265,7 +265,7 @@ TEST_F(BatchCommand, BadInputsNameTheProblem) {
   const fs::path bad = dir_ / "bad.jsonl";
   std::ofstream(bad) << R"({"question_id": 1, "turns": ["fine"]})" "\n" R"({"question_id": 2, "turns": [)" "\n";
   fails({"--prompts", bad.string()}, "bad.jsonl:2: not a JSON object");
-  fails({"--prompt-set", "mtbench"}, "--prompt-set: the bundled set is 'heldout'");
+  fails({"--prompt-set", "mtbench"}, "--prompt-set: the bundled sets are 'heldout', 'context'");
   fails({"--prompts", questions(), "--prompt", "Hi"}, "give the prompts one way");
   fails({"--prompts", questions(), "--out", (dir_ / "no" / "such" / "dir.jsonl").string()}, "does not exist");
   fails({"--prompts", questions(), "--out", dir_.string()}, "is not a regular file");
