@@ -39,9 +39,12 @@ BATCHED_SCHEMA_VERSION = "2.0"  # a batch: several sequences and the batch sched
 EXACTNESS_CONTRACT = "2"  # reference/core/exact_math.hpp kContractVersion
 FORMAT = "specdec-trace"
 # The method registry (reference/methods/registry.cpp; `specdec methods --json` prints it): each
-# method's name and what it drafts with — None (no drafter), "draft_lm" (a language model) or a
-# head kind. test_trace_writer.py keeps this equal to the C++ table.
-METHOD_DRAFTERS = {"sequential": None, "draft": "draft_lm", "eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle"}
+# method's name and what it drafts with — None (no drafter), "draft_lm" (a language model), a
+# head kind, or "context" (draft-free: the token history; no drafter model in the trace).
+# test_trace_writer.py keeps this equal to the C++ table.
+METHOD_DRAFTERS = {"sequential": None, "draft": "draft_lm", "eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle",
+                   "ngram": "context", "prompt-lookup": "context", "ngram-tree": "context", "suffix": "context",
+                   "suffix-tree": "context"}
 METHODS = tuple(METHOD_DRAFTERS)
 LAYER_SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 
