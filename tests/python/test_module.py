@@ -41,7 +41,7 @@ def cli(*args):
 def cli_generate(prompt, method, extra=()):
     args = ["generate", "--model", TARGET, "--prompt-ids", ",".join(map(str, prompt)), "--method", method, "--json",
             *extra]
-    if method != "sequential":
+    if method in DRAFTERS:
         args += ["--drafter", os.path.join(MODELS, DRAFTERS[method])]
     return json.loads(cli(*args))
 
@@ -187,6 +187,9 @@ CASES = [
     ("sequential", {}), ("draft", {"k": 3}), ("eagle", {}), ("eagle", {"tree": "dynamic", "depth": 4, "tree_top_k": 4,
                                                                           "total_tokens": 12}),
     ("eagle3", {}), ("eagle3", {"tree": "mc_sim_7b_63"}), ("peagle", {"k": 3}),
+    # Draft-free: no drafter; parameters ride with the name as on the command line.
+    ("ngram,n_min=1,n_max=3", {"k": 5}), ("prompt-lookup", {}), ("ngram-tree,nodes=6", {"k": 4}),
+    ("suffix,min_prob=0.05", {"k": 6}), ("suffix-tree", {"k": 6}),
 ]
 
 
@@ -201,6 +204,8 @@ def cli_extra(kw):
 def test_generate_equals_the_command_line(target, drafters, prompt, method, kw):
     g = specdec.generate(target, prompt, method=method, drafter=drafters.get(method), max_new_tokens=24, **kw)
     j = cli_generate(prompt, method, ["--max-new-tokens", "24", *cli_extra(kw)])
+    if method != "sequential":  # every method emits what sequential decoding emits
+        assert g.tokens == specdec.generate(target, prompt, method="sequential", max_new_tokens=24).tokens
     assert g.tokens == j["output_tokens"]
     assert g.stop_reason == j["stop_reason"]
     assert g.prompt_tokens == j["prompt_tokens"]
