@@ -18,6 +18,7 @@
 #include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
+#include "reference/methods/method_spec.hpp"
 #include "reference/policies/policy_spec.hpp"
 #include "reference/policies/registry.hpp"
 #include "simulator/policy_pricing.hpp"
@@ -189,6 +190,7 @@ nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
                       {"draft_ms", p.step.draft_s * 1e3},
                       {"verify_ms", p.step.verify_s * 1e3},
                       {"overhead_ms", p.step.overhead_s * 1e3},
+                      {"lookup_ms", p.step.lookup_s * 1e3},
                       {"verify_tokens_per_sequence", p.step.verify_tokens},
                       {"verify_flop_per_byte", p.verify_intensity},
                       {"ridge_point_flop_per_byte", p.ridge_point},
@@ -238,9 +240,11 @@ void print_breakdown(std::ostream& out, const Prediction& p) {
 void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p) {
   out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp << ", batch "
       << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
+  const bool lookup = p.method != Method::sequential && draft_free(p.method);
   out << "method " << method_name(p.method);
-  if (s.drafter) out << " with " << s.drafter->name;
-  if (p.tree_nodes) out << ", tree of " << p.tree_nodes << " nodes, depth " << p.k;
+  if (lookup) out << " (draft-free: no drafter forward)";
+  else if (s.drafter) out << " with " << s.drafter->name;
+  if (p.tree_nodes) out << ", tree of " << (lookup ? "up to " : "") << p.tree_nodes << " nodes, depth " << p.k;
   else if (p.method != Method::sequential) out << ", K = " << p.k;
   if (s.measured_tokens_per_step && p.method != Method::sequential) out << ", acceptance: measured AL";
   else if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
@@ -255,6 +259,10 @@ void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p)
   line("step = draft + verify + overhead",
        fmt(p.step.total_s() * 1e3, 3) + " = " + fmt(p.step.draft_s * 1e3, 3) + " + " + fmt(p.step.verify_s * 1e3, 3) +
            " + " + fmt(p.step.overhead_s * 1e3, 3) + " ms");
+  if (lookup) {
+    line("of which draft lookup (host)", fmt(p.step.lookup_s * 1e3, 3) + " ms");
+    line("verified tokens per sequence", fmt(p.step.verify_tokens, 3) + " (match rate " + fmt(s.match_rate, 3) + ")");
+  }
   line("verify intensity / ridge", fmt(p.verify_intensity, 1) + " / " + fmt(p.ridge_point, 1) + " FLOP/byte");
   line("memory per device", fmt((p.weight_bytes_per_device + p.kv_bytes_per_device) / 1e9, 2) + " GB of " +
                                 fmt(s.hardware.memory_bytes / 1e9, 1) + (p.fits_memory ? " (fits)" : " (DOES NOT FIT)"));
@@ -269,10 +277,12 @@ int usage(std::ostream& out, const po::options_description& desc) {
          "       specdec simulate --calibrate MEASURED.{json,csv} [--hardware H] [--engine E] [--output FITTED.json]\n"
          "                        [--engine-output FITTED_ENGINE.json]\n"
          "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n"
-         "       specdec simulate --evaluate PUBLISHED.json|DIR [--specs-dir FITTED] [--hardware H] [--engine E]\n\n"
-         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3 and\n"
-         "P-EAGLE decoding from model, drafter, hardware and engine specs (simulator/specs; any HF config.json\n"
-         "works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
+         "       specdec simulate --evaluate PUBLISHED.json|DIR [--specs-dir FITTED] [--hardware H] [--engine E]\n"
+         "       specdec simulate --model M --hardware H --method ngram|prompt-lookup|ngram-tree|suffix|suffix-tree\n"
+         "                        --category C [--k K | --best-k N]        (draft-free: acceptance by prompt category)\n\n"
+         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3, P-EAGLE and\n"
+         "draft-free (n-gram lookup, suffix decoding) decoding from model, drafter, hardware and engine specs\n"
+         "(simulator/specs; any HF config.json works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
       << desc << "\n";
   return 0;
 }
@@ -672,7 +682,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
     ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
-    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter)")
+    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
+    ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE; --list shows them)")
+    ("match-rate", po::value<double>(), "draft-free methods: the share of steps that find a match and draft (the rest verify the bonus token alone); the acceptance model given describes the steps that draft")
     ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
     ("best-k", po::value<std::string>(), "search K and report the best (lowest TPOT): N (K = 1..N), a list 2,4,6 or a range 3-8; P-EAGLE: its parallel depth")
     ("best-tree", po::value<std::string>(), "search EAGLE-2 trees TOTALS/DEPTHS/TOP_KS, each a list or range (e.g. 32,48,64/4-8/8,10)")
@@ -741,6 +753,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       for (const auto& n : specs.names(kind)) io.out << " " << n;
       io.out << "\n";
     }
+    for (const auto& n : specs.names("drafters")) {
+      const DrafterSpec d = specs.drafter_spec(n);
+      if (draft_free(d.method)) io.out << "categories of " << n << " (--category): " << d.category_list() << "\n";
+    }
     return 0;
   }
   if (vm.count("evaluate")) {
@@ -770,18 +786,70 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   if (s.workload.tp > s.hardware.devices_per_instance)
     throw Error("--tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
                 " devices of one " + s.hardware.name + " instance");
+  // A draft-free method's spec (no model; its acceptance by prompt category): --drafter FILE, or the
+  // bundled drafters/<method>.json.
+  std::optional<DrafterSpec> free_spec;
   if (vm.count("drafter")) {
-    s.drafter = specs.drafter(vm["drafter"].as<std::string>(), s.target);
+    const std::string name = vm["drafter"].as<std::string>();
+    s.drafter = specs.drafter(name, s.target);
     s.plan.method = s.drafter->method;
+    if (s.drafter->draft_free) free_spec = specs.drafter_spec(name);
   }
   if (vm.count("method")) {
-    const Method m = parse_method(vm["method"].as<std::string>(), "--method");
-    if (m == Method::sequential) s.drafter.reset();
-    else if (!s.drafter) throw Error("--method " + method_name(m) + " needs --drafter");
+    const MethodSpec ms = parse_method_text(vm["method"].as<std::string>(), "--method");
+    const Method m = parse_method(ms.name, "--method");
+    if (m == Method::sequential) {
+      s.drafter.reset();
+      free_spec.reset();
+    } else if (!s.drafter && draft_free(m)) {
+      const auto names = specs.names("drafters");
+      if (std::find(names.begin(), names.end(), ms.name) != names.end()) {
+        s.drafter = specs.drafter(ms.name, s.target);
+        free_spec = specs.drafter_spec(ms.name);
+      }
+    } else if (!s.drafter) {
+      throw Error("--method " + method_name(m) + " needs --drafter");
+    }
     s.plan.method = m;
+    if (ms.params.contains("nodes")) s.plan.nodes = ms.params.at("nodes").get<int>();
   }
+  const Method method = s.plan.method;
+  const bool lookup = method != Method::sequential && draft_free(method);
+  for (const char* o : {"category", "match-rate"})
+    if (vm.count(o) && !lookup)
+      throw Error(std::string("--") + o + " is for draft-free methods (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree); " +
+                  (method == Method::sequential ? std::string("no method was given (--method NAME)")
+                                                : "method " + method_name(method) + " drafts with a model: give its acceptance with --alpha, --acceptance, ..."));
   s.acceptance = acceptance_from_options(vm);
   if (vm.count("al")) s.measured_tokens_per_step = vm["al"].as<double>();
+  std::optional<double> match_rate;
+  if (vm.count("match-rate")) {
+    match_rate = vm["match-rate"].as<double>();
+    if (!(*match_rate >= 0 && *match_rate <= 1)) throw Error("--match-rate: the share of steps that draft must be in [0, 1]");
+  }
+  if (vm.count("category")) {
+    const std::string name = vm["category"].as<std::string>();
+    if (s.acceptance || s.measured_tokens_per_step)
+      throw Error("--category takes the acceptance of category '" + name + "' from the drafter spec; give it or an acceptance "
+                  "model (--alpha, --acceptance, ...), not both (to change a category's numbers, give a spec of your own with --drafter FILE)");
+    if (!free_spec || free_spec->categories.empty())
+      throw Error("--category: no drafter spec with prompt categories for method " + method_name(method) +
+                  (free_spec ? " (drafter '" + free_spec->name + "' has none)" : std::string(" (no drafters/") + method_name(method) + ".json)") +
+                  "; give one with --drafter FILE, or an acceptance model (--alpha, --acceptance, ...)");
+    const CategoryAcceptance& c = free_spec->category(name);
+    CategoryAcceptance use = c;
+    if (match_rate) use.match_rate = match_rate;
+    s.acceptance = use.acceptance(free_spec->name);
+    if (use.match_rate) s.match_rate = *use.match_rate;
+  } else if (match_rate) {
+    s.match_rate = *match_rate;
+    if (s.acceptance) s.acceptance = with_match_rate(s.acceptance, *match_rate);
+  }
+  if (lookup && !s.acceptance && !s.measured_tokens_per_step)
+    throw Error("method " + method_name(method) + " drafts from the token history, so its acceptance depends on how much the "
+                "output repeats the prompt: give --category (" + (free_spec ? free_spec->name + "'s: " + free_spec->category_list()
+                                                                          : std::string("no spec found for it")) +
+                ") or an acceptance model (--alpha, --acceptance, --acceptance-table, --acceptance-by-depth, --trace or --al)");
   if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
                 "--acceptance-by-depth, --tree-acceptance, --trace or --al");
@@ -887,6 +955,11 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                        {"prompt_len", s.workload.prompt_len},
                        {"output_len", s.workload.output_len},
                        {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
+    if (lookup) {
+      out["scenario"]["draft_free"] = true;
+      out["scenario"]["match_rate"] = s.match_rate;
+      if (vm.count("category")) out["scenario"]["category"] = vm["category"].as<std::string>();
+    }
     out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
   } else {
     print_prediction(io.out, s, p);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "reference/core/error.hpp"
@@ -174,7 +175,59 @@ class Replay final : public AcceptanceModel {
   int k_;
 };
 
+// Draft-free steps that find no match draft nothing (the bonus token alone): a share h of the
+// steps drafts, with `inner`'s acceptance.
+class MatchRate final : public AcceptanceModel {
+ public:
+  MatchRate(AcceptancePtr inner, double h) : inner_(std::move(inner)), h_(h) {
+    if (!inner_) throw Error("match rate: no acceptance model to scale");
+    check_probability(h_, "match rate (share of steps that draft)");
+  }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    return k == 0 ? 1.0 : 1.0 + h_ * (inner_->expected_tokens(k) - 1.0);
+  }
+  double conditional(int depth, int rank) const override {
+    const double c = inner_->conditional(depth, rank);
+    return depth == 1 ? h_ * c : c;
+  }
+  int max_k() const override { return inner_->max_k(); }
+  bool answers(int k) const override { return inner_->answers(k); }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << inner_->describe() << ", drafts on " << std::setprecision(3) << 100 * h_ << "% of steps";
+    return s.str();
+  }
+
+ private:
+  AcceptancePtr inner_;
+  double h_;
+};
+
+class Described final : public AcceptanceModel {
+ public:
+  Described(AcceptancePtr inner, std::string text) : inner_(std::move(inner)), text_(std::move(text)) {
+    if (!inner_) throw Error("described acceptance: no model");
+  }
+  double expected_tokens(int k) const override { return inner_->expected_tokens(k); }
+  double conditional(int depth, int rank) const override { return inner_->conditional(depth, rank); }
+  int max_k() const override { return inner_->max_k(); }
+  bool answers(int k) const override { return inner_->answers(k); }
+  std::string describe() const override { return text_ + ": " + inner_->describe(); }
+
+ private:
+  AcceptancePtr inner_;
+  std::string text_;
+};
+
 }  // namespace
+
+AcceptancePtr with_match_rate(AcceptancePtr inner, double match_rate) {
+  return std::make_shared<MatchRate>(std::move(inner), match_rate);
+}
+AcceptancePtr described_acceptance(AcceptancePtr inner, std::string description) {
+  return std::make_shared<Described>(std::move(inner), std::move(description));
+}
 
 AcceptancePtr iid_acceptance(double alpha) { return std::make_shared<Iid>(alpha); }
 AcceptancePtr conditional_acceptance(std::vector<double> a) { return std::make_shared<Conditional>(std::move(a)); }

@@ -50,6 +50,13 @@ AcceptancePtr acceptance_by_depth(const std::vector<double>& reached);
 // accepted min(accepted[i], k), so AL(k) = 1 + mean(min(accepted, k)) exactly.
 AcceptancePtr replay_acceptance(std::vector<int> accepted, int recorded_k);
 
+// Draft-free methods draft only on the steps that find a match; the others verify the bonus token
+// alone. With a share `match_rate` h of the steps drafting, and `inner` the acceptance among those,
+// AL(K) = 1 + h·(AL_inner(K) − 1) and P(accepted ≥ d) = h·P_inner(accepted ≥ d).
+AcceptancePtr with_match_rate(AcceptancePtr inner, double match_rate);
+// `inner` under a longer description ("category 'blazedit' of ngram (measured ...): <inner's>").
+AcceptancePtr described_acceptance(AcceptancePtr inner, std::string description);
+
 // Leviathan et al. closed forms, for reference and tests: expected tokens per step and speedup
 // with cost ratio c = T_draft / T_target.
 double leviathan_expected_tokens(double alpha, int k);

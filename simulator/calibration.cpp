@@ -20,7 +20,7 @@ namespace {
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
-                                             "tree", "dynamic_tree"};
+                                             "tree", "dynamic_tree", "match_rate"};
 
 MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs) {
   check_known_fields(r, kRowFields, where);

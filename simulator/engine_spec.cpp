@@ -1,5 +1,6 @@
 #include "simulator/engine_spec.hpp"
 
+#include <cmath>
 #include <vector>
 
 #include "reference/core/error.hpp"
@@ -26,6 +27,67 @@ double lookup_method(const std::map<std::string, double>& m, const std::string& 
   return it == m.end() ? 0.0 : it->second;
 }
 
+template <class T>
+const T* lookup_entry(const std::map<std::string, T>& m, const std::string& method) {
+  auto it = m.find(method);
+  if (it != m.end()) return &it->second;
+  for (const std::string& sibling : method_entry(method).cost_siblings) {
+    it = m.find(sibling);
+    if (it != m.end()) return &it->second;
+  }
+  it = m.find("default");
+  return it == m.end() ? nullptr : &it->second;
+}
+
+LookupCost parse_lookup_cost(const nlohmann::json& v, const std::string& where) {
+  LookupCost c;
+  if (v.is_number()) {
+    c.per_sequence_s = v.get<double>();
+    require_positive(c.per_sequence_s, "per_sequence_s", where, true);
+    return c;
+  }
+  if (!v.is_object())
+    throw Error(where + ": must be seconds per sequence or an object {per_step_s, per_sequence_s, per_context_token_s, "
+                "per_emitted_token_s, threads}");
+  check_known_fields(v, {"per_step_s", "per_sequence_s", "per_context_token_s", "per_emitted_token_s", "threads"}, where);
+  c.per_step_s = get_number_or(v, "per_step_s", 0.0, where);
+  c.per_sequence_s = get_number_or(v, "per_sequence_s", 0.0, where);
+  c.per_context_token_s = get_number_or(v, "per_context_token_s", 0.0, where);
+  c.per_emitted_token_s = get_number_or(v, "per_emitted_token_s", 0.0, where);
+  require_positive(c.per_step_s, "per_step_s", where, true);
+  require_positive(c.per_sequence_s, "per_sequence_s", where, true);
+  require_positive(c.per_context_token_s, "per_context_token_s", where, true);
+  require_positive(c.per_emitted_token_s, "per_emitted_token_s", where, true);
+  c.threads = get_int_or(v, "threads", 1, where);
+  if (c.threads < 1 || c.threads > 4096)
+    throw Error(where + ": field 'threads' must be in [1, 4096] host threads, got " + std::to_string(c.threads));
+  return c;
+}
+
+std::map<std::string, LookupCost> parse_lookup(const nlohmann::json& o, const std::string& source) {
+  std::map<std::string, LookupCost> out;
+  if (!has_field(o, "lookup")) return out;
+  const auto& m = o.at("lookup");
+  const std::string where = source + ": field 'lookup'";
+  if (!m.is_object())
+    throw Error(where + " must be an object {method: {per_step_s, per_sequence_s, per_context_token_s, "
+                "per_emitted_token_s, threads}}");
+  for (const auto& [method, v] : m.items()) {
+    if (method == "sources" || method == "comment" || method.rfind('_', 0) == 0) continue;
+    const std::string key = method == "default" ? method : method_name(parse_method(method, where));
+    if (key != "default" && !draft_free(parse_method(key, where)))
+      throw Error(where + ": method " + key + " drafts with a model; a lookup term is for draft-free methods (" +
+                  [] {
+                    std::string names;
+                    for (int i = 0; i < kPricedMethods; ++i)
+                      if (draft_free(Method(i))) names += (names.empty() ? "" : ", ") + method_name(Method(i));
+                    return names;
+                  }() + ")");
+    out[key] = parse_lookup_cost(v, source + " (overhead.lookup." + method + ")");
+  }
+  return out;
+}
+
 std::map<std::string, double> parse_method_map(const nlohmann::json& j, const std::string& key,
                                                const std::string& source) {
   std::map<std::string, double> out;
@@ -50,6 +112,16 @@ std::map<std::string, double> parse_method_map(const nlohmann::json& j, const st
 
 }  // namespace
 
+double LookupCost::seconds(int batch, double context, double emitted) const {
+  const double rounds = std::ceil(double(std::max(batch, 0)) / double(std::max(threads, 1)));
+  return per_step_s + rounds * (per_sequence_s + per_context_token_s * context + per_emitted_token_s * emitted);
+}
+
+LookupCost EngineSpec::lookup_cost(const std::string& method) const {
+  const LookupCost* c = lookup_entry(lookup, method);
+  return c ? *c : LookupCost{};
+}
+
 double EngineSpec::draft_step_overhead(const std::string& method) const {
   return lookup_method(draft_step_overhead_s, method);
 }
@@ -66,14 +138,15 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
   if (has_field(j, "overhead")) {
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
-    if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row}");
-    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row"}, s);
+    if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
+    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "lookup"}, s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_positive(e.step_overhead_s, "step_s", s, true);
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
     require_positive(e.sampling_s_per_row, "sampling_s_per_row", s, true);
     e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
     e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
+    e.lookup = parse_lookup(o, s);
   }
   if (has_field(j, "kernels")) {
     const auto& k = j.at("kernels");
@@ -122,6 +195,16 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
                    {"draft_step_s", e.draft_step_overhead_s},
                    {"spec_step_s", e.spec_step_overhead_s},
                    {"sampling_s_per_row", e.sampling_s_per_row}};
+  if (!e.lookup.empty()) {
+    nlohmann::json l = nlohmann::json::object();
+    for (const auto& [method, c] : e.lookup)
+      l[method] = {{"per_step_s", c.per_step_s},
+                   {"per_sequence_s", c.per_sequence_s},
+                   {"per_context_token_s", c.per_context_token_s},
+                   {"per_emitted_token_s", c.per_emitted_token_s},
+                   {"threads", c.threads}};
+    j["overhead"]["lookup"] = l;
+  }
   j["kernels"] = {{"cuda_graphs", e.cuda_graphs}, {"launch_s", e.kernel_launch_s}, {"per_operator", e.kernels_per_operator}};
   if (!e.methods.empty()) {
     j["methods"] = nlohmann::json::array();

@@ -15,6 +15,22 @@
 
 namespace specdec::sim {
 
+// Host time of a draft-free method's lookup in one decoding step (the n-gram scan over the token
+// history, the suffix tree's speculation and update): the engine's own code on the host, in the
+// critical path between two target forwards. For a batch of B sequences at C cached tokens that
+// emitted AL tokens each in the last step:
+//   per_step_s + ⌈B / threads⌉ · (per_sequence_s + per_context_token_s · C + per_emitted_token_s · AL)
+// (sequences split evenly over `threads` host threads).
+struct LookupCost {
+  double per_step_s = 0;           // once per step, whatever the batch (a kernel, a call into C++)
+  double per_sequence_s = 0;       // per sequence: its lookup's fixed cost
+  double per_context_token_s = 0;  // per sequence and cached token: a scan over the history
+  double per_emitted_token_s = 0;  // per sequence and emitted token: appending to an index
+  int threads = 1;                 // sequences looked up in parallel
+  double seconds(int batch, double context, double emitted) const;
+  bool operator==(const LookupCost&) const = default;
+};
+
 struct EngineSpec {
   std::string name = "ideal";  // no overheads, every method, trees
   std::string description = "no host overheads: the device's time alone";
@@ -27,6 +43,9 @@ struct EngineSpec {
   // Sampling and acceptance per verified logit row of each sequence (softmax, top-k/p, the
   // acceptance test) beyond what the operators price: large in eager engines, ~0 when fused.
   double sampling_s_per_row = 0;
+  // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
+  // its own term takes its registry cost siblings' first, as the per-method overheads do).
+  std::map<std::string, LookupCost> lookup;
   // Kernel launches. With CUDA graphs (or a compiled graph) a forward is replayed without host
   // work per kernel; without, the host launches each kernel and a kernel cannot start before its
   // launch: each operator takes at least kernels_per_operator × kernel_launch_s.
@@ -43,6 +62,8 @@ struct EngineSpec {
 
   double draft_step_overhead(const std::string& method) const;
   double spec_step_overhead(const std::string& method) const;
+  // The lookup term of `method` (zero when the engine gives none).
+  LookupCost lookup_cost(const std::string& method) const;
   // Smallest time of one operator from launching it (0 with CUDA graphs).
   double launch_floor_s() const { return cuda_graphs ? 0.0 : kernels_per_operator * kernel_launch_s; }
   bool runs(Method m) const { return m == Method::sequential || methods.empty() || methods.count(m) > 0; }

@@ -32,7 +32,17 @@ double parse_measured_plan(const nlohmann::json& r, const std::string& where, co
   s.plan = DraftPlan{};
   s.plan.method = parse_method(get_string(r, "method", where), where);
   if (s.plan.method == Method::sequential) throw Error(where + ": expected a speculative method, got 'sequential'");
-  s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
+  // A draft-free method has no model: its drafter spec is optional (it only carries categories).
+  if (draft_free(s.plan.method) && !has_field(r, "drafter")) s.drafter.reset();
+  else s.drafter = specs.drafter(get_string(r, "drafter", where), s.target);
+  s.match_rate = 1.0;
+  if (has_field(r, "match_rate")) {
+    if (!draft_free(s.plan.method))
+      throw Error(where + ": 'match_rate' (the share of steps that draft) is for draft-free methods, not " +
+                  method_name(s.plan.method));
+    s.match_rate = get_number(r, "match_rate", where);
+    if (!(s.match_rate >= 0 && s.match_rate <= 1)) throw Error(where + ": 'match_rate' must be in [0, 1]");
+  }
   const int shapes = int(has_field(r, "k")) + int(has_field(r, "tree")) + int(has_field(r, "dynamic_tree"));
   if (shapes != 1)
     throw Error(where + ": give exactly one draft shape: 'k' (a chain), 'tree' (a built-in name or rank paths) or "

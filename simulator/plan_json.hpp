@@ -16,7 +16,8 @@ namespace specdec::sim {
 // "dtype" (the model's).
 Workload parse_measured_workload(const nlohmann::json& r, const std::string& where);
 
-// Sets s.plan, s.drafter and s.measured_tokens_per_step from `r`; s.target must be set. Throws
+// Sets s.plan, s.drafter, s.match_rate and s.measured_tokens_per_step from `r` (a draft-free
+// method needs no "drafter" and may give "match_rate"); s.target must be set. Throws
 // naming `where` and the field on a missing or inconsistent entry. Returns the AL.
 double parse_measured_plan(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs, Scenario& s);
 

@@ -77,6 +77,10 @@ SyntheticDraft synthetic_draft(uint64_t seed, int sequence, int step, int depth,
 namespace {
 
 void check_chain_scenario(const Scenario& s, const std::string& what) {
+  if (s.plan.method != Method::sequential && draft_free(s.plan.method))
+    throw Error(what + " prices policies over a drafter's forwards and confidence; method " + method_name(s.plan.method) +
+                " is draft-free (no drafter forward, no confidence, and K only caps what the history offers): price "
+                "fixed K with --k or --best-k");
   if (s.plan.method == Method::sequential || !s.drafter)
     throw Error(what + " needs a speculative method: give --drafter (a chain drafter)");
   if (s.plan.tree)

@@ -91,6 +91,13 @@ void validate_scenario(const Scenario& s) {
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
   const ShapeSupport& shapes = method_registry()[size_t(m)].shapes;
+  if (s.plan.tree && draft_free(m))
+    throw Error("method " + method_name(m) + " is draft-free: it " +
+                (draft_free_tree(m) ? std::string("drafts its own tree from the token history (depth K") +
+                                          (m == Method::ngram_tree ? ", up to its 'nodes' parameter's nodes" : ", up to K nodes") +
+                                          "); give --k" + (m == Method::ngram_tree ? " and --method ngram-tree,nodes=N" : "")
+                                    : std::string("drafts a chain of up to K tokens from the token history; give --k")) +
+                ", not a tree");
   if (s.plan.tree && !shapes.static_tree && !shapes.dynamic_tree)
     throw Error("method " + method_name(m) + " drafts a chain (the method registry's shapes); give --k, not a tree");
   if (!s.engine.runs(m)) {
@@ -101,8 +108,20 @@ void validate_scenario(const Scenario& s) {
   if (s.plan.tree && !s.engine.trees)
     throw Error("engine '" + s.engine.name + "' verifies draft chains only, not trees: choose an engine with tree "
                 "verification (e.g. --engine sglang or tensorrt-llm) or a chain (--k)");
-  if (!s.drafter) throw Error("method " + method_name(m) + " needs a drafter (--drafter)");
-  if (s.drafter->method != m)
+  if (draft_free_tree(m) && (!s.engine.trees || s.engine.flatten_trees))
+    throw Error("engine '" + s.engine.name + "' " +
+                (s.engine.trees ? "verifies trees flattened into root-to-leaf paths, which needs the tree's shape; " +
+                                      method_name(m) + " drafts a tree whose shape depends on the token history"
+                                : std::string("verifies draft chains only, not trees; method ") + method_name(m) +
+                                      " drafts a tree (its chain form is " +
+                                      (m == Method::ngram_tree ? "ngram" : "suffix") + ")"));
+  if (!(s.match_rate >= 0.0 && s.match_rate <= 1.0))
+    throw Error("match rate (the share of steps that draft) must be in [0, 1], got " + std::to_string(s.match_rate));
+  if (s.match_rate != 1.0 && !draft_free(m))
+    throw Error("a match rate is for draft-free methods (ngram, suffix, ...): method " + method_name(m) +
+                " drafts on every step");
+  if (!s.drafter && !draft_free(m)) throw Error("method " + method_name(m) + " needs a drafter (--drafter)");
+  if (s.drafter && s.drafter->method != m)
     throw Error("drafter '" + s.drafter->name + "' is a " + method_name(s.drafter->method) + " drafter, not " +
                 method_name(m));
   if (!s.acceptance && !s.measured_tokens_per_step)
@@ -126,12 +145,14 @@ void validate_scenario(const Scenario& s) {
   } else {
     if (s.plan.k < 1) throw Error("draft length K must be >= 1 for method " + method_name(m) + ", got " +
                                   std::to_string(s.plan.k));
+    if (m == Method::ngram_tree && draft_free_nodes(m, s.plan.k, s.plan.nodes) < 1)
+      throw Error("method ngram-tree needs at least 1 draft node per step, got " + std::to_string(s.plan.nodes));
     if (m == Method::peagle && s.drafter->trained_depth > 0 && s.plan.k > s.drafter->trained_depth)
       throw Error("P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " +
                   std::to_string(s.drafter->trained_depth) + " parallel positions; K = " + std::to_string(s.plan.k) +
                   " is beyond it");
   }
-  if (s.drafter->shape.vocab_size != s.target.vocab_size && m == Method::draft_model)
+  if (m == Method::draft_model && s.drafter->shape.vocab_size != s.target.vocab_size)
     throw Error("draft model and target vocabularies differ");
 }
 
@@ -169,9 +190,12 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   base.context = context;
   const Method m = plan.method;
 
-  // Target forward: one token (sequential) or the whole draft (verification).
+  // Target forward: one token (sequential) or the whole draft (verification). A draft-free step
+  // drafts only when the history matches (a share match_rate of the steps): 1 + h·nodes per sequence.
   double verify_tokens = 1;
-  if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->size() + 1.0 : plan.k + 1.0;
+  const bool lookup = draft_free(m);
+  if (lookup) verify_tokens = 1.0 + s.match_rate * draft_free_nodes(m, plan.k, plan.nodes);
+  else if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->size() + 1.0 : plan.k + 1.0;
   {
     ForwardParams p = base;
     p.tokens = verify_tokens;
@@ -189,9 +213,18 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   acc.overhead("sampling", "overhead", double(s.workload.batch) * verify_tokens, s.engine.sampling_s_per_row);
   if (m == Method::sequential) return acc.step;
+  const std::string mname = method_name(m);
+  if (lookup) {
+    // No drafter forward (the registry's schedule is empty): the engine's host lookup instead, and
+    // the per-iteration overhead (acceptance, KV fix-up) every speculative step pays.
+    const double t = s.engine.lookup_cost(mname).seconds(s.workload.batch, context, tokens_per_step);
+    acc.overhead("draft_lookup", "overhead", 1, t);
+    acc.step.lookup_s = t > 0 ? t : 0;
+    acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
+    return acc.step;
+  }
 
   const Drafter& d = *s.drafter;
-  const std::string mname = method_name(m);
   // The drafter forwards of one step are the method registry's schedule (reference/methods): the
   // code's own forwards, which a test counts against the proposers. The first re-reads what the
   // last step emitted, `tokens_per_step` on average.
@@ -221,6 +254,14 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   return acc.step;
 }
 
+int acceptance_depth(const DraftPlan& plan) {
+  if (plan.tree) return plan.tree->max_depth();
+  // A draft-free tree's acceptance is its own method's at depth K (measured on that tree); a tree
+  // of fewer nodes than K is no deeper than its nodes.
+  if (draft_free_tree(plan.method)) return std::min(plan.k, draft_free_nodes(plan.method, plan.k, plan.nodes));
+  return plan.k;
+}
+
 StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step) {
   return step_cost(s, s.plan, context, tokens_per_step);
 }
@@ -233,7 +274,7 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
   p.logit_rows = 1;
   acc.add(model_forward_ops(s.target, p, "prefill"), &acc.step.verify_s);
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
-  if (s.plan.method != Method::sequential && s.drafter) {
+  if (s.plan.method != Method::sequential && s.drafter && !s.drafter->draft_free) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model)
       acc.add(model_forward_ops(d.shape, p, "prefill"), &acc.step.draft_s);
@@ -257,7 +298,9 @@ Prediction predict(const Scenario& s, bool breakdown) {
   Prediction r;
   r.method = s.plan.method;
   r.k = s.plan.tree ? s.plan.tree->max_depth() : s.plan.k;
-  r.tree_nodes = s.plan.tree ? s.plan.tree->size() : 0;
+  r.tree_nodes = s.plan.tree ? s.plan.tree->size()
+                 : draft_free_tree(s.plan.method) ? draft_free_nodes(s.plan.method, s.plan.k, s.plan.nodes)
+                                                  : 0;
   const double context = s.workload.prompt_len + 0.5 * s.workload.output_len;  // mean over the output
 
   if (s.plan.method == Method::sequential) {
@@ -267,7 +310,11 @@ Prediction predict(const Scenario& s, bool breakdown) {
   } else if (s.plan.tree) {
     r.tokens_per_step = tree_expected_tokens(*s.plan.tree, *s.acceptance);
   } else {
-    r.tokens_per_step = s.acceptance->expected_tokens(s.plan.k);
+    const int depth = acceptance_depth(s.plan);
+    if (!s.acceptance->answers(depth))
+      throw Error("acceptance model '" + s.acceptance->describe() + "' has no AL for K = " + std::to_string(depth) +
+                  ": choose a K it answers (--k) or search them (--best-k)");
+    r.tokens_per_step = s.acceptance->expected_tokens(depth);
   }
   r.step = step_cost(s, s.plan, context, r.tokens_per_step, breakdown);
   r.tpot_s = r.step.total_s() / r.tokens_per_step;
@@ -290,7 +337,7 @@ Prediction predict(const Scenario& s, bool breakdown) {
     return (m.total_params() * wb + expert) / s.workload.tp;
   };
   r.weight_bytes_per_device = weights(s.target);
-  if (s.drafter && s.plan.method != Method::sequential) {
+  if (s.drafter && s.plan.method != Method::sequential && !s.drafter->draft_free) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model) {
       r.weight_bytes_per_device += weights(d.shape);

@@ -34,6 +34,9 @@ struct DraftPlan {
   // reranked to `tree`. 0 = a static tree: one step per depth of `tree` over that depth's nodes.
   int dynamic_depth = 0;
   int dynamic_top_k = 0;
+  // A draft-free tree method's node budget (ngram-tree's `nodes` parameter; 0 = the registry's
+  // default). Draft-free methods draft their own tree from the history, so `tree` stays empty.
+  int nodes = 0;
 };
 
 // A dynamic (EAGLE-2) tree plan: the `total_tokens − 1` best candidates under `acc`
@@ -42,7 +45,7 @@ void set_dynamic_tree(DraftPlan& plan, const AcceptanceModel& acc, int total_tok
 
 struct Scenario {
   ModelShape target;
-  std::optional<Drafter> drafter;  // required unless sequential
+  std::optional<Drafter> drafter;  // required unless sequential or draft-free (then optional: no model)
   HardwareSpec hardware;
   EngineSpec engine;               // default: "ideal" (no host overheads)
   Workload workload;
@@ -51,6 +54,10 @@ struct Scenario {
   // AL measured for exactly this plan (a tree's, say, from a recorded run), counting the bonus
   // token: used instead of the acceptance model's.
   std::optional<double> measured_tokens_per_step;
+  // Draft-free methods: the share of steps that find a match and draft; the others verify the bonus
+  // token alone, so a step verifies 1 + match_rate · nodes tokens per sequence on average. The
+  // acceptance model covers every step (with_match_rate applies the same share to it).
+  double match_rate = 1.0;
 };
 
 // One decoding step (sequential: one target forward; speculative: drafting + verification).
@@ -59,6 +66,7 @@ struct StepCost {
   double draft_s = 0;
   double verify_s = 0;    // the target forward (sequential: the decode forward)
   double overhead_s = 0;  // host/engine overheads
+  double lookup_s = 0;    // of overhead_s: a draft-free method's host lookup (n-gram scan, suffix tree)
   int draft_forwards = 0;
   double verify_tokens = 1;  // tokens per sequence in the target forward
   double verify_flops = 0, verify_bytes = 0;  // of the target forward, per device
@@ -87,6 +95,10 @@ struct Prediction {
 // P-EAGLE depth within its trained depth, the engine runs the method (and trees), ...); throws
 // specdec::Error on the first problem.
 void validate_scenario(const Scenario& s);
+
+// The depth whose AL the acceptance model must answer for this plan: K for chains (and draft-free
+// trees, at most their node count), the tree's depth for trees.
+int acceptance_depth(const DraftPlan& plan);
 
 // Cost of one decoding step at `context` cached tokens, with `tokens_per_step` the expected AL
 // (it sets how many tokens EAGLE drafters re-read after verification).

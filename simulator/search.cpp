@@ -32,8 +32,11 @@ BestK best_k(Scenario s, std::vector<int> ks) {
   BestK out;
   double best = std::numeric_limits<double>::infinity();
   for (const int k : ks) {
-    if (!s.acceptance->answers(k)) {
-      out.skipped.push_back({k_setting(k), "acceptance model '" + s.acceptance->describe() + "' has no AL for it"});
+    s.plan.k = k;
+    const int depth = acceptance_depth(s.plan);
+    if (!s.acceptance->answers(depth)) {
+      out.skipped.push_back({k_setting(k), "acceptance model '" + s.acceptance->describe() + "' has no AL for " +
+                                               (depth == k ? std::string("it") : "depth " + std::to_string(depth))});
       continue;
     }
     const int trained = s.drafter ? s.drafter->trained_depth : 0;

@@ -79,9 +79,9 @@ json predict_run(const SweepSpec& spec, const sim::SpecLibrary& lib, const Cell&
   const MethodSpec& m = c.method;
   s.plan.method = sim::parse_method(m.name, "method");
   if (s.plan.method != sim::Method::sequential) {
-    s.drafter = lib.drafter(spec.predict.drafters[m.name].get<std::string>(), s.target);
+    if (!sim::draft_free(s.plan.method)) s.drafter = lib.drafter(spec.predict.drafters[m.name].get<std::string>(), s.target);
     if (obs.accepted.empty()) return nullptr;  // no step to replay
-    const int recorded = std::max(obs.max_depth, 1);
+    const int recorded = std::max({obs.max_depth, 1, sim::draft_free(s.plan.method) ? m.k : 0});  // draft-free: K caps
     s.acceptance = sim::replay_acceptance(obs.accepted, recorded);
     s.plan.k = m.tree == "chain" ? m.k : recorded;
     if (m.tree == "dynamic") {
