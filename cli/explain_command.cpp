@@ -14,6 +14,7 @@
 #include "cli/options.hpp"
 #include "runtime/method_runner.hpp"
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/io/atomic_file.hpp"
 
 namespace specdec::cli {
@@ -79,9 +80,11 @@ class TextView {
       return;
     }
     const int N = static_cast<int>(r.tokens.size());
+    const std::string nothing = run_.draft_free
+                                    ? ": no drafts (no earlier occurrence of the last tokens to copy, or a plain step of the speculation policy)"
+                                    : ": a plain step, nothing drafted (speculation policy depth 0, or no drafter left)";
     out_ << s_.bold() << "step " << r.index << s_.reset() << "  position " << r.position << "  after " << tt_.quoted(r.pending)
-         << (N == 0 ? std::string(": a plain step, nothing drafted (speculation policy depth 0, or no drafter left)")
-                    : ": drafted " + std::to_string(N) + (r.chain ? " (chain)" : " (tree)"));
+         << (N == 0 ? nothing : ": drafted " + std::to_string(N) + (r.chain ? " (chain)" : " (tree)"));
     if (!r.complete()) {
       out_ << "  " << s_.red() << "[cut by " << cut_words(r.cut) << ": " << r.emitted.size() << " of its " << r.produced
            << " tokens kept]" << s_.reset();
@@ -90,9 +93,12 @@ class TextView {
     if (!r.chain) {
       for (int n = 0; n < N; ++n) {
         out_ << s_.dim() << "    node " << n << " " << tt_.quoted(r.tokens[n]) << " parent " << r.parents[n] << " depth " << r.depths[n]
-             << "  " << (r.status[n] == "unreached" ? "not reached" : r.status[n]) << s_.reset() << "\n";
+             << "  " << (r.status[n] == "unreached" ? "not reached" : r.status[n]);
+        if (!r.sources.empty()) out_ << "  " << node_source(r.sources.nodes[static_cast<size_t>(n)]);
+        out_ << s_.reset() << "\n";
       }
     }
+    if (!r.sources.empty()) sources(r);
     for (const Point& pt : r.points) {
       for (const NodeTest& t : pt.tests) test(r, t);
     }
@@ -146,6 +152,71 @@ class TextView {
   }
 
  private:
+  // A tree node's source, in a few words.
+  static std::string node_source(const DraftSource& d) {
+    const std::string at = d.position >= 0 ? "position " + std::to_string(d.position) : "an unknown position";
+    if (d.origin == DraftSource::Origin::responses) return "← copied from " + at + " of the response of request " + std::to_string(d.request);
+    return "← copied from " + at;
+  }
+
+  // One token of the history as the window shows it: its text, or its id without a vocabulary.
+  std::string piece(int32_t token) const { return tt_.has_vocabulary() ? tt_.label(token) : std::to_string(token); }
+  std::string pieces(const std::vector<int32_t>& ids) const {
+    std::string out;
+    for (size_t i = 0; i < ids.size(); ++i) out += (i && !tt_.has_vocabulary() ? " " : "") + piece(ids[i]);
+    return out;
+  }
+
+  // Where a draft-free drafter copied the step's drafts from: the matched suffix, its earlier
+  // occurrence (or the earlier response) and the history around it, the occurrence in [ ] and the
+  // copied tokens in { }.
+  void sources(const StepRecord& r) const {
+    const DraftSources& d = r.sources;
+    const int64_t L = d.history;
+    out_ << "  source ";
+    if (d.match_length > 0) {
+      out_ << "the last " << plural(d.match_length, "token") << " \"" << pieces(d.suffix) << "\" (" << span(L - d.match_length, L - 1) << ")";
+    } else {
+      out_ << "no suffix matched";
+    }
+    if (d.origin == "responses") {
+      out_ << (d.match_length > 0 ? " matched " : "; ") << "the response of request " << d.request << ": the drafts copy it from its position "
+           << d.copied_from << "\n";
+      return;
+    }
+    if (d.match_start < 0) {
+      out_ << "; the drafts copy from " << (d.copied_from >= 0 ? "position " + std::to_string(d.copied_from) : std::string("an unknown position"))
+           << "\n";
+      return;
+    }
+    out_ << " occurred before at " << span(d.match_start, d.copied_from - 1) << "; the drafts copy what followed, from position "
+         << d.copied_from << "\n";
+    std::string text = d.window.front().position > 0 ? "…" : "";
+    std::string role;
+    for (size_t i = 0; i < d.window.size(); ++i) {
+      const SourceToken& w = d.window[i];
+      if (w.role != role) {  // close the last bracket, then open this one: "35 [114 105] {35 119} 107"
+        if (role == "match") text += "]" + s_.reset();
+        if (role == "copied") text += "}" + s_.reset();
+      }
+      if (i > 0 && !tt_.has_vocabulary()) text += " ";
+      if (w.role != role) {
+        if (w.role == "match") text += s_.yellow() + "[";
+        if (w.role == "copied") text += s_.green() + "{";
+      }
+      text += piece(w.token);
+      role = w.role;
+    }
+    if (role == "match") text += "]" + s_.reset();
+    if (role == "copied") text += "}" + s_.reset();
+    if (d.window.back().position + 1 < L) text += "…";
+    out_ << "         " << text << s_.dim() << "   ([ ] the earlier occurrence, { } copied as drafts)" << s_.reset() << "\n";
+  }
+
+  static std::string span(int64_t from, int64_t to) {
+    return from == to ? "position " + std::to_string(from) : "positions " + std::to_string(from) + "-" + std::to_string(to);
+  }
+
   void sequential(const StepRecord& r) const {
     const FinalToken& f = r.final;
     out_ << s_.bold() << "step " << r.index << s_.reset() << "  position " << r.position << "  "
@@ -260,6 +331,7 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
 
   ExplainRun run;
   run.method = a.method.name;
+  run.draft_free = method_entry(a.method.name).drafter.kind == DrafterNeed::Kind::context;
   run.method_json = method_json(a).dump();
   run.shape = a.method.tree == "chain" ? "chain" : "tree";
   run.max_new_tokens = options.max_new_tokens;

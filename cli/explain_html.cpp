@@ -55,6 +55,28 @@ json step_json(const StepRecord& r, const TokenText& tt) {
     points.push_back({{"node", pt.node}, {"depth", pt.depth}, {"position", pt.position}, {"reached", pt.reached},
                       {"top", entries(pt.top, tt)}, {"tests", tests}});
   }
+  json sources = nullptr;  // draft-free drafters: where the drafts were copied from
+  if (!r.sources.empty()) {
+    const DraftSources& d = r.sources;
+    json nodes_from = json::array();
+    for (const DraftSource& n : d.nodes) {
+      nodes_from.push_back({{"origin", n.origin == DraftSource::Origin::responses ? "responses" : "context"},
+                            {"position", n.position},
+                            {"match_length", n.match_length},
+                            {"request", n.request >= 0 ? json(n.request) : json(nullptr)}});
+    }
+    json window = json::array();
+    for (const SourceToken& w : d.window) window.push_back({{"t", tt.label(w.token)}, {"position", w.position}, {"role", w.role}});
+    sources = {{"origin", d.origin},
+               {"history", d.history},
+               {"match_length", d.match_length},
+               {"copied_from", d.copied_from},
+               {"match_start", d.match_start >= 0 ? json(d.match_start) : json(nullptr)},
+               {"request", d.request >= 0 ? json(d.request) : json(nullptr)},
+               {"suffix", labels(d.suffix, tt)},
+               {"window", window},
+               {"nodes", nodes_from}};
+  }
   const FinalToken& f = r.final;
   json scores = json::array();
   for (const ScoreEntry& e : f.scores)
@@ -74,6 +96,7 @@ json step_json(const StepRecord& r, const TokenText& tt) {
           {"produced", r.produced},
           {"cut", r.cut},
           {"drafter_forwards", r.drafter_forwards},
+          {"sources", sources},
           {"total_tokens", r.total_tokens},
           {"total_target_forwards", r.total_target_forwards},
           {"total_drafter_forwards", r.total_drafter_forwards},
@@ -186,6 +209,7 @@ std::string explain_page(const ExplainRun& run, const TokenText& tt) {
                      {"output_text", tt.text(run.output)},
                      {"stop_reason", run.stop_reason},
                      {"parallel_depth", parallel},
+                     {"draft_free", run.draft_free},
                      {"drafted_full", run.drafted_full},
                      {"accepted_full", run.accepted_full},
                      {"steps", steps}};

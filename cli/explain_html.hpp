@@ -4,7 +4,8 @@
 // draft tree drawn as SVG with its nodes coloured accepted / rejected / not reached / discarded /
 // bonus / correction; for the selected node the top of p and q side by side and its acceptance
 // test with the numbers; the text so far marked by step; per-step and running counters; for
-// P-EAGLE the one parallel drafter pass. `#selftest` in the page's address runs an in-page check
+// P-EAGLE the one parallel drafter pass; for a draft-free method (n-gram lookup, suffix decoding) where
+// the drafts were copied from, the earlier occurrence highlighted. `#selftest` in the page's address runs an in-page check
 // (used by the tests in a headless browser); `#step=S&node=N` opens a step and node.
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ class TokenText {
   std::string label(int32_t token) const;                     // x (escaped), or #id without a vocabulary
   std::string quoted(int32_t token) const;                    // 'x', or <id>
   std::string text(const std::vector<int32_t>& ids) const;    // "xyz", or [1 2 3]
+  bool has_vocabulary() const { return tokenizer_ != nullptr; }
 
  private:
   const text::Tokenizer* tokenizer_;

@@ -61,6 +61,13 @@ table.bars tr.hl td { background: #fff4c2; }
 #parallel .slot span { font-family: monospace; display: inline-block; padding: 0 3px; margin: 1px; border-radius: 3px; }
 #parallel .accepted { background: #c8ecd2; } #parallel .rejected { background: #f8cccc; }
 #parallel .unreached { background: #f1f1f1; } #parallel .discarded { background: #eef7f0; }
+#source .window { font-family: monospace; font-size: 14px; line-height: 1.9; word-break: break-all; white-space: pre-wrap; margin: 4px 0; }
+#source .window span { padding: 1px 0; }
+#source .window .match { background: #fff4c2; border-bottom: 3px solid #c99700; }
+#source .window .copied { background: #c8ecd2; border-bottom: 3px solid #2e9d4f; }
+#source .window .before, #source .window .after { color: #7b8794; }
+#source .suffix { background: #fff4c2; font-family: monospace; white-space: pre-wrap; }
+#source .copied-key { background: #c8ecd2; }
 .help { font-size: 12px; color: #5b6770; }
 #selftest-result { display: none; }
 )CSS";
@@ -113,6 +120,7 @@ function buildPage() {
   const left = el('div', {},
     el('section', {}, el('h2', { text: 'draft tree of this step' }), el('div', { id: 'tree-wrap' }), legend),
     el('section', { id: 'parallel' }),
+    el('section', { id: 'source' }),
     el('section', {}, el('h2', { text: 'text so far (tokens marked by step)' }), el('div', { id: 'text' })));
   const right = el('div', {},
     el('section', {}, el('h2', { text: 'selected node' }), el('div', { id: 'detail' })),
@@ -316,6 +324,11 @@ function detail(s, key) {
   const n = +key, node = s.nodes[n];
   const t = findTest(s, n);
   d.append(el('div', { text: 'node ' + n + ' ' + q(node.t) + ' — depth ' + node.depth + ', position ' + (s.position + node.depth - 1) + ' — ' + statusWord[node.status] }));
+  if (s.sources) {
+    const src = s.sources.nodes[n];
+    d.append(el('div', { class: 'help', text: 'Copied from ' + (src.position >= 0 ? 'position ' + src.position : 'an unknown position') +
+      (src.origin === 'responses' ? ' of the response of request ' + src.request : ' of this sequence') + ', after a match of ' + src.match_length + ' token' + (src.match_length === 1 ? '' : 's') + '.' }));
+  }
   d.append(pointBars(s, node.parent + 1, node.t, t ? { t: node.t, p: t.p, q: t.q } : null));
   if (t) {
     d.append(el('div', { class: 'test', text: testText(t) }));
@@ -373,6 +386,49 @@ function drawParallel(s) {
   p.append(slots);
 }
 
+// Draft-free drafters (n-gram lookup, suffix decoding): the matched suffix, its earlier occurrence
+// in the context with a few tokens around it (highlighted), or the earlier response it came from.
+function drawSource(s) {
+  const box = document.getElementById('source');
+  box.replaceChildren();
+  const d = s.sources;
+  if (!D.draft_free || s.sequential) { box.style.display = 'none'; return; }
+  box.style.display = '';
+  box.append(el('h2', { text: 'where the drafts came from' }));
+  if (!d) {
+    box.append(el('div', { class: 'help', text: s.nodes.length ? 'No source recorded.' :
+      'Nothing drafted: the sequence\'s last tokens occur nowhere earlier (or the speculation policy planned a plain step).' }));
+    return;
+  }
+  const L = d.history;
+  const span = (a, b) => a === b ? 'position ' + a : 'positions ' + a + '–' + b;
+  const intro = el('div', {});
+  if (d.match_length > 0) {
+    intro.append('The last ' + d.match_length + ' token' + (d.match_length === 1 ? '' : 's') + ' ',
+      el('span', { class: 'suffix', text: d.suffix.join('') }), ' (' + span(L - d.match_length, L - 1) + ')');
+  } else {
+    intro.append('No suffix matched');
+  }
+  if (d.origin === 'responses') {
+    intro.append(' matched the response of request ' + d.request + '; the drafts copy it from its position ' + d.copied_from + '.');
+    box.append(intro);
+    return;
+  }
+  if (d.match_start === null) {
+    intro.append('; the drafts copy from ' + (d.copied_from >= 0 ? 'position ' + d.copied_from : 'an unknown position') + '.');
+    box.append(intro);
+    return;
+  }
+  intro.append(' occurred earlier at ' + span(d.match_start, d.copied_from - 1) + '; the drafts copy what followed, from position ' + d.copied_from + '.');
+  box.append(intro);
+  const w = el('div', { class: 'window' });
+  if (d.window.length && d.window[0].position > 0) w.append('…');
+  for (const t of d.window) w.append(el('span', { class: t.role, title: 'position ' + t.position + ' (' + t.role + ')', text: t.t }));
+  if (d.window.length && d.window[d.window.length - 1].position + 1 < L) w.append('…');
+  box.append(w, el('div', { class: 'key' }, el('span', { class: 'suffix', text: 'yellow' }), ' the earlier occurrence of the matched tokens; ',
+    el('span', { class: 'copied-key', text: 'green' }), ' copied as drafts'));
+}
+
 function select(key) {
   const s = S[cur];
   if (!nodeOrder(s).includes(key)) key = 'root';
@@ -397,6 +453,7 @@ function show(i, node) {
     ': ' + s.emitted.length + ' of ' + s.produced + ' tokens kept, excluded from AL' : '';
   drawTree(s);
   drawParallel(s);
+  drawSource(s);
   drawText(s);
   drawCounters(s);
   select(node !== undefined ? node : defaultNode(s));
@@ -411,6 +468,9 @@ function selfTest() {
     const c = { index: S[i].index, nodes: document.querySelectorAll('#tree .node').length };
     for (const k of classes) c[k] = document.querySelectorAll('#tree .node.' + k).length;
     c.parallel_slots = document.querySelectorAll('#parallel .slot').length;
+    c.source_match = document.querySelectorAll('#source .window .match').length;
+    c.source_copied = document.querySelectorAll('#source .window .copied').length;
+    c.source_text = document.getElementById('source').style.display === 'none' ? '' : document.getElementById('source').textContent;
     c.text_tokens = document.querySelectorAll('#text .tok').length;
     r.steps.push(c);
   }

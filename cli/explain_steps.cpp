@@ -64,6 +64,38 @@ std::vector<ScoreEntry> top_scores(const float* logits, const std::vector<double
 
 double or_none(double x) { return std::isfinite(x) ? x : kNone; }
 
+// Where the step's drafts were copied from, located in the history they were drafted after.
+DraftSources draft_sources(const std::vector<DraftSource>& nodes, const std::vector<int32_t>& history) {
+  DraftSources d;
+  d.nodes = nodes;
+  d.history = static_cast<int64_t>(history.size());
+  if (nodes.empty()) return d;
+  const DraftSource& first = nodes.front();
+  const int64_t L = d.history;
+  d.origin = first.origin == DraftSource::Origin::responses ? "responses" : "context";
+  d.match_length = first.match_length;
+  d.copied_from = first.position;
+  d.request = first.origin == DraftSource::Origin::responses ? first.request : -1;
+  const int64_t n = std::min<int64_t>(first.match_length, L);
+  d.suffix.assign(history.end() - n, history.end());
+  if (first.origin != DraftSource::Origin::context || first.position < first.match_length || first.position >= L) return d;
+  d.match_start = first.position - first.match_length;
+  // The copied positions of this sequence near the occurrence, then a few tokens either side.
+  int64_t last = first.position;
+  for (const DraftSource& s : nodes) {
+    if (s.origin == DraftSource::Origin::context && s.position > last && s.position < L && s.position <= first.position + 16) last = s.position;
+  }
+  constexpr int64_t kAround = 4;
+  const int64_t from = std::max<int64_t>(0, d.match_start - kAround), to = std::min<int64_t>(L, last + 1 + kAround);
+  for (int64_t p = from; p < to; ++p) {
+    std::string role = p < d.match_start ? "before" : p < first.position ? "match" : "after";
+    for (const DraftSource& s : nodes)
+      if (s.origin == DraftSource::Origin::context && s.position == p) role = "copied";
+    d.window.push_back({history[static_cast<size_t>(p)], p, role});
+  }
+  return d;
+}
+
 }  // namespace
 
 std::vector<double> display_probabilities(const float* logits, int vocab, const SamplingParams& sampling) {
@@ -287,6 +319,12 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
     for (size_t i = r.emitted.size(); i < v.accepted_nodes.size(); ++i) r.status[v.accepted_nodes[i]] = "discarded";
   }
   r.drafter_forwards = s.drafter_forwards;
+  if (s.sources && !s.sources->empty()) {
+    // The history the drafts were copied from: the prompt and the output before this step.
+    std::vector<int32_t> history = run_.prompt;
+    for (const StepRecord& earlier : run_.steps) history.insert(history.end(), earlier.emitted.begin(), earlier.emitted.end());
+    r.sources = draft_sources(*s.sources, history);
+  }
   finish_step(std::move(r));
 }
 

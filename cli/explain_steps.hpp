@@ -76,6 +76,28 @@ struct FinalToken {
   std::vector<ScoreEntry> scores;       // coupled: the top Gumbel scores
 };
 
+// Draft-free drafters (n-gram lookup, suffix decoding): where a step's drafts were copied from.
+// The first node's source locates the match; `window` is the history around its earlier
+// occurrence (a few tokens before the matched n-gram, the n-gram, what followed and was copied).
+struct SourceToken {
+  int32_t token = 0;
+  int64_t position = 0;
+  std::string role;  // "before" | "match" (the earlier occurrence of the matched n-gram) | "copied" | "after"
+};
+
+struct DraftSources {
+  std::vector<DraftSource> nodes;  // one per draft node, node order
+  int64_t history = 0;             // tokens before the step: the prompt and the output so far
+  std::string origin;              // of the first node: "context" | "responses"
+  int32_t match_length = 0;        // n: the length of the matched suffix
+  int64_t copied_from = -1;        // the first node's position (in the history, or in response `request`)
+  int64_t match_start = -1;        // context: where the earlier occurrence of the n-gram starts (-1 unknown)
+  int64_t request = -1;            // responses: the earlier request
+  std::vector<int32_t> suffix;     // the history's last n tokens, the suffix that was matched
+  std::vector<SourceToken> window; // context, match known: the history around the earlier occurrence
+  bool empty() const { return nodes.empty(); }
+};
+
 struct StepRecord {
   int index = 0;
   bool sequential = false;     // a prefill or sequential token (no draft)
@@ -90,6 +112,7 @@ struct StepRecord {
   int produced = 0;              // what the step would have appended without a cut
   std::string cut;               // "" | "max-new-tokens" | "eos"
   int drafter_forwards = 0;
+  DraftSources sources;          // draft-free drafters; empty otherwise (and when nothing was drafted)
   // Running counters after this step.
   int total_tokens = 0, total_target_forwards = 0, total_drafter_forwards = 0;
   int full_steps = 0, full_step_tokens = 0;  // speculative steps not cut, and what they emitted
@@ -97,7 +120,8 @@ struct StepRecord {
 };
 
 struct ExplainRun {
-  std::string method;          // sequential | draft | eagle | eagle3 | peagle
+  std::string method;          // the registry name: sequential, draft, eagle, ..., ngram, suffix, ...
+  bool draft_free = false;     // the method drafts from the token history (n-gram lookup, suffix decoding)
   std::string method_json;
   std::string shape;           // chain | tree
   SamplingParams sampling;

@@ -31,6 +31,34 @@ class StreamingText final : public DecodeObserver {
   std::ostream& out_;
 };
 
+// A draft-free method's steps by where their drafts came from (--json "draft_sources"): steps that
+// found an earlier occurrence to copy and steps that did not, the mean length of the matched
+// suffix, and the draft nodes copied from the sequence itself and from earlier responses.
+class DraftSourceSummary final : public DecodeObserver {
+ public:
+  void on_speculative_step(const SpeculativeStep& step) override {
+    ++steps_;
+    if (!step.sources || step.sources->empty()) {
+      ++without_;
+      return;
+    }
+    ++with_;
+    match_sum_ += step.sources->front().match_length;
+    for (const DraftSource& d : *step.sources) (d.origin == DraftSource::Origin::responses ? responses_ : context_) += 1;
+  }
+  nlohmann::json to_json() const {
+    return {{"steps", steps_},
+            {"with_match", with_},
+            {"without_match", without_},
+            {"mean_match_length", with_ ? nlohmann::json(static_cast<double>(match_sum_) / with_) : nlohmann::json(nullptr)},
+            {"drafts_from_context", context_},
+            {"drafts_from_responses", responses_}};
+  }
+
+ private:
+  int64_t steps_ = 0, with_ = 0, without_ = 0, match_sum_ = 0, context_ = 0, responses_ = 0;
+};
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args, CommandIO& io) {
@@ -68,7 +96,10 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
     io.out << "output   " << std::flush;
     streaming.emplace(*m.tokenizer, io.out);
   }
-  ObserverFanout observers{streaming ? &*streaming : nullptr, monitor.observer(0, options.sequence)};
+  // Draft-free methods: where the drafts came from, summarised for --json.
+  std::optional<DraftSourceSummary> sources;
+  if (a.json && method_entry(a.method.name).drafter.kind == DrafterNeed::Kind::context) sources.emplace();
+  ObserverFanout observers{streaming ? &*streaming : nullptr, monitor.observer(0, options.sequence), sources ? &*sources : nullptr};
   if (forced) io.err << "warning: --forced-acceptance " << forced->to_string() << ": the output is not the model's text (drafts are accepted at a forced rate)" << std::endl;
   // Forced acceptance: the method's own run with the ForcedAcceptor in place of the default rule.
   std::optional<ForcedAcceptor> forced_rule;
@@ -111,6 +142,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
     };
     if (m.tokenizer) j["output_text"] = text;
     add_speculation_json(j, a.policy, r);  // policy, mean_draft_depth, draft_depth_per_step, fallbacks
+    if (sources) j["draft_sources"] = sources->to_json();  // draft-free methods only
     if (forced) {
       j["forced_acceptance"] = *forced;
       j["output_meaningful"] = false;

@@ -1,6 +1,7 @@
 #include "runtime/record_run.hpp"
 
 #include "reference/core/error.hpp"
+#include "reference/methods/registry.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/speculation_report.hpp"
 #include "traces/trace_recorder.hpp"
@@ -42,7 +43,10 @@ TraceMeta record_meta(const DecodeArgs& a, const GenerationOptions& options, con
   if (!a.drafter_fault.empty()) config["drafter_fault"] = a.drafter_fault;
   meta.config_json = config.dump();
   meta.models["target"] = ModelInfo{m.path, m.fingerprint, model_config_to_json(m.model->config()).dump()};
-  if (drafter) meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, drafter->config_json};
+  // A draft-free method (n-gram lookup, suffix decoding) has a drafter without a model: no "drafter" role.
+  if (drafter && method_entry(a.method.name).drafter.loads_checkpoint()) {
+    meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, drafter->config_json};
+  }
   return meta;
 }
 

@@ -15,8 +15,8 @@
 namespace specdec {
 
 inline constexpr int kBatchedTraceSchemaMajor = 2;
-inline constexpr int kBatchedTraceSchemaMinor = 0;
-std::string batched_trace_schema_version();  // "2.0"
+inline constexpr int kBatchedTraceSchemaMinor = 1;
+std::string batched_trace_schema_version();  // "2.1"
 
 // One entry of a batch step's target forward.
 struct ScheduledStep {

@@ -81,6 +81,36 @@ void check_logit_rows(const Trace& t, bool draft) {
   }
 }
 
+// A draft-free drafter's sources (schema 1.3): none, or one per draft node; a copied token of
+// this sequence lies before the step's drafts (the history they were drafted from).
+void check_draft_sources(const StepRecord& st, const std::string& w) {
+  if (st.draft_sources.empty()) return;
+  if (st.draft_sources.size() != st.draft_tokens.size()) {
+    invalid(w + ".draft_sources", std::to_string(st.draft_sources.size()) + " sources for " + std::to_string(st.draft_tokens.size()) +
+                                      " draft nodes (expected none, or one per draft node)");
+  }
+  for (std::size_t i = 0; i < st.draft_sources.size(); ++i) {
+    const DraftSourceRecord& src = st.draft_sources[i];
+    const std::string wi = w + "." + at("draft_sources", i);
+    if (src.match_length < 0) invalid(wi + ".match_length", std::to_string(src.match_length) + ", expected >= 0");
+    switch (src.origin) {
+      case DraftSourceRecord::Origin::context:
+        if (src.position < -1 || src.position >= st.position) {
+          invalid(wi + ".position", std::to_string(src.position) + " is not inside the sequence the step drafted from: expected 0 <= position < " +
+                                        std::to_string(st.position) + " (the step's position), or -1 (unknown)");
+        }
+        if (src.request != -1) invalid(wi + ".request", std::to_string(src.request) + ", expected -1 for a source in the sequence itself (origin context)");
+        break;
+      case DraftSourceRecord::Origin::responses:
+        if (src.position < -1) invalid(wi + ".position", std::to_string(src.position) + ", expected a position in the response (>= 0) or -1 (unknown)");
+        if (src.request < 0) invalid(wi + ".request", std::to_string(src.request) + ", expected the earlier request's index (>= 0) for origin responses");
+        break;
+      default:
+        invalid(wi + ".origin", std::to_string(static_cast<int>(src.origin)) + ", expected 0 (context) or 1 (responses)");
+    }
+  }
+}
+
 void check_step(const Trace& t, std::size_t s, int64_t expected_position, bool target_logits_present) {
   const StepRecord& st = t.steps[s];
   const std::string w = at("steps", s);
@@ -151,6 +181,7 @@ void check_step(const Trace& t, std::size_t s, int64_t expected_position, bool t
     }
   }
   if (st.bonus_token < -1) invalid(w + ".bonus_token", std::to_string(st.bonus_token) + ", expected -1 (none) or a token id");
+  check_draft_sources(st, w);
 }
 
 }  // namespace

@@ -19,8 +19,8 @@ inline constexpr const char* kTraceFormat = "specdec-trace";
 // major.minor: readers refuse a newer major and accept a newer minor (ignoring what they do not
 // know). Adding an optional dataset or attribute bumps the minor; anything else bumps the major.
 inline constexpr int kTraceSchemaMajor = 1;
-inline constexpr int kTraceSchemaMinor = 2;
-std::string trace_schema_version();  // "1.2"
+inline constexpr int kTraceSchemaMinor = 3;
+std::string trace_schema_version();  // "1.3"
 
 // One model taking part in the run, by role ("target", "drafter").
 struct ModelInfo {
@@ -55,6 +55,18 @@ struct LogitRecord {
   static LogitRecord topk_row(const float* row, int V, int k);
 };
 
+// Where a draft-free drafter (n-gram lookup, suffix decoding) found one draft node's token: the
+// earlier occurrence whose continuation it copied (schema 1.3, /steps/draft_sources; the trace's
+// form of reference/drafting/proposer.hpp's DraftSource).
+struct DraftSourceRecord {
+  enum class Origin : uint8_t { context = 0, responses = 1 };
+  Origin origin = Origin::context;  // context: this sequence (prompt + output); responses: an earlier response of the run
+  int64_t position = -1;            // the copied token's index in the sequence (context) or in response `request`; -1 unknown
+  int32_t match_length = 0;         // the length of the matched suffix (n-gram) that led there
+  int64_t request = -1;             // responses: the request, in the order the run started them; -1 for context
+  bool operator==(const DraftSourceRecord&) const = default;
+};
+
 // One decoding step = one target forward that emits tokens. Step 0 is the prefill forward over
 // the prompt, which emits the first token. Draft nodes are numbered 0..n-1 in the order drafted;
 // a parent always precedes its children.
@@ -76,6 +88,9 @@ struct StepRecord {
   std::vector<double> accept_uniforms;     // uniforms drawn for acceptance tests, in draw order
   int32_t bonus_token = -1;                // token sampled from the target after the accepted path, -1 = none
   std::vector<std::array<uint32_t, 4>> random_counters;  // Philox4x32 counter blocks used, in order
+  // Draft-free methods (schema 1.3): where each draft node's token was copied from, in node order;
+  // empty (a model drafter, or nothing drafted) or one per draft node.
+  std::vector<DraftSourceRecord> draft_sources;
 
   // Optional diagnostics (schema 1.2), for naming the first layer where an engine departs from
   // the reference. Empty in every step, or set in every step; see Trace::target_layers.

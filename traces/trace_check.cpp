@@ -14,6 +14,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "traces/batched_trace.hpp"
 #include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
@@ -273,6 +274,10 @@ class Checker {
   void run(const h5::File& f);
 
  private:
+  // /steps/draft_sources (schema 1.3): its columns, their offsets, one source per draft node of a
+  // step or none, origins and positions inside the sequence the step drafted from.
+  void check_draft_sources(const h5::Group& steps, std::optional<long> S, const std::optional<std::vector<int64_t>>& positions,
+                           const std::optional<std::vector<std::vector<int32_t>>>& drafts);
   // The root attributes every trace file has; the major version when it is one checked here.
   std::optional<int> check_file_attributes(const h5::File& f);
   // One sequence's run under `f`: the root of a 1.x file, or the group of sequence `sequence` in
@@ -435,6 +440,8 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
     if (!entry) add(attr_where("/", L::kMethod), "is \"" + *method_ + "\", expected one of " + known_methods());
   }
   const bool method_drafts = entry && specdec::method_drafts(*entry);
+  // Draft-free methods (n-gram lookup, suffix decoding) draft without a checkpoint: no drafter model.
+  const bool loads_checkpoint = entry && entry->drafter.loads_checkpoint();
 
   // /meta
   std::optional<uint64_t> seed;
@@ -480,12 +487,26 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
         if (j.contains("logits") && j["logits"] != "full" && j["logits"] != "topk") add("/meta/config_json", "logits is " + j["logits"].dump() + ", expected \"full\" or \"topk\"");
         if (j.contains("method") && j["method"].is_object()) {
           const json& m = j["method"];
-          check_keys("/meta/config_json method", m, method_config_keys(), "method-config");
+          // The shape keys, and the method's own parameters (its registry entry's, e.g. ngram's n_min).
+          std::vector<ConfigKey> keys = method_config_keys();
+          if (entry) {
+            for (const MethodParam& p : entry->params) keys.push_back({p.name.c_str(), p.integer ? "integer" : "number", false, p.doc.c_str()});
+          }
+          check_keys("/meta/config_json method", m, keys, "method-config");
+          for (const MethodParam& p : entry ? entry->params : std::vector<MethodParam>()) {
+            if (!m.contains(p.name) || !m[p.name].is_number()) continue;
+            const double v = m[p.name].get<double>();
+            if (v < p.min || v > p.max) {
+              add("/meta/config_json method", p.name + " is " + m[p.name].dump() + ", expected " + format_brief(p.min) + " <= " + p.name +
+                                                  " <= " + format_brief(p.max) + " (" + p.doc + ")");
+            }
+          }
           if (m.contains("method") && m["method"].is_string() && method_ && m["method"] != *method_) {
             add("/meta/config_json method", "method is " + m["method"].dump() + ", expected \"" + *method_ + "\" (the root attribute 'method')");
           }
           if (method_drafts) {
             for (const char* k : {"drafter", "tree"}) {
+              if (k == std::string("drafter") && !loads_checkpoint) continue;  // a draft-free method has no checkpoint
               if (!m.contains(k)) add("/meta/config_json method", std::string("missing method-config key '") + k + "', required for method " + *method_);
             }
           }
@@ -550,10 +571,13 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
         }
       }
       if (!roles.count("target")) add("/meta/models/target", "missing, expected the target model's group");
-      if (method_drafts && !roles.count("drafter")) {
+      if (loads_checkpoint && !roles.count("drafter")) {
         add("/meta/models/drafter", "missing, expected the drafter's group for method " + *method_);
       }
       if (entry && !method_drafts && roles.count("drafter")) add("/meta/models/drafter", "present, but a " + *method_ + " run has no drafter");
+      if (method_drafts && !loads_checkpoint && roles.count("drafter")) {
+        add("/meta/models/drafter", "present, but a " + *method_ + " run drafts from " + entry->drafter.description + ": no drafter model");
+      }
     }
   }
 
@@ -658,6 +682,7 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
   } else if (g.has(L::kDraftParents)) {
     add("/steps/draft_parents", "present without /steps/draft_tokens");
   }
+  if (g.has(L::kDraftSources)) check_draft_sources(g, S, positions, drafts);
   if (g.has(L::kAcceptedPath)) ragged(L::kAcceptedPath, int32_t{}, true);
   if (g.has(L::kAcceptDecisions)) {
     const auto dec = ragged(L::kAcceptDecisions, uint8_t{}, true);
@@ -817,6 +842,71 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
       }
     }
   }
+}
+
+void Checker::check_draft_sources(const h5::Group& g, std::optional<long> S, const std::optional<std::vector<int64_t>>& positions,
+                                  const std::optional<std::vector<std::vector<int32_t>>>& drafts) {
+  const std::string w = std::string("/steps/") + L::kDraftSources;
+  if (!g.has_group(L::kDraftSources)) {
+    add(w, "is not a group, expected the draft-free drafter's sources (row_offsets, origin, position, match_length, request)");
+    return;
+  }
+  if (!g.has(L::kDraftTokens)) add(w, "present without /steps/draft_tokens, expected sources only for drafted nodes");
+  const h5::Group sg = g.open_group(L::kDraftSources);
+  const auto origin = vector<uint8_t>(sg, L::kSourceOrigin, "[N]");
+  const std::optional<uint64_t> N = origin ? std::optional<uint64_t>(origin->size()) : std::nullopt;
+  const auto position = vector<int64_t>(sg, L::kSourcePosition, "[N]");
+  const auto match_length = vector<int32_t>(sg, L::kSourceMatchLength, "[N]");
+  const auto request = vector<int64_t>(sg, L::kSourceRequest, "[N]");
+  bool lengths_ok = origin.has_value();
+  auto same_length = [&](const char* name, std::optional<std::size_t> n) {
+    if (!n) {
+      lengths_ok = false;
+    } else if (N && *n != *N) {
+      add(w + "/" + name, std::to_string(*n) + " entries, expected " + std::to_string(*N) + " (one per entry of " + w + "/origin)");
+      lengths_ok = false;
+    }
+  };
+  same_length(L::kSourcePosition, position ? std::optional<std::size_t>(position->size()) : std::nullopt);
+  same_length(L::kSourceMatchLength, match_length ? std::optional<std::size_t>(match_length->size()) : std::nullopt);
+  same_length(L::kSourceRequest, request ? std::optional<std::size_t>(request->size()) : std::nullopt);
+  const auto off = offsets(sg, L::kRowOffsets, S, N, L::kSourceOrigin);
+  if (!off || !lengths_ok) return;
+  int bad = 0;  // the first few problems of the entries are listed, then their count
+  auto entry_problem = [&](const std::string& where, const std::string& what) {
+    if (bad++ < 3) add(where, what);
+  };
+  for (std::size_t s = 0; s + 1 < off->size(); ++s) {
+    const auto from = static_cast<std::size_t>((*off)[s]), to = static_cast<std::size_t>((*off)[s + 1]);
+    const std::size_t nodes = drafts && s < drafts->size() ? (*drafts)[s].size() : 0;
+    if (to > from && (drafts || !g.has(L::kDraftTokens)) && to - from != nodes) {
+      entry_problem(w + "/row_offsets", "step " + std::to_string(s) + " has " + std::to_string(to - from) + " sources, expected 0 or " +
+                                            std::to_string(nodes) + " (one per draft node of the step)");
+    }
+    for (std::size_t i = from; i < to; ++i) {
+      const std::string at = "step " + std::to_string(s) + " node " + std::to_string(i - from);
+      const uint8_t o = (*origin)[i];
+      if (o > 1) {
+        entry_problem(w + "/origin", at + " has origin " + std::to_string(o) + ", expected 0 (context) or 1 (responses)");
+        continue;
+      }
+      if ((*match_length)[i] < 0) entry_problem(w + "/match_length", at + " has match length " + std::to_string((*match_length)[i]) + ", expected >= 0");
+      const int64_t p = (*position)[i], r = (*request)[i];
+      if (o == 0) {
+        const bool known = positions && s < positions->size();
+        if (p < -1 || (known && p >= (*positions)[s])) {
+          entry_problem(w + "/position", at + " copies position " + std::to_string(p) + ", expected 0 <= position < " +
+                                             (known ? std::to_string((*positions)[s]) : std::string("the step's position")) +
+                                             " (inside the sequence the step drafted from) or -1 (unknown)");
+        }
+        if (r != -1) entry_problem(w + "/request", at + " has request " + std::to_string(r) + ", expected -1 for origin 0 (context: the sequence itself)");
+      } else {
+        if (p < -1) entry_problem(w + "/position", at + " copies position " + std::to_string(p) + " of a response, expected >= 0 or -1 (unknown)");
+        if (r < 0) entry_problem(w + "/request", at + " has request " + std::to_string(r) + ", expected the earlier request's index (>= 0) for origin 1 (responses)");
+      }
+    }
+  }
+  if (bad > 3) add(w, std::to_string(bad - 3) + " more problems in the sources");
 }
 
 TraceCheckResult check_here(const std::filesystem::path& path) {

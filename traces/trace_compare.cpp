@@ -200,6 +200,21 @@ class Comparer {
     const StepField& f = step_field(id);
     if (!done() && !same_field(f, a, b)) diff_ = step + f.name + element_difference(f, a, b);
   }
+  // A draft-free drafter's sources, node by node.
+  void sources(const std::string& where, const std::vector<DraftSourceRecord>& a, const std::vector<DraftSourceRecord>& b) {
+    if (done()) return;
+    if (a.size() != b.size()) {
+      diff_ = where + ": length " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+      return;
+    }
+    for (std::size_t i = 0; i < a.size() && !done(); ++i) {
+      const std::string w = where + "[" + std::to_string(i) + "]";
+      value(w + ".origin", static_cast<uint8_t>(a[i].origin), static_cast<uint8_t>(b[i].origin));
+      value(w + ".position", a[i].position, b[i].position);
+      value(w + ".match_length", a[i].match_length, b[i].match_length);
+      value(w + ".request", a[i].request, b[i].request);
+    }
+  }
   void json(const std::string& where, const std::string& a, const std::string& b) {
     if (done()) return;
     const auto ja = nlohmann::json::parse(a, nullptr, false);
@@ -267,6 +282,7 @@ bool semantically_equal(const Trace& a, const Trace& b, std::string* first_diffe
     for (Id id : {Id::position, Id::emitted_tokens, Id::draft_tokens, Id::draft_parents, Id::accepted_path, Id::accept_decisions,
                   Id::accept_nodes, Id::accept_uniforms, Id::bonus_token, Id::random_counters})
       c.field(w, id, x, y);
+    c.sources(w + "draft_sources", x.draft_sources, y.draft_sources);
     c.logits(w + "target_logits", x.target_logits, y.target_logits);
     c.logits(w + "draft_logits", x.draft_logits, y.draft_logits);
     c.field(w, Id::draft_logit_nodes, x, y);

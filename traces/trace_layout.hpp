@@ -35,6 +35,13 @@ inline constexpr const char* kBonusToken = "bonus_token";
 inline constexpr const char* kRandomCounters = "random_counters";
 inline constexpr const char* kOffsetsSuffix = "_offsets";
 
+// Draft-free methods (schema 1.3): /steps/draft_sources, where each draft node was copied from.
+inline constexpr const char* kDraftSources = "draft_sources";    // group under /steps, with row_offsets
+inline constexpr const char* kSourceOrigin = "origin";           // uint8 [N]: 0 context, 1 responses
+inline constexpr const char* kSourcePosition = "position";       // int64 [N]
+inline constexpr const char* kSourceMatchLength = "match_length";  // int32 [N]
+inline constexpr const char* kSourceRequest = "request";         // int64 [N]
+
 // Logits groups under /steps.
 inline constexpr const char* kTargetLogits = "target_logits";
 inline constexpr const char* kDraftLogits = "draft_logits";

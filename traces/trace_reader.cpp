@@ -149,6 +149,39 @@ void read_logits(const h5::Group& steps_group, const std::string& name, std::vec
   }
 }
 
+// /steps/draft_sources (schema 1.3): four columns of one length, split by the group's row_offsets.
+// The per-step count (none or one per draft node) and the positions are validate_trace's to check.
+void read_draft_sources(const h5::Group& steps_group, std::vector<StepRecord>& steps) {
+  const h5::Group g = steps_group.open_group(L::kDraftSources);
+  const std::vector<uint8_t> origin = g.read_vector<uint8_t>(L::kSourceOrigin);
+  const std::vector<int64_t> position = g.read_vector<int64_t>(L::kSourcePosition);
+  const std::vector<int32_t> match_length = g.read_vector<int32_t>(L::kSourceMatchLength);
+  const std::vector<int64_t> request = g.read_vector<int64_t>(L::kSourceRequest);
+  const std::size_t n = origin.size();
+  auto same_length = [&](const char* name, std::size_t size) {
+    if (size != n) {
+      g.open_dataset(name).fail(std::to_string(size) + " entries, expected " + std::to_string(n) + " (one per entry of " +
+                                member_path(g, L::kSourceOrigin) + ")");
+    }
+  };
+  same_length(L::kSourcePosition, position.size());
+  same_length(L::kSourceMatchLength, match_length.size());
+  same_length(L::kSourceRequest, request.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (origin[i] > 1) {
+      g.open_dataset(L::kSourceOrigin).fail("entry " + std::to_string(i) + " is " + std::to_string(origin[i]) +
+                                            ", expected 0 (context) or 1 (responses)");
+    }
+  }
+  const std::vector<int64_t> off = read_offsets(g, L::kRowOffsets, steps.size(), n, L::kSourceOrigin);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (auto i = static_cast<std::size_t>(off[s]); i < static_cast<std::size_t>(off[s + 1]); ++i) {
+      steps[s].draft_sources.push_back(
+          {static_cast<DraftSourceRecord::Origin>(origin[i]), position[i], match_length[i], request[i]});
+    }
+  }
+}
+
 void read_steps(const h5::Group& run, Trace& t) {
   const h5::Group g = run.open_group(L::kSteps);
   const std::vector<int64_t> positions = g.read_vector<int64_t>(L::kPositions);
@@ -197,6 +230,7 @@ void read_steps(const h5::Group& run, Trace& t) {
       }
     }
   }
+  if (g.has(L::kDraftSources)) read_draft_sources(g, steps);
   if (g.has(L::kTargetLogits)) read_logits(g, L::kTargetLogits, steps, false);
   if (g.has(L::kDraftLogits)) read_logits(g, L::kDraftLogits, steps, true);
   read_trace_diagnostics(g, t);  // optional per-layer and drafter tensors (1.2)

@@ -62,6 +62,13 @@ void TraceRecorder::on_speculative_step(const SpeculativeStep& step) {
     s.random_counters.push_back(philox_counter(d.sequence, d.position, static_cast<RandomPurpose>(d.purpose), d.index));
   }
   s.bonus_token = v.emitted.back();  // the schema's bonus_token: the target's token after the accepted path
+  if (step.sources) {  // a draft-free drafter: where each node was copied from
+    for (const DraftSource& d : *step.sources) {
+      s.draft_sources.push_back({d.origin == DraftSource::Origin::responses ? DraftSourceRecord::Origin::responses
+                                                                            : DraftSourceRecord::Origin::context,
+                                 d.position, d.match_length, d.request});
+    }
+  }
   trace_.steps.push_back(std::move(s));
   trace_.timing.step_ns["step"].push_back(step.draft_ns + step.verify_ns);
   trace_.timing.step_ns["draft"].push_back(step.draft_ns);

@@ -109,6 +109,31 @@ void write_logits(h5::Group& steps, const char* name, const std::vector<StepReco
   g.write_vector<uint64_t>(L::kChecksum, checksum);
 }
 
+// The draft-free drafters' sources (schema 1.3): one group, its own row offsets (a step has none
+// or one per draft node), four columns.
+void write_draft_sources(h5::Group& steps, const std::vector<StepRecord>& all) {
+  auto sources = [](const StepRecord& s) -> const auto& { return s.draft_sources; };
+  if (!any_nonempty(all, sources)) return;
+  h5::Group g = steps.create_group(L::kDraftSources);
+  std::vector<int64_t> offsets{0}, position, request;
+  std::vector<uint8_t> origin;
+  std::vector<int32_t> match_length;
+  for (const StepRecord& s : all) {
+    for (const DraftSourceRecord& r : s.draft_sources) {
+      origin.push_back(static_cast<uint8_t>(r.origin));
+      position.push_back(r.position);
+      match_length.push_back(r.match_length);
+      request.push_back(r.request);
+    }
+    offsets.push_back(static_cast<int64_t>(origin.size()));
+  }
+  g.write_vector<int64_t>(L::kRowOffsets, offsets);
+  g.write_vector<uint8_t>(L::kSourceOrigin, origin);
+  g.write_vector<int64_t>(L::kSourcePosition, position);
+  g.write_vector<int32_t>(L::kSourceMatchLength, match_length);
+  g.write_vector<int64_t>(L::kSourceRequest, request);
+}
+
 void write_steps(h5::Group& run, const Trace& t) {
   const auto& all = t.steps;
   h5::Group steps = run.create_group(L::kSteps);
@@ -153,6 +178,7 @@ void write_steps(h5::Group& run, const Trace& t) {
     steps.write_vector<int64_t>(std::string(L::kRandomCounters) + L::kOffsetsSuffix, offsets);
   }
 
+  write_draft_sources(steps, all);
   write_logits(steps, L::kTargetLogits, all, false);
   write_logits(steps, L::kDraftLogits, all, true);
   write_trace_diagnostics(steps, t);  // optional per-layer and drafter tensors (1.2)

@@ -42,6 +42,50 @@ int draft_id(const EagleHead* head, int32_t target_id) {
 
 }  // namespace
 
+// validate --candidate of a draft-free method: the candidate's drafts at step s against what the
+// method's rule drafts for the recorded history (the prompt and the tokens emitted before step s).
+std::optional<StepOutcome> StepComparer::compare_draft_rule(int s, const StepRecord& rec) {
+  if (!recorded_.rule || static_cast<size_t>(s) >= recorded_.rule->size()) return std::nullopt;
+  const RuleStep& rule = (*recorded_.rule)[static_cast<size_t>(s)];
+  const std::optional<size_t> node = first_rule_difference(rule.proposal, rec);
+  if (!node) return std::nullopt;
+  const RuleMatch m = rule_match(rule.proposal);
+  DraftRuleMismatch r;
+  r.method = setup_.method;
+  r.rule_tokens = rule.proposal.tree.tokens;
+  r.rule_parents = rule.proposal.tree.parents;
+  r.candidate_tokens = rec.draft_tokens;
+  r.candidate_parents = rec.draft_parents;
+  r.node = static_cast<int>(*node);
+  r.history = rule.history;
+  r.match_length = m.match_length;
+  r.match_position = m.match_position;
+  r.copied_from = m.copied_from;
+  r.request = m.from_responses ? m.request : -1;
+  if (!rec.draft_sources.empty()) {
+    r.candidate_copied_from = rec.draft_sources.front().position;
+    r.candidate_match_length = rec.draft_sources.front().match_length;
+  }
+  Divergence d = base_;
+  d.what = "draft rule";
+  d.reference_token = *node < r.rule_tokens.size() ? r.rule_tokens[*node] : -1;
+  d.candidate_token = *node < r.candidate_tokens.size() ? r.candidate_tokens[*node] : -1;
+  const std::vector<int32_t> history = history_before(*recorded_.trace, static_cast<size_t>(s));
+  std::string said;
+  if (!rec.draft_sources.empty()) {
+    const DraftSourceRecord& own = rec.draft_sources.front();
+    said = "; the candidate's trace says it copied from position " + std::to_string(r.candidate_copied_from) +
+           (own.origin == DraftSourceRecord::Origin::responses ? " of the response of request " + std::to_string(own.request) : "") +
+           " after a match of " + std::to_string(r.candidate_match_length) + " tokens";
+  }
+  d.detail = "the candidate's drafts are not " + setup_.method + "'s rule for the history before step " + std::to_string(s) + " (" +
+             std::to_string(rule.history) + " tokens: the prompt and the tokens emitted so far): candidate drafted " +
+             draft_list(r.candidate_tokens, r.candidate_parents) + ", the rule drafts " + draft_list(r.rule_tokens, r.rule_parents) +
+             " (first difference at node " + std::to_string(*node) + "); " + describe_rule(rule, history) + said;
+  d.draft_rule = std::move(r);
+  return fail_with(d);
+}
+
 // Drafter forwards of step s (validate --against with a draft LM): logits within tolerance while
 // the two drafters were given the same input.
 std::optional<StepOutcome> StepComparer::compare_draft_forwards(int s) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "validation/draft_rule.hpp"
 #include "validation/observed_head.hpp"
 #include "validation/observed_model.hpp"
 #include "validation/run_recorder.hpp"
@@ -34,6 +35,9 @@ struct Recorded {
   const std::vector<StepExtras>* extras = nullptr;
   const std::vector<ForwardRecord>* target_forwards = nullptr;
   const std::vector<ForwardRecord>* draft_forwards = nullptr;  // null without a draft LM
+  // validate --candidate of a draft-free method: what the method's rule drafts at every step for
+  // the recorded history (draft_rule.hpp); null otherwise.
+  const std::vector<RuleStep>* rule = nullptr;
 };
 
 // The report's names for the two sides. validate --against and --trace: the live run is the

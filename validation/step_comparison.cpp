@@ -49,6 +49,7 @@ StepOutcome StepComparer::compare_step(int s) {
                                   std::to_string(roles_.reference(live.position, rec.position)));
   }
 
+  if (auto f = compare_draft_rule(s, rec)) return *f;
   if (auto f = compare_draft_forwards(s)) return *f;
   const bool drafts_differ = first_differing_field({Id::draft_tokens, Id::draft_parents}, live, rec) != nullptr;
   if (auto f = compare_drafter_rows_of(s, live, rec, drafts_differ)) return *f;

@@ -49,6 +49,7 @@ class StepComparer {
   const std::vector<Decision>* reference_decisions(int s) const;
 
   // draft_comparison.cpp: the draft side.
+  std::optional<StepOutcome> compare_draft_rule(int s, const StepRecord& rec);
   std::optional<StepOutcome> compare_draft_forwards(int s);
   std::optional<StepOutcome> compare_drafter_rows_of(int s, const StepRecord& live, const StepRecord& rec, bool drafts_differ);
   StepOutcome draft_divergence(int s, const StepRecord& live, const StepRecord& rec);

@@ -4,10 +4,13 @@
 
 #include "reference/core/error.hpp"
 #include "runtime/backend.hpp"
+#include "reference/drafting/suffix_proposer.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "runtime/method_runner.hpp"
 #include "traces/batched_trace.hpp"
 #include "traces/trace.hpp"
+#include "validation/draft_rule.hpp"
 #include "validation/validator.hpp"
 
 namespace specdec::validation {
@@ -36,11 +39,47 @@ struct TargetCache {
   }
 };
 
+// One sequence of a batched trace: the others' responses as they joined the run's shared state,
+// and the sequence's place in the request order (a draft-free method's shared state).
+struct BatchPlace {
+  std::vector<EarlierResponse> responses;
+  size_t request = 0;
+};
+
+// Suffix decoding for one sequence of a batch: before each step it drafts, the responses of the
+// others that had joined the run's shared tree by then join it. The step is the trace's step
+// drafted after a history of this length (the run replays the trace while they agree).
+class ResponsesJoining final : public Proposer {
+ public:
+  ResponsesJoining(std::unique_ptr<Proposer> inner, const Trace& trace, const std::vector<EarlierResponse>& responses,
+                   std::shared_ptr<SuffixResponses> shared)
+      : inner_(std::move(inner)), trace_(trace), responses_(responses), shared_(std::move(shared)) {}
+  std::string name() const override { return inner_->name(); }
+  int max_nodes() const override { return inner_->max_nodes(); }
+  int max_depth() const override { return inner_->max_depth(); }
+  Proposal propose(const DraftContext& context) override {
+    const auto length = static_cast<int64_t>(context.sequence->size());
+    size_t step = 0;  // the last step of the trace drafted after at most this many tokens
+    while (step + 1 < trace_.steps.size() && trace_.steps[step + 1].position <= length) ++step;
+    for (; next_ < responses_.size() && responses_[next_].before_step <= step; ++next_)
+      shared_->finish(responses_[next_].request, responses_[next_].tokens);
+    return inner_->propose(context);
+  }
+
+ private:
+  std::unique_ptr<Proposer> inner_;
+  const Trace& trace_;
+  const std::vector<EarlierResponse>& responses_;
+  std::shared_ptr<SuffixResponses> shared_;
+  size_t next_ = 0;
+};
+
 // One sequence's run validated: against --against (no trace), against a trace of specdec, or
 // (candidate_mode) an outside engine's trace against the live reference. `trace_path` names the
 // trace in messages ("FILE", or "FILE sequence N" for one sequence of a batch).
+// `batch`: the sequence's place in a batched trace (null for a trace of one sequence).
 ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace* trace, const std::string& trace_path,
-                             bool candidate_mode, const TolerancePolicy& policy, TargetCache& targets) {
+                             bool candidate_mode, const TolerancePolicy& policy, TargetCache& targets, const BatchPlace* batch = nullptr) {
   ValidateOutcome out;
   SamplingParams sampling;
   bool recorded_drafts = false;  // --force-drafts without a drafter: propose what the trace proposed
@@ -89,7 +128,10 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
       }
     };
     check("target", a.model, target.fingerprint);
-    if (drafter && !r.force_drafts) check("drafter", drafter->path, drafter->fingerprint);
+    // A draft-free method's drafter is the token history: no checkpoint, nothing to fingerprint.
+    if (drafter && !r.force_drafts && method_entry(a.method.name).drafter.loads_checkpoint()) {
+      check("drafter", drafter->path, drafter->fingerprint);
+    }
   }
 
   struct Loaded {
@@ -118,10 +160,34 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
   setup.sampling = sampling;
   setup.options = options;
   const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
+  // A draft-free method (n-gram lookup, suffix decoding): its rule, made afresh for every run with
+  // a run state of its own (suffix decoding's earlier responses), so that every run — the live
+  // one, a rerun after a near-tie, the check of a candidate's drafts — drafts from the same state.
+  // One sequence of a batch of suffix decoding finds the state as it grew while the sequence
+  // decoded: the requests started before it, the others' responses joining as they finished.
+  const MethodEntry& entry = method_entry(a.method.name);
+  const bool draft_free = entry.drafter.kind == DrafterNeed::Kind::context;
+  const bool shares_responses = draft_free && batch && entry.make_run_state &&
+                                std::dynamic_pointer_cast<SuffixResponses>(entry.make_run_state(a.method.normalized()));
+  auto rule_proposer = [&a, &target, &entry, capacity, batch, trace, shares_responses]() -> std::unique_ptr<Proposer> {
+    ProposerInputs in;
+    in.target = &target.model->config();
+    in.capacity = capacity;
+    if (!shares_responses) return make_method_proposer(a.method, in);
+    const auto shared = std::dynamic_pointer_cast<SuffixResponses>(entry.make_run_state(a.method.normalized()));
+    for (size_t k = 0; k < batch->request; ++k) shared->start();  // its id in the shared state is its place
+    in.run_state = shared;
+    return std::make_unique<ResponsesJoining>(make_method_proposer(a.method, in), *trace, batch->responses, shared);
+  };
+  if (draft_free) {
+    setup.make_rule_proposer = rule_proposer;
+    if (a.policy.name != "fixed") setup.make_rule_policy = [&a] { return make_policy(a.policy); };
+  }
   if (recorded_drafts) {
     setup.make_proposer = [&](const LanguageModel*, const EagleHead*) { return make_trace_proposer(*trace, trace_path); };
   } else if (a.method.name != "sequential") {
-    setup.make_proposer = [&](const LanguageModel* draft_lm, const EagleHead* head) {
+    setup.make_proposer = [&, rule_proposer](const LanguageModel* draft_lm, const EagleHead* head) -> std::unique_ptr<Proposer> {
+      if (draft_free) return rule_proposer();
       return make_proposer(a, target, drafter ? &*drafter : nullptr, capacity, draft_lm, head);
     };
     // The run's (or the trace's) speculation policy: the same depth each step, so the same drafts.
@@ -163,7 +229,8 @@ ValidateOutcome validate_batch(const ValidateRequest& r, const std::string& path
   for (std::size_t i = 0; i < batch.sequences.size(); ++i) {
     const Trace t = sequence_trace(batch, i);
     const uint32_t id = batch.sequences[i].id;
-    ValidateOutcome one = validate_one(r.run, r, &t, path + " sequence " + std::to_string(id), candidate_mode, policy, targets);
+    const BatchPlace place{earlier_responses(batch, i), i};
+    ValidateOutcome one = validate_one(r.run, r, &t, path + " sequence " + std::to_string(id), candidate_mode, policy, targets, &place);
     out.tokenizer = one.tokenizer;
     b.sequences.push_back({id, std::move(one.report), std::move(one.json)});
   }

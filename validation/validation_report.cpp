@@ -81,6 +81,23 @@ nlohmann::json to_json(const ValidationReport& r) {
                     {"substep", d.substep.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.substep)},
                     {"layer_row", d.layer_row < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.layer_row)},
                     {"layer_nmse", number(d.layer_value)}};
+    if (d.draft_rule) {  // only for a "draft rule" failure: no key changes for the others
+      const DraftRuleMismatch& m = *d.draft_rule;
+      auto or_null = [](int64_t v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
+      j["failure"]["draft_rule"] = {{"method", m.method},
+                                    {"node", m.node},
+                                    {"history_length", m.history},
+                                    {"rule_drafts", m.rule_tokens},
+                                    {"rule_parents", m.rule_parents},
+                                    {"candidate_drafts", m.candidate_tokens},
+                                    {"candidate_parents", m.candidate_parents},
+                                    {"match_length", m.match_length},
+                                    {"match_position", or_null(m.match_position)},
+                                    {"copied_from", or_null(m.copied_from)},
+                                    {"request", or_null(m.request)},
+                                    {"candidate_copied_from", or_null(m.candidate_copied_from)},
+                                    {"candidate_match_length", m.candidate_match_length < 0 ? nlohmann::json(nullptr) : nlohmann::json(m.candidate_match_length)}};
+    }
   } else {
     j["failure"] = nullptr;
   }
@@ -137,6 +154,28 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
           << "\n";
     }
     if (!std::isnan(d.value)) out << "  measured " << g(d.value) << ", bound " << g(d.bound) << "\n";
+    if (d.draft_rule) {
+      const DraftRuleMismatch& m = *d.draft_rule;
+      auto list = [&](const std::vector<int32_t>& t, const std::vector<int32_t>& p) {
+        std::string s = "[";
+        for (size_t i = 0; i < t.size(); ++i) s += (i ? " " : "") + shown(t[i], tokenizer);
+        s += "]";
+        bool chain = true;
+        for (size_t i = 0; i < p.size(); ++i) chain = chain && p[i] == static_cast<int32_t>(i) - 1;
+        if (!chain) {
+          s += " parents [";
+          for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + std::to_string(p[i]);
+          s += "]";
+        }
+        return s;
+      };
+      out << "  " << m.method << " rule drafts: " << list(m.rule_tokens, m.rule_parents) << "\n";
+      out << "  candidate drafted: " << list(m.candidate_tokens, m.candidate_parents) << "\n";
+      if (m.match_position >= 0) {
+        out << "  rule's match: the last " << m.match_length << " tokens occurred at position " << m.match_position << ", copied from position "
+            << m.copied_from << "\n";
+      }
+    }
     if (d.layer >= 0) {
       out << "  first out of tolerance inside the target forward: layer " << d.layer << ", " << d.substep << " (row " << d.layer_row
           << ", NMSE " << g(d.layer_value) << ", bound " << g(r.policy.hidden_nmse) << ")\n";

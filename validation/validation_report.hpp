@@ -32,13 +32,28 @@ struct NearTie {
   double logit_error = kUnknown;  // max |Δ logit| over the row read
 };
 
+// A draft-free method's drafts at a step where the candidate's are not the rule's ("draft rule").
+struct DraftRuleMismatch {
+  std::string method;                                    // the rule: ngram, prompt-lookup, ngram-tree, suffix, suffix-tree
+  std::vector<int32_t> rule_tokens, rule_parents;        // what the rule drafts for the recorded history
+  std::vector<int32_t> candidate_tokens, candidate_parents;  // what the candidate drafted
+  int node = 0;                    // the first node where they differ
+  int64_t history = 0;             // the history's length (prompt + tokens emitted before the step)
+  int32_t match_length = 0;        // the rule's matched n-gram (suffix) length; 0 when it drafts nothing
+  int64_t match_position = -1;     // where the earlier occurrence of the matched n-gram starts; -1 none / unknown
+  int64_t copied_from = -1;        // the rule's first draft's position in the history (or the response)
+  int64_t request = -1;            // the earlier request the rule copied from (suffix decoding's responses); -1 none
+  int64_t candidate_copied_from = -1;  // the candidate's own source of the first draft, when its trace records sources
+  int32_t candidate_match_length = -1;
+};
+
 // The first difference that the policy does not excuse.
 struct Divergence {
   int step = -1;                  // -1: not tied to a step (step count, output)
   int32_t position = -1;
   std::string what;               // "token", "target logits", "hidden states", "draft LM logits",
                                   // "draft distributions", "draft", "drafter inputs", "drafter hidden",
-                                  // "drafter logits", "step field", "steps", "near-ties"
+                                  // "drafter logits", "draft rule", "step field", "steps", "near-ties"
   std::string detail;             // one line in words
   int row = -1;                   // target logits row; for "drafter ..." the step's drafter row
   int drafter_call = -1;          // "drafter ...": the reference's drafter forward of that row
@@ -57,6 +72,7 @@ struct Divergence {
   std::string substep;     // input_norm | attention | post_attention_norm | mlp
   int layer_row = -1;      // the forward's row (0 = the first token of the forward) where it is worst
   double layer_value = kUnknown;  // its NMSE, against the hidden-state bound
+  std::optional<DraftRuleMismatch> draft_rule;  // what == "draft rule": both drafts and the rule's match
 };
 
 // How one compared quantity fared: the worst value seen against its bound.

@@ -117,6 +117,13 @@ ValidationReport validate_candidate_trace(const ValidationSetup& setup, const Ba
   Recorded recorded;
   recorded.trace = &candidate;
   recorded.name = candidate_name;
+  // A draft-free method: the drafts are a function of the history, checked against the rule at
+  // every step (before the live run's own drafts, and also when the candidate's drafts are forced).
+  std::vector<RuleStep> rule;
+  if (setup.make_rule_proposer) {
+    rule = rule_drafts(candidate, setup.make_rule_proposer, setup.make_rule_policy, setup.options, setup.sampling);
+    recorded.rule = &rule;
+  }
   return run_validation(setup, reference, recorded, Roles{.live_is_reference = true}, policy, force_drafts);
 }
 

@@ -37,6 +37,13 @@ struct ValidationSetup {
   // A fresh speculation policy for one run (the recorded run's --policy; unset: the method's whole
   // shape every step). Plain steps (depth 0) then verify the pending token alone on both sides.
   std::function<std::unique_ptr<SpeculationPolicy>()> make_policy;
+  // A draft-free method (n-gram lookup, suffix decoding): a fresh proposer of its rule, with a run
+  // state of its own. Set, validate_candidate_trace checks every step's recorded drafts against
+  // what the rule drafts for the recorded history (draft_rule.hpp), also under force_drafts.
+  std::function<std::unique_ptr<Proposer>()> make_rule_proposer;
+  // The recorded run's speculation policy, replayed with the rule (unset: the fixed policy);
+  // apart from make_policy, which forced drafts leave unset.
+  std::function<std::unique_ptr<SpeculationPolicy>()> make_rule_policy;
 };
 
 // One side of a comparison: where target forwards and draft LM forwards go.
@@ -65,7 +72,8 @@ ValidationReport validate_against_trace(const ValidationSetup& setup, const Back
 // method runs live on `reference` under the trace's configuration (`setup` must hold its
 // prompt, sampling and options). Margins and near-ties come from the reference's own rows; on a
 // near-tie the reference is given the candidate's rows at that step so that the two stay
-// aligned. A draft that differs fails (the trace records no drafter inputs to excuse it); with
+// aligned. A draft-free method's drafts (setup.make_rule_proposer) must be its rule's for the
+// recorded history at every step ("draft rule" failures). A draft that differs fails (the trace records no drafter inputs to excuse it); with
 // `force_drafts` every step's draft (tree and q) is the candidate's, so that its target forward
 // and acceptance are checked exactly whatever drafted them. The trace's exactness contract is not
 // checked: an outside engine's numbers are held to the tolerance policy, not compared bitwise.

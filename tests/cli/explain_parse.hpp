@@ -1,6 +1,7 @@
 #pragma once
 // Reads `specdec explain`'s text back into per-step facts, for the tests of the text and of the
 // page (whose tree must show what the text says).
+#include <cctype>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,7 +37,9 @@ inline std::vector<ExplainedStep> parse_explain(const std::string& out) {
         s.kept = s.produced = 1;
       }
       const size_t d = line.find("drafted ");
-      if (d != std::string::npos) s.drafted = std::stoi(line.substr(d + 8));
+      if (d != std::string::npos && d + 8 < line.size() && std::isdigit(static_cast<unsigned char>(line[d + 8]))) {
+        s.drafted = std::stoi(line.substr(d + 8));  // "drafted 4 (chain)"; "nothing drafted (...)" drafted none
+      }
       s.cut = has(line, "[cut by");
       s.lines.push_back(line);
       steps.push_back(s);
@@ -50,7 +53,8 @@ inline std::vector<ExplainedStep> parse_explain(const std::string& out) {
     } else if (has(line, "✗ reject")) {
       ++s.rejected;
     } else if (line.rfind("  + ", 0) == 0) {
-      s.final_kind = has(line, " bonus (") ? "bonus" : "correction";
+      // A step with no drafts ends with the target's own token, a bonus at the root.
+      s.final_kind = has(line, " bonus (") || has(line, "the target's own token") ? "bonus" : "correction";
       s.final_discarded = has(line, "[discarded");
     } else if (line.rfind("  emitted ", 0) == 0) {
       const size_t open = line.rfind("  (");

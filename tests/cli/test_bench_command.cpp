@@ -14,6 +14,7 @@
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/model/precision.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/error_capture.hpp"
@@ -99,7 +100,8 @@ TEST(BenchCommand, WritesTablesCsvAndJson) {
   EXPECT_EQ(methods[0], (std::vector<std::string>{"backend", "method", "shape", "drafter", "acceptance", "steps", "acceptance_length",
                                                   "drafter_ms_per_step", "drafter_forwards_per_step", "drafter_per_target_forward",
                                                   "verify_ms_per_step", "tokens_per_s", "speedup", "over_reference"}));
-  ASSERT_EQ(methods.size(), 1u + 5u * backends);
+  const std::size_t every_method = method_registry().size();  // sequential and every drafting method, per backend
+  ASSERT_EQ(methods.size(), 1u + every_method * backends);
   for (size_t i = 1; i < methods.size(); ++i) {
     const auto& m = methods[i];
     ASSERT_EQ(m.size(), methods[0].size()) << i;
@@ -111,11 +113,17 @@ TEST(BenchCommand, WritesTablesCsvAndJson) {
       continue;
     }
     EXPECT_EQ(m[2], "k=3") << m[1];
-    EXPECT_EQ(m[3], "random") << m[1];
+    const bool draft_free = !method_entry(m[1]).drafter.loads_checkpoint();  // drafts from the token history
+    EXPECT_EQ(m[3], draft_free ? "-" : "random") << m[1];
     EXPECT_EQ(m[4], "greedy") << m[1];
     EXPECT_GE(number(m[5], "steps"), 1) << m[1];
-    EXPECT_GT(number(m[7], "drafter_ms_per_step"), 0) << m[1];
-    EXPECT_GT(number(m[8], "drafter_forwards_per_step"), 0) << m[1];
+    EXPECT_GE(number(m[7], "drafter_ms_per_step"), 0) << m[1];
+    if (draft_free) {
+      EXPECT_EQ(number(m[8], "drafter_forwards_per_step"), 0) << m[1];
+    } else {
+      EXPECT_GT(number(m[7], "drafter_ms_per_step"), 0) << m[1];
+      EXPECT_GT(number(m[8], "drafter_forwards_per_step"), 0) << m[1];
+    }
     EXPECT_GT(number(m[10], "verify_ms_per_step"), 0) << m[1];
     EXPECT_EQ(m[13].empty(), m[0] == "reference") << "over_reference only for other backends";
   }
@@ -126,7 +134,7 @@ TEST(BenchCommand, WritesTablesCsvAndJson) {
   EXPECT_EQ(j["bandwidth"]["buffer_bytes"].get<double>(), 16.0 * 1024 * 1024);
   EXPECT_EQ(j["decode"].size(), static_cast<size_t>(backends));
   EXPECT_EQ(j["verify_cost"].size(), 3u * backends);
-  EXPECT_EQ(j["methods"].size(), 5u * backends);
+  EXPECT_EQ(j["methods"].size(), every_method * backends);
   EXPECT_EQ(j["options"]["tokens"], 6);
   for (const auto& row : j["methods"]) EXPECT_TRUE(row["tokens_per_s"].is_number()) << row.dump();
   EXPECT_EQ(dir.entries_of(dir / "out"), (std::vector<std::string>{"bench.json", "decode.csv", "methods.csv", "verify_cost.csv"}));

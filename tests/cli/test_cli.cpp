@@ -231,6 +231,45 @@ TEST_F(Cli, RecordedSpeculativeTraceReplaysIdentically) {
   EXPECT_EQ(ta.meta.models.count("drafter"), 1u);
 }
 
+// A draft-free method's generate --json summarises where its drafts came from, consistently with
+// the stats and with the sources its trace records; other methods have no such key.
+TEST(GenerateJson, DraftFreeMethodsSummariseTheirSources) {
+  const std::string target = std::string(SPECDEC_SOURCE_DIR) + "/models/target";
+  const fs::path trace = fs::temp_directory_path() / ("specdec_cli_sources_" + std::to_string(::getpid()) + ".h5");
+  for (const std::string method : {"ngram,n_min=1,n_max=3", "suffix"}) {
+    const std::vector<std::string> args = {"--model", target, "--method", method, "--k", "4", "--prompt",
+                                           "the light, and the light was good; the light", "--max-new-tokens", "20", "--ignore-eos"};
+    std::vector<std::string> gen = {"generate", "--json"}, rec = {"record", "--out", trace.string()};
+    gen.insert(gen.end(), args.begin(), args.end());
+    rec.insert(rec.end(), args.begin(), args.end());
+    const CliRun g = run(gen);
+    ASSERT_EQ(g.code, 0) << method << ": " << g.err;
+    const auto j = nlohmann::json::parse(g.out);
+    ASSERT_TRUE(j.contains("draft_sources")) << method << ": " << g.out;
+    const auto& d = j["draft_sources"];
+    EXPECT_EQ(d["steps"], j["stats"]["steps"]) << method;
+    EXPECT_EQ(d["with_match"].get<int>() + d["without_match"].get<int>(), d["steps"].get<int>()) << method;
+    EXPECT_EQ(d["drafts_from_context"].get<int>() + d["drafts_from_responses"].get<int>(), j["stats"]["drafted_tokens"].get<int>()) << method;
+    EXPECT_GT(d["with_match"].get<int>(), 0) << method;
+    ASSERT_EQ(run(rec).code, 0) << method;
+    const Trace t = read_trace(trace);
+    int with = 0;
+    double sum = 0;
+    for (const StepRecord& s : t.steps) {
+      if (s.draft_sources.empty()) continue;
+      ++with;
+      sum += s.draft_sources.front().match_length;
+    }
+    EXPECT_EQ(d["with_match"], with) << method;
+    EXPECT_DOUBLE_EQ(d["mean_match_length"].get<double>(), sum / with) << method;
+  }
+  fs::remove(trace);
+  const CliRun eagle = run({"generate", "--json", "--model", target, "--method", "eagle", "--drafter", std::string(SPECDEC_SOURCE_DIR) + "/models/eagle1",
+                            "--prompt", "And", "--max-new-tokens", "4"});
+  ASSERT_EQ(eagle.code, 0) << eagle.err;
+  EXPECT_FALSE(nlohmann::json::parse(eagle.out).contains("draft_sources"));
+}
+
 TEST_F(Cli, ExplainShowsDecisions) {
   const CliRun r = run({"explain", "--model", model(), "--method", "draft", "--drafter", model(), "--k", "2", "--prompt", "a",
                         "--max-new-tokens", "5", "--ignore-eos", "--sampling", "sample", "--seed", "3"});
@@ -358,7 +397,7 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
       {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
-      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagel3"}, "unknown method 'eagel3'; known methods: sequential, draft, eagle, eagle3, peagle; did you mean eagle3?"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagel3"}, "unknown method 'eagel3'; known methods: sequential, draft, eagle, eagle3, peagle, ngram, prompt-lookup, ngram-tree, suffix, suffix-tree; did you mean eagle3?"},
       // An alias names its method (the registry's spellings, in every command).
       {{"generate", "--model", model(), "--prompt", "a", "--method", "EAGLE-1"}, "--method eagle needs --drafter DIR (an EAGLE-1 head)"},
       {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},

@@ -12,6 +12,7 @@
 #include "cli/options.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/cli/explain_parse.hpp"
+#include "traces/trace.hpp"
 
 namespace specdec {
 namespace {
@@ -223,6 +224,72 @@ TEST(ExplainText, TokensAreEscapedTheSameWayEverywhere) {
   ASSERT_EQ(ids.code, 0) << ids.err;
   EXPECT_TRUE(std::regex_search(ids.out, std::regex("accept d1 <[0-9]+>"))) << ids.out;
   EXPECT_TRUE(has(ids.out, "prompt [0 40 41]")) << ids.out;
+}
+
+// Draft-free methods: each step that copied its drafts says from where — the matched suffix, its
+// earlier occurrence and what followed it in the context, the occurrence in [ ] and the copies in
+// { } — the same place the run's trace records; a tree lists each node's source.
+TEST(ExplainText, DraftFreeStepsShowWhereTheDraftsCameFrom) {
+  const std::string prompt = "the light, and the light was good; the light";
+  const std::vector<std::string> ngram = {"--method", "ngram,n_min=1,n_max=3", "--k", "4", "--prompt", prompt, "--max-new-tokens", "16",
+                                          "--ignore-eos"};
+  const std::string where = "case: ngram n 1..3 k=4 greedy '" + prompt + "'";
+  const CliRun r = explain(ngram);
+  ASSERT_EQ(r.code, 0) << where << ": " << r.err;
+  // The trace of the same run records the sources the text shows.
+  const fs::path trace = fs::temp_directory_path() / ("specdec_explain_sources_" + std::to_string(::getpid()) + ".h5");
+  std::vector<std::string> record = {"record", "--model", bundled("target"), "--out", trace.string()};
+  record.insert(record.end(), ngram.begin(), ngram.end());
+  ASSERT_EQ(testing::run(record).code, 0);
+  const Trace t = read_trace(trace);
+  fs::remove(trace);
+
+  const std::regex source_line("^  source the last ([0-9]+) tokens? \"(.*)\" \\((?:positions? )([0-9]+)(?:-([0-9]+))?\\) occurred before at "
+                               "positions? ([0-9]+)(?:-([0-9]+))?; the drafts copy what followed, from position ([0-9]+)$");
+  const std::regex window_line("^         (…)?(.*)\\[(.*)\\]\\{(.+)\\}(.*?)(…)?   \\(\\[ \\] the earlier occurrence, \\{ \\} copied as drafts\\)$");
+  int shown = 0, nothing = 0;
+  const std::vector<ExplainedStep> steps = parse_explain(r.out);
+  ASSERT_EQ(steps.size(), t.steps.size()) << where;
+  for (const ExplainedStep& s : steps) {
+    const StepRecord& rec = t.steps[static_cast<size_t>(s.index)];
+    const std::string at = where + ", step " + std::to_string(s.index);
+    if (s.sequential) continue;
+    if (s.drafted == 0) {
+      EXPECT_TRUE(has(s.lines[0], ": no drafts (no earlier occurrence of the last tokens")) << at << ": " << s.lines[0];
+      ++nothing;
+      continue;
+    }
+    ASSERT_GE(s.lines.size(), 3u) << at;
+    std::smatch m, w;
+    ASSERT_TRUE(std::regex_match(s.lines[1], m, source_line)) << at << ": [" << s.lines[1] << "]";
+    ASSERT_TRUE(std::regex_match(s.lines[2], w, window_line)) << at << ": [" << s.lines[2] << "]";
+    const int n = std::stoi(m[1]);
+    const int64_t copied = std::stoll(m[7]);
+    ASSERT_FALSE(rec.draft_sources.empty()) << at;
+    EXPECT_EQ(n, rec.draft_sources[0].match_length) << at << ": the match length the trace records";
+    EXPECT_EQ(copied, rec.draft_sources[0].position) << at << ": the position the trace records";
+    EXPECT_EQ(std::stoll(m[3]), rec.position - n) << at << ": the suffix is the last n tokens of the history";
+    EXPECT_EQ(std::stoll(m[5]), copied - n) << at << ": the occurrence ends just before the copied token";
+    EXPECT_EQ(w[3].str(), m[2].str()) << at << ": the earlier occurrence is the matched suffix";
+    EXPECT_FALSE(w[4].str().empty()) << at;
+    ++shown;
+  }
+  EXPECT_GE(shown, 3) << where << "\n" << r.out;
+  EXPECT_GE(nothing, 1) << where << ": the case must contain a step with no match\n" << r.out;
+
+  // A tree of copies lists every node's source.
+  const CliRun tree = explain({"--method", "ngram-tree,nodes=5", "--k", "3", "--prompt", prompt, "--max-new-tokens", "8", "--ignore-eos"});
+  ASSERT_EQ(tree.code, 0) << tree.err;
+  int nodes = 0, listed = 0;
+  for (const ExplainedStep& s : parse_explain(tree.out)) {
+    for (const std::string& line : s.lines) {
+      if (line.rfind("    node ", 0) != 0) continue;
+      ++nodes;
+      listed += std::regex_search(line, std::regex("← copied from position [0-9]+$"));
+    }
+  }
+  EXPECT_GE(nodes, 4) << tree.out;
+  EXPECT_EQ(listed, nodes) << tree.out;
 }
 
 TEST(ExplainText, HtmlDestinationErrors) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -93,7 +94,9 @@ class ExplainPage : public ::testing::Test {
   }
 
   // Runs explain with `args` writing the page, then checks the page against the text.
-  void check(const std::string& where, const std::vector<std::string>& args, int screenshot_step, int parallel_positions) {
+  // `more` (when set) checks further what the page's self-test saw against the text's steps.
+  void check(const std::string& where, const std::vector<std::string>& args, int screenshot_step, int parallel_positions,
+             const std::function<void(const std::vector<ExplainedStep>&, const json&)>& more = nullptr) {
     const fs::path page = dir_ / "page.html";
     std::vector<std::string> all = {"explain", "--model", bundled("target")};
     all.insert(all.end(), args.begin(), args.end());
@@ -142,6 +145,7 @@ class ExplainPage : public ::testing::Test {
       with_unreached += s.unreached() > 0;
     }
     EXPECT_GE(with_rejections, 1) << where << ": the run must contain a rejection";
+    if (more) more(steps, st);
 
     // A screenshot of a known step.
     const fs::path png = dir_ / "step.png";
@@ -173,6 +177,42 @@ TEST_F(ExplainPage, Eagle2DynamicTreeCoupled) {
         {"--method", "eagle", "--drafter", bundled("eagle1"), "--tree", "dynamic", "--depth", "3", "--tree-top-k", "3", "--total-tokens",
          "8", "--sampling", "coupled", "--temperature", "0.8", "--seed", "0", "--prompt", "And God said", "--max-new-tokens", "12"},
         1, 0);
+}
+
+// A draft-free method: every step that copied its drafts shows where from — the matched tokens'
+// earlier occurrence highlighted (as many tokens as the text's match length), the copied ones
+// beside it; a step that found no match says so; no panel for the prefill.
+TEST_F(ExplainPage, NgramShowsWhereTheDraftsCameFrom) {
+  check("case: ngram n 1..3 k=4 greedy",
+        {"--method", "ngram,n_min=1,n_max=3", "--k", "4", "--prompt", "the light, and the light was good; the light", "--max-new-tokens",
+         "16", "--ignore-eos"},
+        5, 0, [](const std::vector<ExplainedStep>& steps, const json& st) {
+          int shown = 0;
+          for (size_t i = 0; i < steps.size(); ++i) {
+            const ExplainedStep& s = steps[i];
+            const json& c = st["steps"][i];
+            const std::string at = "step " + std::to_string(s.index);
+            const std::string text = c["source_text"];
+            if (s.sequential) {
+              EXPECT_EQ(text, "") << at;
+              continue;
+            }
+            if (s.drafted == 0) {
+              EXPECT_NE(text.find("Nothing drafted"), std::string::npos) << at << ": " << text;
+              continue;
+            }
+            ASSERT_GE(s.lines.size(), 2u) << at;
+            const size_t last = s.lines[1].find("the last ");
+            ASSERT_NE(last, std::string::npos) << at << ": " << s.lines[1];
+            const int n = std::stoi(s.lines[1].substr(last + 9));
+            EXPECT_EQ(c["source_match"], n) << at << ": the occurrence highlighted, one token per matched token";
+            EXPECT_GE(c["source_copied"].get<int>(), 1) << at;
+            EXPECT_LE(c["source_copied"].get<int>(), s.drafted) << at;
+            EXPECT_NE(text.find("occurred earlier at"), std::string::npos) << at << ": " << text;
+            ++shown;
+          }
+          EXPECT_GE(shown, 3);
+        });
 }
 
 TEST_F(ExplainPage, PEagleParallelChainGreedy) {

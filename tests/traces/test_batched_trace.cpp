@@ -92,7 +92,7 @@ TEST(BatchedTrace, RoundTripsAndPassesCheck) {
   const BatchedTrace b = two_sequences();
   write_batched_trace(dir / "batch.h5", b);
   const BatchedTrace back = read_batched_trace(dir / "batch.h5");
-  EXPECT_EQ(back.meta.schema_version, "2.0");
+  EXPECT_EQ(back.meta.schema_version, batched_trace_schema_version());
   EXPECT_EQ(back.meta.specdec_version, "0.1.0-test");
   EXPECT_EQ(back.max_in_flight, 2);
   ASSERT_EQ(back.sequences.size(), 2u);
@@ -119,7 +119,7 @@ TEST(BatchedTrace, RoundTripsAndPassesCheck) {
 
   const TraceCheckResult r = check_trace_file(dir / "batch.h5");
   EXPECT_TRUE(r.valid()) << problems(r);
-  EXPECT_EQ(r.schema_version, "2.0");
+  EXPECT_EQ(r.schema_version, batched_trace_schema_version());
   EXPECT_EQ(r.sequences, 2);
   EXPECT_EQ(r.steps, 10);
   EXPECT_EQ(trace_schema_major(dir / "batch.h5"), 2);
@@ -129,8 +129,9 @@ TEST(BatchedTrace, EachReaderNamesTheOtherLayout) {
   TempDir dir;
   write_batched_trace(dir / "batch.h5", two_sequences());
   write_trace(dir / "one.h5", trace_test::sequential_trace(3, false));
-  EXPECT_CONTAINS(error_of([&] { read_trace(dir / "batch.h5"); }), "a batched trace (schema 2.0");
-  EXPECT_CONTAINS(error_of([&] { read_batched_trace(dir / "one.h5"); }), "a trace of one sequence (schema 1.2), not a batched trace");
+  EXPECT_CONTAINS(error_of([&] { read_trace(dir / "batch.h5"); }), "a batched trace (schema " + batched_trace_schema_version());
+  EXPECT_CONTAINS(error_of([&] { read_batched_trace(dir / "one.h5"); }),
+                  "a trace of one sequence (schema " + trace_schema_version() + "), not a batched trace");
   EXPECT_EQ(trace_schema_major(dir / "one.h5"), 1);
 }
 

@@ -85,6 +85,7 @@ void expect_same_trace(const Trace& a, const Trace& b, const std::string& label)
     EXPECT_EQ(x.accept_uniforms, y.accept_uniforms) << w;
     EXPECT_EQ(x.bonus_token, y.bonus_token) << w;
     EXPECT_EQ(x.random_counters, y.random_counters) << w;
+    EXPECT_EQ(x.draft_sources, y.draft_sources) << w;
     expect_same_logits(x.target_logits, y.target_logits, w + " target_logits");
     expect_same_logits(x.draft_logits, y.draft_logits, w + " draft_logits");
   }
@@ -135,6 +136,75 @@ TEST(TraceRoundTrip, EdgeCases) {
     s.target_logits = {LogitRecord::full_row(row.data(), 40000)};
   }
   round_trip(big, "V = 40000 full rows, seed 9");
+}
+
+// A draft-free run's trace (schema 1.3): the speculative fixture with a source per draft node,
+// from the sequence itself and from an earlier response; step 2 records none (a model drafter's
+// step after a fallback, say), so steps with and without sources mix.
+Trace with_draft_sources(uint64_t seed) {
+  Trace t = speculative_trace(seed);
+  t.meta.method = "suffix-tree";
+  t.meta.models.erase("drafter");
+  for (std::size_t s = 1; s < t.steps.size(); ++s) {
+    if (s == 2) continue;
+    StepRecord& st = t.steps[s];
+    for (std::size_t n = 0; n < st.draft_tokens.size(); ++n) {
+      DraftSourceRecord r;
+      if (n == 3) {
+        r.origin = DraftSourceRecord::Origin::responses;
+        r.position = 40 + static_cast<int64_t>(n);
+        r.request = 7;
+      } else {
+        r.position = static_cast<int64_t>(n) % st.position;  // inside the history before the step
+      }
+      r.match_length = static_cast<int32_t>(s + n);
+      st.draft_sources.push_back(r);
+    }
+  }
+  t.steps[1].draft_sources[4].position = -1;  // unknown
+  return t;
+}
+
+TEST(TraceRoundTrip, DraftSources) {
+  for (uint64_t seed : {11u, 12u}) {
+    const Trace t = with_draft_sources(seed);
+    round_trip(t, "draft sources, seed " + std::to_string(seed));
+    // Semantic equality sees them.
+    Trace other = t;
+    other.steps[3].draft_sources[1].match_length += 1;
+    std::string diff;
+    EXPECT_FALSE(semantically_equal(t, other, &diff));
+    EXPECT_EQ(diff, "steps[3].draft_sources[1].match_length: " + std::to_string(t.steps[3].draft_sources[1].match_length) + " vs " +
+                        std::to_string(other.steps[3].draft_sources[1].match_length));
+  }
+  // A model drafter's trace has no sources, and no /steps/draft_sources is written.
+  TempDir dir;
+  write_trace(dir / "model.h5", speculative_trace(13));
+  EXPECT_FALSE(h5::File::open_read_only(dir / "model.h5").open_group("steps").has("draft_sources"));
+  write_trace(dir / "free.h5", with_draft_sources(13));
+  const h5::File f = h5::File::open_read_only(dir / "free.h5");
+  const h5::Group g = f.open_group("steps/draft_sources");
+  EXPECT_EQ(g.read_vector<int64_t>("row_offsets"), (std::vector<int64_t>{0, 0, 5, 5, 10}));
+  EXPECT_EQ(g.read_vector<uint8_t>("origin"), (std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 0, 0, 1, 0}));
+}
+
+TEST(TraceValidate, DraftSources) {
+  const std::vector<std::pair<const char*, std::function<void(Trace&)>>> cases = {
+      {"steps[1].draft_sources: 4 sources for 5 draft nodes", [](Trace& t) { t.steps[1].draft_sources.pop_back(); }},
+      {"steps[3].draft_sources[0].position: 10 is not inside the sequence", [](Trace& t) { t.steps[3].draft_sources[0].position = 10; }},
+      {"steps[3].draft_sources[1].position: -2 is not inside", [](Trace& t) { t.steps[3].draft_sources[1].position = -2; }},
+      {"steps[1].draft_sources[0].request: 2, expected -1", [](Trace& t) { t.steps[1].draft_sources[0].request = 2; }},
+      {"steps[1].draft_sources[3].request: -1, expected the earlier request", [](Trace& t) { t.steps[1].draft_sources[3].request = -1; }},
+      {"steps[1].draft_sources[2].match_length: -1, expected >= 0", [](Trace& t) { t.steps[1].draft_sources[2].match_length = -1; }},
+  };
+  for (const auto& [expected, change] : cases) {
+    Trace t = with_draft_sources(14);
+    ASSERT_EQ(t.steps[3].position, 10);
+    change(t);
+    const std::string msg = error_of([&] { validate_trace(t); });
+    EXPECT_EQ(msg.rfind(std::string("invalid trace: ") + expected, 0), 0u) << "case '" << expected << "': got '" << msg << "'";
+  }
+  EXPECT_EQ(error_of([&] { validate_trace(with_draft_sources(14)); }), "(no error)");
 }
 
 TEST(TraceWrite, FillsVersionAndTimestampWhenEmpty) {
@@ -475,6 +545,34 @@ TEST(TraceRead, BrokenOffsetsAndShapes) {
   EXPECT_ERROR_HAS(read_trace(damaged(dir, full,
                                       [](h5::File& f) { f.open_group("steps/target_logits").write_attribute("vocab_size", int64_t{49}); })),
                    "/steps/target_logits/full: expected shape (rows, 49) matching attribute 'vocab_size'");
+}
+
+TEST(TraceRead, BrokenDraftSources) {
+  TempDir dir;
+  const Trace t = with_draft_sources(15);  // sources 0 + 5 + 0 + 5
+  EXPECT_ERROR_HAS(read_trace(damaged(dir, t,
+                                      [](h5::File& f) {
+                                        h5::Group g = f.open_group("steps/draft_sources");
+                                        g.remove("origin");
+                                        g.write_vector<uint8_t>("origin", std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 0, 7, 1, 0});
+                                      })),
+                   "/steps/draft_sources/origin: entry 7 is 7, expected 0 (context) or 1 (responses)");
+  EXPECT_ERROR_HAS(read_trace(damaged(dir, t,
+                                      [](h5::File& f) {
+                                        h5::Group g = f.open_group("steps/draft_sources");
+                                        g.remove("match_length");
+                                        g.write_vector<int32_t>("match_length", std::vector<int32_t>(9, 1));
+                                      })),
+                   "/steps/draft_sources/match_length: 9 entries, expected 10");
+  EXPECT_ERROR_HAS(read_trace(damaged(dir, t,
+                                      [](h5::File& f) {
+                                        h5::Group g = f.open_group("steps/draft_sources");
+                                        g.remove("row_offsets");
+                                        g.write_vector<int64_t>("row_offsets", std::vector<int64_t>{0, 0, 4, 5, 10});
+                                      })),
+                   "invalid trace: steps[1].draft_sources: 4 sources for 5 draft nodes");
+  EXPECT_ERROR_HAS(read_trace(damaged(dir, t, [](h5::File& f) { f.open_group("steps/draft_sources").remove("request"); })),
+                   "/steps/draft_sources/request: dataset missing");
 }
 
 // ---- validation and atomic writing ---------------------------------------------------------------

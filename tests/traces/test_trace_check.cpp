@@ -14,6 +14,7 @@
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_check.hpp"
+#include "traces/trace_layout.hpp"
 
 namespace specdec {
 namespace {
@@ -117,13 +118,85 @@ TEST(TraceCheck, BadOrUnsupportedVersion) {
     return check_trace_file(edited(dir, [v](h5::File& f) { f.write_attribute("schema_version", std::string(v)); }));
   };
   EXPECT_PROBLEM(version("one"), "/ @schema_version", "expected \"<major>.<minor>\"");
-  EXPECT_PROBLEM(version("3.0"), "/ @schema_version", "unsupported version, expected 1.0 to 1.2");
+  EXPECT_PROBLEM(version("3.0"), "/ @schema_version", "unsupported version, expected 1.0 to 1.3");
   // 2.0 is the batched layout: a one-sequence file labelled so lacks its groups.
   EXPECT_PROBLEM(version("2.0"), "/batch", "missing");
-  EXPECT_PROBLEM(version("2.1"), "/ @schema_version", "unsupported version");
-  EXPECT_PROBLEM(version("1.3"), "/ @schema_version", "unsupported version");
+  EXPECT_PROBLEM(version("2.2"), "/ @schema_version", "unsupported version");
+  EXPECT_PROBLEM(version("1.4"), "/ @schema_version", "unsupported version");
+  EXPECT_TRUE(version("1.3").valid());
   EXPECT_TRUE(version("1.2").valid());
   EXPECT_TRUE(version("1.0").valid());
+}
+
+// A draft-free run (schema 1.3, /steps/draft_sources): specdec's recording passes; broken sources
+// are problems, as are a drafter model and method parameters outside their entry's range.
+TEST(TraceCheck, DraftSources) {
+  TempDir dir;
+  const fs::path clean = dir / "ngram.h5";
+  const auto rec = testing::run({"record", "--model", std::string(SPECDEC_SOURCE_DIR) + "/models/target", "--method", "ngram,n_min=1,n_max=3",
+                                 "--k", "4", "--prompt", "the light, and the light was good; the light", "--max-new-tokens", "12",
+                                 "--ignore-eos", "--out", clean.string()});
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  const TraceCheckResult ok = check_trace_file(clean);
+  EXPECT_TRUE(ok.valid()) << problems(ok);
+  const Trace t = read_trace(clean);
+  EXPECT_EQ(t.meta.models.count("drafter"), 0u) << "a draft-free run has no drafter model";
+  std::size_t step = 0;
+  while (step < t.steps.size() && t.steps[step].draft_sources.empty()) ++step;
+  ASSERT_LT(step, t.steps.size()) << "no step of the recording copied a draft";
+  const std::string at = "step " + std::to_string(step) + " node 0";
+
+  auto check = [&](const std::function<void(h5::File&)>& edit) {
+    const fs::path p = dir / "edited.h5";
+    fs::remove(p);
+    fs::copy_file(clean, p);
+    h5::File f = h5::File::open_read_write(p);
+    edit(f);
+    f.close();
+    return check_trace_file(p);
+  };
+  auto rewrite = []<class T>(h5::File& f, const char* name, std::function<void(std::vector<T>&)> change) {
+    h5::Group g = f.open_group("steps/draft_sources");
+    std::vector<T> v = g.read_vector<T>(name);
+    change(v);
+    g.remove(name);
+    g.write_vector<T>(name, v);
+  };
+  const std::size_t first = static_cast<std::size_t>(
+      h5::File::open_read_only(clean).open_group("steps/draft_sources").read_vector<int64_t>("row_offsets")[step]);
+  EXPECT_PROBLEM(check([&](h5::File& f) { rewrite(f, "origin", std::function<void(std::vector<uint8_t>&)>([&](auto& v) { v[first] = 5; })); }),
+                 "/steps/draft_sources/origin", at + " has origin 5, expected 0 (context) or 1 (responses)");
+  EXPECT_PROBLEM(check([&](h5::File& f) {
+                   rewrite(f, "position", std::function<void(std::vector<int64_t>&)>([&](auto& v) { v[first] = 100000; }));
+                 }),
+                 "/steps/draft_sources/position", at + " copies position 100000, expected 0 <= position < " + std::to_string(t.steps[step].position));
+  EXPECT_PROBLEM(check([&](h5::File& f) {
+                   rewrite(f, "request", std::function<void(std::vector<int64_t>&)>([&](auto& v) { v[first] = 3; }));
+                 }),
+                 "/steps/draft_sources/request", at + " has request 3, expected -1 for origin 0");
+  EXPECT_PROBLEM(check([&](h5::File& f) { rewrite(f, "match_length", std::function<void(std::vector<int32_t>&)>([](auto& v) { v.pop_back(); })); }),
+                 "/steps/draft_sources/match_length", "entries, expected");
+  EXPECT_PROBLEM(check([&](h5::File& f) {
+                   rewrite(f, "row_offsets", std::function<void(std::vector<int64_t>&)>([&](auto& v) { v[step + 1] -= 1; }));
+                 }),
+                 "/steps/draft_sources/row_offsets", "step " + std::to_string(step) + " has " +
+                                                         std::to_string(t.steps[step].draft_sources.size() - 1) + " sources, expected 0 or " +
+                                                         std::to_string(t.steps[step].draft_tokens.size()));
+  EXPECT_PROBLEM(check([](h5::File& f) {
+                   h5::Group d = f.open_group("meta/models").create_group("drafter");
+                   d.write_attribute("path", std::string("x"));
+                   d.write_attribute("fingerprint", std::string("fnv1a64:0123456789abcdef"));
+                   d.write_string("config_json", "{}");
+                 }),
+                 "/meta/models/drafter", "present, but a ngram run drafts from");
+  const auto params = check([](h5::File& f) {
+    rewrite_config(f, [](nlohmann::json& j) {
+      j["method"]["n_min"] = 0;
+      j["method"]["n_mid"] = 2;
+    });
+  });
+  EXPECT_PROBLEM(params, "/meta/config_json method", "n_min is 0, expected 1 <= n_min <= 128");
+  EXPECT_PROBLEM(params, "/meta/config_json method", "unknown method-config key 'n_mid'");
 }
 
 TEST(TraceCheck, MissingAndUnknownConfigKeys) {
@@ -332,7 +405,7 @@ TEST(TraceDiagnostics, RoundTripAndCheck) {
   const Trace t = with_diagnostics();
   write_trace(dir / "d.h5", t);
   const Trace back = read_trace(dir / "d.h5");
-  EXPECT_EQ(back.meta.schema_version, "1.2");
+  EXPECT_EQ(back.meta.schema_version, trace_schema_version());
   EXPECT_EQ(back.target_layers.num_layers, 3);
   EXPECT_EQ(back.target_layers.hidden_size, 4);
   EXPECT_EQ(back.target_layers.substeps, (std::vector<std::string>{"attention", "mlp"}));

@@ -85,7 +85,7 @@ TEST_F(BatchedTraces, RecordCheckAndValidateRoundTrip) {
   const std::string trace = record("batch.h5", eagle);
   const CliRun check = run({"trace", "check", trace});
   EXPECT_EQ(check.code, 0) << check.out << check.err;
-  EXPECT_CONTAINS(check.out, "valid specdec trace (schema 2.0, batched, 3 sequences");
+  EXPECT_CONTAINS(check.out, "valid specdec trace (schema 2.1, batched, 3 sequences");
 
   // Request i is sequence i; its steps are scheduled two sequences at a time.
   const BatchedTrace b = read_batched_trace(trace);
@@ -206,7 +206,7 @@ TEST_F(BatchedTraces, MalformedOnesAreClearErrors) {
   // A batched trace is named as such where a tool reads one sequence.
   const CliRun diff = run({"trace", "diff", trace, trace});
   EXPECT_EQ(diff.code, 2);
-  EXPECT_CONTAINS(diff.err, "a batched trace (schema 2.0");
+  EXPECT_CONTAINS(diff.err, "a batched trace (schema 2.1");
 
   const std::vector<std::vector<std::string>> options = {
       {"record", "--model", kModels + "target", "--prompt", "x", "--concurrency", "2", "--out", path("x.h5")},
