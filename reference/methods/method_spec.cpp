@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "reference/core/error.hpp"
+#include "reference/core/option_text.hpp"
 #include "reference/core/suggest.hpp"
 #include "reference/io/json_int.hpp"
 #include "reference/policies/policy_spec.hpp"
@@ -169,17 +170,7 @@ void check_method_spec(const MethodSpec& s) {
 MethodSpec parse_method_text(const std::string& text, const std::string& where) {
   constexpr std::size_t kMaxText = 4096;
   if (text.size() > kMaxText) throw Error(where + ": the method text is longer than " + std::to_string(kMaxText) + " characters");
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char c : text) {
-    if (c == ',') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  parts.push_back(cur);
+  const std::vector<std::string> parts = split_fields(text, ',');
   MethodSpec s;
   const MethodEntry& e = method_entry(parts[0], where);
   s.name = e.name;
@@ -192,16 +183,7 @@ MethodSpec parse_method_text(const std::string& text, const std::string& where) 
     }
     const std::string key = parts[i].substr(0, eq);
     const std::string value = parts[i].substr(eq + 1);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (value.empty() || used != value.size() || !std::isfinite(v)) {
-      throw Error(where + ": " + key + "='" + value + "' is not a finite number");
-    }
+    const double v = parse_finite_number(value, where + ": " + key);
     if (s.params.contains(key)) throw Error(where + ": parameter " + key + " is given twice");
     s.params[key] = v;
   }

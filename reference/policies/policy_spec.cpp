@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/option_text.hpp"
 #include "reference/core/suggest.hpp"
 #include "reference/policies/registry.hpp"
 
@@ -14,49 +15,22 @@ namespace {
 constexpr std::size_t kMaxPolicyText = 4096;
 constexpr std::size_t kMaxListItems = 256;
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  parts.push_back(cur);
-  return parts;
-}
-
-double parse_number(const std::string& text, const std::string& where) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || !std::isfinite(v)) throw Error(where + ": '" + text + "' is not a finite number");
-  return v;
-}
-
 // The text form of one parameter's value, as JSON of the parameter's kind.
 nlohmann::json parse_value(const PolicyParam& p, const std::string& text, const std::string& where) {
   switch (p.kind) {
     case PolicyParam::Kind::number:
-    case PolicyParam::Kind::integer: return parse_number(text, where);
+    case PolicyParam::Kind::integer: return parse_finite_number(text, where);
     case PolicyParam::Kind::list: {
       nlohmann::json a = nlohmann::json::array();
-      for (const std::string& item : split(text, '/')) a.push_back(parse_number(item, where));
+      for (const std::string& item : split_fields(text, '/')) a.push_back(parse_finite_number(item, where));
       return a;
     }
     case PolicyParam::Kind::schedule: {
       nlohmann::json a = nlohmann::json::array();
-      for (const std::string& item : split(text, '/')) {
-        const std::vector<std::string> kv = split(item, ':');
+      for (const std::string& item : split_fields(text, '/')) {
+        const std::vector<std::string> kv = split_fields(item, ':');
         if (kv.size() != 2) throw Error(where + ": '" + item + "' is not BATCH:DEPTH (e.g. 1:4/8:2/32:0)");
-        a.push_back({parse_number(kv[0], where), parse_number(kv[1], where)});
+        a.push_back({parse_finite_number(kv[0], where), parse_finite_number(kv[1], where)});
       }
       return a;
     }
@@ -176,7 +150,7 @@ PolicySpec normalized(const PolicySpec& spec, const std::string& where) {
 
 PolicySpec parse_policy_spec(const std::string& text, const std::string& where) {
   if (text.size() > kMaxPolicyText) throw Error(where + ": the policy text is longer than " + std::to_string(kMaxPolicyText) + " characters");
-  const std::vector<std::string> parts = split(text, ',');
+  const std::vector<std::string> parts = split_fields(text, ',');
   PolicySpec spec;
   spec.name = parts[0];
   const PolicyEntry& e = policy_entry(spec.name, where);
