@@ -121,6 +121,42 @@ TEST(MethodRegistry, ShapesAMethodDoesNotTakeAreRefused) {
   EXPECT_THROW(check_method_spec(alias), Error);
 }
 
+// A method's own parameters: the text form fills defaults and round-trips through JSON; every
+// mistake a user can make in it names the method, the parameter and what was expected.
+TEST(MethodRegistry, MethodParametersAreCheckedAndRoundTrip) {
+  const MethodSpec s = parse_method_text("n-gram,n_max=4,n_min=2");  // an alias names its method
+  EXPECT_EQ(s.name, "ngram");
+  EXPECT_EQ(s.normalized().params, (nlohmann::json{{"n_min", 2}, {"n_max", 4}}));
+  EXPECT_EQ(s.label(), "ngram k=4 n_min=2 n_max=4");
+  EXPECT_EQ(method_from_json(s.to_json(), "test"), s.normalized());
+  EXPECT_EQ(parse_method_text("suffix").normalized().params["cached_requests"], 10000);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_method_text(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("ngram,n_mn=2"), "--method ngram has no parameter 'n_mn'; its parameters: n_min, n_max; did you mean n_min?");
+  EXPECT_EQ(error_of("ngram,n_min=0"), "--method ngram: n_min must be an integer in [1, 128], got 0");
+  EXPECT_EQ(error_of("ngram,n_min=2.5"), "--method ngram: n_min must be an integer in [1, 128], got 2.5");
+  EXPECT_EQ(error_of("suffix,min_prob=2"), "--method suffix: min_prob must be a number in [0, 1], got 2");
+  EXPECT_EQ(error_of("ngram,n_min=x"), "--method: n_min: 'x' is not a finite number");
+  EXPECT_EQ(error_of("ngram,n_min=1,n_min=2"), "--method: parameter n_min is given twice");
+  EXPECT_NE(error_of("ngram,5").find("'5' is not key=value (e.g. ngram,n_min=5)"), std::string::npos) << error_of("ngram,5");
+  EXPECT_EQ(error_of("eagle3,k=4"), "--method eagle3 has no parameter 'k'; its parameters: none");
+  EXPECT_NE(error_of("ngrm").find("did you mean ngram?"), std::string::npos) << error_of("ngrm");
+  EXPECT_NE(error_of(std::string(5000, 'a')).find("longer than 4096"), std::string::npos);
+  // A bad value in JSON (a trace's run config, a sweep cell) is refused the same way.
+  EXPECT_THROW(method_from_json({{"method", "ngram"}, {"n_max", -1}}, "trace"), Error);
+  MethodSpec both = parse_method_text("ngram,n_min=4,n_max=2");  // ranges alone cannot see this
+  ProposerInputs in;
+  ModelConfig c;
+  in.target = &c;
+  EXPECT_THROW(make_method_proposer(both, in), Error);
+}
+
 // ---- the drafter-forward schedule --------------------------------------------------------------
 
 // Rows of every drafter forward, in order.
