@@ -21,15 +21,6 @@ NgramProposer::NgramProposer(NgramOptions o) : options_(o) {
   }
 }
 
-std::string NgramProposer::name() const {
-  switch (options_.rule) {
-    case NgramOptions::Rule::vllm: return "ngram";
-    case NgramOptions::Rule::hf: return "prompt-lookup";
-    case NgramOptions::Rule::tree: return "ngram-tree";
-  }
-  return "ngram";
-}
-
 Proposal NgramProposer::propose(const DraftContext& ctx) {
   if (!ctx.sequence || ctx.sequence->empty()) throw Error(name() + ": no sequence to draft after");
   const std::span<const int32_t> history(*ctx.sequence);

@@ -9,6 +9,7 @@ namespace specdec {
 
 struct NgramOptions {
   enum class Rule { vllm, hf, tree };
+  std::string name = "ngram";  // the registry name it drafts for (errors, fallbacks, explain)
   Rule rule = Rule::vllm;
   int k = 4;            // drafts per step (chain); the tree's depth
   int n_min = 1;        // shortest n-gram matched (vllm, tree)
@@ -23,7 +24,7 @@ class NgramProposer final : public Proposer {
  public:
   explicit NgramProposer(NgramOptions options);
 
-  std::string name() const override;
+  std::string name() const override { return options_.name; }
   int max_nodes() const override { return options_.rule == NgramOptions::Rule::tree ? options_.max_nodes : options_.k; }
   int max_depth() const override { return options_.k; }
   Proposal propose(const DraftContext& context) override;

@@ -18,6 +18,7 @@
 namespace specdec {
 
 struct SuffixOptions {
+  std::string name = "suffix";  // the registry name it drafts for (errors, fallbacks, explain)
   int k = 24;                  // max_spec_tokens: drafts per step at most
   int max_depth = 24;          // tree depth D; the pattern is the last D tokens
   float spec_factor = 1.0f;    // budget = ⌊m · spec_factor + spec_offset⌋
@@ -54,7 +55,7 @@ class SuffixProposer final : public Proposer {
   SuffixProposer(SuffixOptions options, std::shared_ptr<SuffixResponses> responses);
   ~SuffixProposer() override;
 
-  std::string name() const override { return options_.tree ? "suffix-tree" : "suffix"; }
+  std::string name() const override { return options_.name; }
   int max_nodes() const override { return options_.k; }
   Proposal propose(const DraftContext& context) override;
 

@@ -12,6 +12,7 @@ int param(const MethodSpec& s, const char* name) { return s.params.at(name).get<
 
 NgramOptions options(const MethodSpec& s, const ProposerInputs& in, NgramOptions::Rule rule) {
   NgramOptions o;
+  o.name = s.name;
   o.rule = rule;
   o.k = s.k;
   o.max_model_len = in.target->max_position_embeddings;

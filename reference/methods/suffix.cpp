@@ -12,6 +12,7 @@ namespace {
 SuffixOptions options(const MethodSpec& s, const ProposerInputs& in, bool tree) {
   SuffixOptions o;
   o.k = s.k;
+  o.name = s.name;
   o.tree = tree;
   o.max_model_len = in.target->max_position_embeddings;
   o.max_depth = s.params.at("tree_depth").get<int>();
