@@ -114,7 +114,7 @@ void validate_scenario(const Scenario& s) {
                                       method_name(m) + " drafts a tree whose shape depends on the token history"
                                 : std::string("verifies draft chains only, not trees; method ") + method_name(m) +
                                       " drafts a tree (its chain form is " +
-                                      (m == Method::ngram_tree ? "ngram" : "suffix") + ")"));
+                                      method_name(m == Method::ngram_tree ? Method::ngram : Method::suffix) + ")"));
   if (!(s.match_rate >= 0.0 && s.match_rate <= 1.0))
     throw Error("match rate (the share of steps that draft) must be in [0, 1], got " + std::to_string(s.match_rate));
   if (s.match_rate != 1.0 && !draft_free(m))

@@ -9,7 +9,7 @@ namespace specdec {
 
 struct NgramOptions {
   enum class Rule { vllm, hf, tree };
-  std::string name = "ngram";  // the registry name it drafts for (errors, fallbacks, explain)
+  std::string name = "n-gram lookup";  // the entry sets its registry name (errors, fallbacks, explain)
   Rule rule = Rule::vllm;
   int k = 4;            // drafts per step (chain); the tree's depth
   int n_min = 1;        // shortest n-gram matched (vllm, tree)

@@ -18,7 +18,7 @@
 namespace specdec {
 
 struct SuffixOptions {
-  std::string name = "suffix";  // the registry name it drafts for (errors, fallbacks, explain)
+  std::string name = "suffix decoding";  // the entry sets its registry name (errors, fallbacks, explain)
   int k = 24;                  // max_spec_tokens: drafts per step at most
   int max_depth = 24;          // tree depth D; the pattern is the last D tokens
   float spec_factor = 1.0f;    // budget = ⌊m · spec_factor + spec_offset⌋

@@ -34,6 +34,9 @@ struct CatchUp {
   double all_accepted = 0;
 };
 
+// The schedule of a draft-free method: no drafter forward in any step.
+DraftSchedule no_drafter_forwards(const StepShape& shape, const CatchUp& catch_up);
+
 // The step shape of a method spec (checked here; a static tree's choices are read: inline JSON, a
 // file or a name).
 StepShape step_shape(const MethodSpec& spec);

@@ -24,24 +24,16 @@ NgramOptions options(const MethodSpec& s, const ProposerInputs& in, NgramOptions
   return o;
 }
 
-std::unique_ptr<Proposer> make_vllm(const MethodSpec& s, const ProposerInputs& in) {
-  return std::make_unique<NgramProposer>(options(s, in, NgramOptions::Rule::vllm));
+template <NgramOptions::Rule rule>
+std::unique_ptr<Proposer> make(const MethodSpec& s, const ProposerInputs& in) {
+  return std::make_unique<NgramProposer>(options(s, in, rule));
 }
-std::unique_ptr<Proposer> make_hf(const MethodSpec& s, const ProposerInputs& in) {
-  return std::make_unique<NgramProposer>(options(s, in, NgramOptions::Rule::hf));
-}
-std::unique_ptr<Proposer> make_tree(const MethodSpec& s, const ProposerInputs& in) {
-  return std::make_unique<NgramProposer>(options(s, in, NgramOptions::Rule::tree));
-}
-
-// Nothing is forwarded: the drafts are looked up in the token history.
-DraftSchedule schedule(const StepShape&, const CatchUp&) { return {}; }
 
 MethodEntry lookup_family() {
   MethodEntry e;
   e.drafter = {DrafterNeed::Kind::context, EagleKind::eagle1, "the sequence's own tokens (no model)", ""};
   e.shapes.chain = true;
-  e.schedule = &schedule;
+  e.schedule = &no_drafter_forwards;  // the drafts are looked up in the token history
   return e;
 }
 
@@ -57,7 +49,7 @@ MethodEntry ngram() {
   e.summary = "copies what followed the earliest occurrence of the longest matching n-gram (vLLM's rule); no drafter";
   e.params = {n_param("n_min", 5, "vLLM prompt_lookup_min: the shortest n-gram matched"),
               n_param("n_max", 5, "vLLM prompt_lookup_max: the longest n-gram matched")};
-  e.make_proposer = &make_vllm;
+  e.make_proposer = &make<NgramOptions::Rule::vllm>;
   e.cost_siblings = {"prompt-lookup", "ngram-tree"};
   return e;
 }
@@ -69,7 +61,7 @@ MethodEntry prompt_lookup() {
   e.title = "prompt lookup (Hugging Face)";
   e.summary = "copies what followed the first occurrence of the last n tokens, n from n_max down to 1 (transformers' rule)";
   e.params = {n_param("n_max", 2, "transformers max_matching_ngram_size: the longest n-gram matched")};
-  e.make_proposer = &make_hf;
+  e.make_proposer = &make<NgramOptions::Rule::hf>;
   e.cost_siblings = {"ngram", "ngram-tree"};
   return e;
 }
@@ -84,7 +76,7 @@ MethodEntry ngram_tree() {
               n_param("n_max", 12, "longest n-gram matched (SGLang speculative_ngram_max_match_window_size)"),
               {"breadth", true, 10, 1, 64, "children kept per node (SGLang speculative_ngram_max_bfs_breadth)"},
               {"nodes", true, 8, 1, 1024, "draft nodes per step (SGLang speculative_num_draft_tokens − 1)"}};
-  e.make_proposer = &make_tree;
+  e.make_proposer = &make<NgramOptions::Rule::tree>;
   e.cost_siblings = {"ngram", "prompt-lookup"};
   return e;
 }

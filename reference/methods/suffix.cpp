@@ -27,18 +27,14 @@ std::shared_ptr<SuffixResponses> responses(const ProposerInputs& in) {
   return std::dynamic_pointer_cast<SuffixResponses>(in.run_state);
 }
 
-std::unique_ptr<Proposer> make_path(const MethodSpec& s, const ProposerInputs& in) {
-  return std::make_unique<SuffixProposer>(options(s, in, false), responses(in));
-}
-std::unique_ptr<Proposer> make_tree(const MethodSpec& s, const ProposerInputs& in) {
-  return std::make_unique<SuffixProposer>(options(s, in, true), responses(in));
+template <bool tree>
+std::unique_ptr<Proposer> make(const MethodSpec& s, const ProposerInputs& in) {
+  return std::make_unique<SuffixProposer>(options(s, in, tree), responses(in));
 }
 
 std::shared_ptr<MethodRunState> run_state(const MethodSpec& s) {
   return std::make_shared<SuffixResponses>(s.params.at("tree_depth").get<int>(), s.params.at("cached_requests").get<int>());
 }
-
-DraftSchedule schedule(const StepShape&, const CatchUp&) { return {}; }
 
 MethodEntry suffix_family() {
   MethodEntry e;
@@ -51,7 +47,7 @@ MethodEntry suffix_family() {
               {"min_prob", false, 0.1, 0, 1, "vLLM suffix_decoding_min_token_prob: drafting stops below this path probability"},
               {"cached_requests", true, 10000, 0, 1000000, "vLLM suffix_decoding_max_cached_requests: earlier responses kept (0: none)"}};
   e.make_run_state = &run_state;
-  e.schedule = &schedule;
+  e.schedule = &no_drafter_forwards;
   return e;
 }
 
@@ -63,7 +59,7 @@ MethodEntry suffix() {
   e.aliases = {"suffix-decoding", "suffix_decoding"};
   e.title = "suffix decoding";
   e.summary = "follows the most frequent continuation in suffix trees of the prompt, output and earlier responses; no drafter";
-  e.make_proposer = &make_path;
+  e.make_proposer = &make<false>;
   e.cost_siblings = {"suffix-tree", "ngram"};
   return e;
 }
@@ -74,7 +70,7 @@ MethodEntry suffix_tree() {
   e.aliases = {"suffix_tree"};
   e.title = "suffix decoding (tree)";
   e.summary = "suffix decoding's best-first tree: the most probable continuations, up to K nodes";
-  e.make_proposer = &make_tree;
+  e.make_proposer = &make<true>;
   e.cost_siblings = {"suffix", "ngram-tree"};
   return e;
 }
