@@ -9,6 +9,7 @@
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_config.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -146,7 +147,49 @@ int inspect_head(const std::filesystem::path& path, const TensorStore& store, bo
   return 0;
 }
 
+// Medusa heads (FasterDecoding or vLLM layout): config.json and the tensor list; checking them
+// against a target needs the target.
+int inspect_medusa(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  const MedusaCheckpointInfo info = read_medusa_checkpoint(path);
+  const MedusaConfig& c = info.config;
+  const TensorStore store(info.weights);
+  int64_t params = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const std::string& name : store.names()) {
+    const TensorInfo& t = store.info(name);
+    params += t.numel();
+    list.push_back({{"name", name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}});
+  }
+  const bool vllm = c.layout == MedusaLayout::vllm;
+  if (json) {
+    io.out << nlohmann::json{{"kind", "medusa_heads"}, {"path", path.string()}, {"layout", medusa_layout_name(c.layout)},
+                             {"num_heads", c.num_heads}, {"num_layers", c.num_layers}, {"hidden_size", c.hidden},
+                             {"vocab_size", c.vocab}, {"fc_bias", c.fc_bias}, {"shared_lm_head", c.shared_lm_head},
+                             {"logit_scale", c.logit_scale}, {"base_model", c.base_model},
+                             {"weights", info.weights.string()}, {"parameters", params}, {"tensors", list}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  io.out << "medusa      " << path.string() << "\n"
+         << "layout      " << medusa_layout_name(c.layout) << (vllm ? " (vLLM models/medusa.py)" : " (FasterDecoding/Medusa)") << "\n"
+         << "heads       " << c.num_heads << " heads of " << c.num_layers << (c.num_layers == 1 ? " residual block" : " residual blocks")
+         << (c.fc_bias ? " with biases" : " without biases") << ", hidden " << c.hidden << ", vocab " << c.vocab
+         << (c.shared_lm_head ? ", one shared projection" : ", a projection each");
+  if (c.logit_scale != 1.0f) io.out << ", logit scale " << c.logit_scale;
+  io.out << "\n";
+  if (!c.base_model.empty()) io.out << "base model  " << c.base_model << "\n";
+  io.out << "weights     " << info.weights.string() << "\n"
+         << "tensors     " << list.size() << ", " << std::fixed << std::setprecision(2) << params / 1e6
+         << "M parameters (load it with a target: generate --method medusa --drafter " << path.string() << ")\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "\n";
+  }
+  return 0;
+}
+
 int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  if (is_medusa_checkpoint(path)) return inspect_medusa(path, json, tensors, io);
   const TensorStore store(path);
   if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
   const LlamaModel m = load_llama_checkpoint(path);

@@ -21,9 +21,9 @@ std::vector<std::string> shapes_of(const MethodEntry& e) {
   return s;
 }
 
-std::string joined(const std::vector<std::string>& v) {
+std::string joined(const std::vector<std::string>& v, const std::string& separator = ", ") {
   std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  for (const std::string& x : v) s += (s.empty() ? "" : separator) + x;
   return s;
 }
 
@@ -41,11 +41,18 @@ int run_methods(const std::vector<std::string>& args, CommandIO& io) {
       if (e.drafter.kind == DrafterNeed::Kind::language_model) drafter = {{"kind", "language_model"}};
       if (e.drafter.kind == DrafterNeed::Kind::eagle_head) drafter = {{"kind", "head"}, {"head", eagle_kind_name(e.drafter.head)}};
       if (e.drafter.kind == DrafterNeed::Kind::context) drafter = {{"kind", "context"}};
+      if (e.drafter.kind == DrafterNeed::Kind::medusa_heads) drafter = {{"kind", "medusa_heads"}};
       if (!drafter.is_null()) drafter["description"] = e.drafter.description, drafter["bundled_dir"] = e.drafter.bundled_dir;
       nlohmann::json params = nlohmann::json::array();
       for (const MethodParam& p : e.params) {
-        params.push_back({{"name", p.name}, {"kind", p.integer ? "integer" : "number"}, {"default", p.default_value},
-                          {"min", p.min}, {"max", p.max}, {"doc", p.doc}});
+        nlohmann::json param = {{"name", p.name}, {"kind", p.kind()}, {"default", p.default_json()}, {"doc", p.doc}};
+        if (p.is_choice()) {
+          param["choices"] = p.choices;
+        } else {
+          param["min"] = p.min;
+          param["max"] = p.max;
+        }
+        params.push_back(param);
       }
       out.push_back({{"name", e.name}, {"aliases", e.aliases}, {"title", e.title}, {"summary", e.summary},
                      {"drafter", drafter}, {"shapes", shapes_of(e)}, {"force_depth", e.shapes.force_depth},
@@ -64,6 +71,10 @@ int run_methods(const std::vector<std::string>& args, CommandIO& io) {
       io.out << std::setw(12) << "" << "drafts from: " << e.drafter.description << "\n";
     }
     for (const MethodParam& p : e.params) {
+      if (p.is_choice()) {
+        io.out << std::setw(12) << "" << "--method " << e.name << "," << p.name << "=" << joined(p.choices, "|") << ": " << p.doc << "\n";
+        continue;
+      }
       io.out << std::setw(12) << "" << "--method " << e.name << "," << p.name << "=" << policy_number_text(p.default_value)
              << "  in [" << policy_number_text(p.min) << ", " << policy_number_text(p.max) << "]: " << p.doc << "\n";
     }

@@ -9,6 +9,7 @@
 
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
 #include "optimized/cpu/cpu_eagle_head.hpp"
+#include "optimized/cpu/cpu_medusa_heads.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
 #endif
 #ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
@@ -160,6 +161,16 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
   if (name == "cuda") return cuda::cuda_eagle_head(cuda_device(), head);
 #endif
   return head.with_engine(nullptr);
+}
+
+MedusaHeads bind_medusa(const std::string& name, const MedusaHeads& heads) {
+  check_backend(name, "backend");
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") return cpu::cpu_medusa_heads(heads);
+#endif
+  // cuda and plug-ins have no Medusa engine: the heads run the reference's code on the host (a
+  // one-row forward per step), on the hidden state the backend's target forward returned.
+  return heads.with_engine(nullptr);
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {

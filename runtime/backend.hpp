@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/model/language_model.hpp"
 #include "reference/model/weights.hpp"
@@ -50,6 +51,12 @@ double weight_bytes_per_step(const LanguageModel& model);
 // the reference's own code, "cpu" on optimized/cpu (cpu_eagle_head.hpp), "cuda" on the device
 // (cuda_eagle_head.hpp), both bitwise equal.
 EagleHead bind_head(const std::string& name, const EagleHead& head);
+
+// `heads` computing on backend `name` (same config and weights): "cpu" on optimized/cpu
+// (cpu_medusa_heads.hpp, bitwise equal to the reference); "reference", "cuda" and plug-ins in the
+// reference's own code on the host — one (1, H) row per step through K small heads, while the
+// target, which the heads read from, still runs on the backend.
+MedusaHeads bind_medusa(const std::string& name, const MedusaHeads& heads);
 
 // "reference", "cpu", "cuda", "plugin:NAME" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);

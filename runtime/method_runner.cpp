@@ -8,6 +8,9 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/drafters/mtp_checkpoint.hpp"
+#include "reference/io/fingerprint.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/io/json_int.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
@@ -93,6 +96,16 @@ DecodeJob prepare_decode(const DecodeArgs& a) {
   return job;
 }
 
+namespace {
+
+std::vector<const EagleHead*> mtp_module_list(const LoadedDrafter& d) {
+  std::vector<const EagleHead*> out{d.head.get()};
+  for (const auto& m : d.extra_modules) out.push_back(m.get());
+  return out;
+}
+
+}  // namespace
+
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target) {
   check_method_args(a);
   const DrafterNeed& need = method_entry(a.method.name).drafter;
@@ -109,6 +122,33 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
     d.backend_model = std::move(m.backend_model);
     return d;
   }
+  if (need.kind == DrafterNeed::Kind::medusa_heads) {
+    d.medusa = std::make_unique<MedusaHeads>(load_medusa_heads(a.drafter, target.model->config()));
+    if (a.backend != "reference") d.medusa = std::make_unique<MedusaHeads>(bind_medusa(a.backend, *d.medusa));
+    d.fingerprint = medusa_heads_fingerprint(*d.medusa);
+    d.config_json = medusa_config_to_json(d.medusa->config()).dump();
+    return d;
+  }
+  if (need.kind == DrafterNeed::Kind::eagle_head && need.head == EagleKind::mtp) {
+    // Every module of the checkpoint: module 0 drafts first, the others follow (mtp.cpp).
+    std::vector<EagleHead> modules = load_mtp_modules(a.drafter, *target.model);
+    for (EagleHead& m : modules) {
+      auto bound = std::make_unique<EagleHead>(a.backend != "reference" ? bind_head(a.backend, m) : std::move(m));
+      if (!d.head) {
+        d.head = std::move(bound);
+      } else {
+        d.extra_modules.push_back(std::move(bound));
+      }
+    }
+    Fnv1a64 h;  // every module's weights
+    for (const EagleHead* m : mtp_module_list(d)) {
+      const std::string f = eagle_head_fingerprint(*m);
+      h.update(f.data(), f.size());
+    }
+    d.fingerprint = d.extra_modules.empty() ? eagle_head_fingerprint(*d.head) : h.str();
+    d.config_json = mtp_config_to_json(d.head->config(), target.model->config().architecture).dump();
+    return d;
+  }
   d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, *target.model));
   if (d.head->config().kind != need.head) {
     throw Error(a.drafter + " holds an " + eagle_kind_name(d.head->config().kind) + " head; --method " + a.method.name +
@@ -123,7 +163,8 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
 }
 
 std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
-                                        int capacity, const LanguageModel* draft_lm, const EagleHead* head) {
+                                        int capacity, const LanguageModel* draft_lm, const EagleHead* head,
+                                        const MedusaHeads* medusa) {
   check_method_args(a);
   if (!method_entry(a.method.name).make_proposer) return nullptr;
   if (!drafter) throw Error("--method " + a.method.name + ": no drafter was loaded");
@@ -131,6 +172,8 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
   in.target = &target.model->config();
   in.draft_lm = draft_lm ? draft_lm : drafter->draft_lm();
   in.head = head ? head : drafter->head.get();
+  for (const auto& m : drafter->extra_modules) in.extra_modules.push_back(m.get());
+  in.medusa = medusa ? medusa : drafter->medusa.get();
   in.capacity = capacity;
   in.run_state = drafter->run_state;
   return make_method_proposer(a.method, in);

@@ -11,6 +11,7 @@
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/decoding/speculation_control.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 #include "reference/drafting/proposer.hpp"
 
 namespace specdec {
@@ -43,7 +44,9 @@ struct LoadedDrafter {
   std::string config_json;
   std::unique_ptr<Transformer> model;            // --method draft: the draft LM in the reference
   std::unique_ptr<LanguageModel> backend_model;  // --method draft on another backend (--backend)
-  std::unique_ptr<EagleHead> head;               // --method eagle | eagle3 | peagle
+  std::unique_ptr<EagleHead> head;               // --method eagle | eagle3 | peagle | mtp (module 0)
+  std::vector<std::unique_ptr<EagleHead>> extra_modules;  // --method mtp: modules 1..n−1 of an n-module checkpoint
+  std::unique_ptr<MedusaHeads> medusa;           // --method medusa
   // What the sequences of one run share (MethodEntry::make_run_state: suffix decoding's responses).
   std::shared_ptr<MethodRunState> run_state;
 
@@ -52,16 +55,17 @@ struct LoadedDrafter {
 };
 // Loads and checks the drafter of `a` against the target (none for sequential). A draft LM is
 // loaded into a.backend too; an EAGLE-family head is bound to target.model (its embeddings and LM
-// head) and computes on a.backend (bind_head).
+// head) and computes on a.backend (bind_head); Medusa heads are checked against the target's
+// config and compute on a.backend (bind_medusa).
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target);
 
 // The Proposer of the speculative method of `a` (null for sequential), for sequences of up to
 // `capacity` tokens. `draft_lm` overrides the model a draft LM's forwards go to (default:
 // drafter.draft_lm()); validation and benchmarks interpose wrappers there. `head` likewise
-// overrides drafter.head (validation runs one head on two backends).
+// overrides drafter.head (validation runs one head on two backends), `medusa` drafter.medusa.
 std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& target, const LoadedDrafter* drafter,
                                         int capacity, const LanguageModel* draft_lm = nullptr,
-                                        const EagleHead* head = nullptr);
+                                        const EagleHead* head = nullptr, const MedusaHeads* medusa = nullptr);
 
 // The policy and draft budget of `a` for one sequence (`policy`: made by make_policy(a.policy)).
 SpeculationControl speculation_control(const DecodeArgs& a, SpeculationPolicy* policy);

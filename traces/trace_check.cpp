@@ -490,10 +490,16 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
           // The shape keys, and the method's own parameters (its registry entry's, e.g. ngram's n_min).
           std::vector<ConfigKey> keys = method_config_keys();
           if (entry) {
-            for (const MethodParam& p : entry->params) keys.push_back({p.name.c_str(), p.integer ? "integer" : "number", false, p.doc.c_str()});
+            for (const MethodParam& p : entry->params) keys.push_back({p.name.c_str(), p.is_choice() ? "string" : p.integer ? "integer" : "number", false, p.doc.c_str()});
           }
           check_keys("/meta/config_json method", m, keys, "method-config");
           for (const MethodParam& p : entry ? entry->params : std::vector<MethodParam>()) {
+            if (p.is_choice() && m.contains(p.name) && m[p.name].is_string() &&
+                std::find(p.choices.begin(), p.choices.end(), m[p.name].get<std::string>()) == p.choices.end()) {
+              std::string list;
+              for (const std::string& c : p.choices) list += (list.empty() ? "" : " | ") + c;
+              add("/meta/config_json method", p.name + " is " + m[p.name].dump() + ", expected " + list + " (" + p.doc + ")");
+            }
             if (!m.contains(p.name) || !m[p.name].is_number()) continue;
             const double v = m[p.name].get<double>();
             if (v < p.min || v > p.max) {

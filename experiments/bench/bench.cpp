@@ -191,6 +191,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         in.target = &tc;
         in.draft_lm = models.draft_lm_on(b);
         in.head = models.head_for(spec.name, b);
+        in.medusa = models.medusa_for(spec.name, b);
         in.capacity = capacity;
         const auto proposer = make_method_proposer(spec, in);
         std::unique_ptr<TokenAcceptor> acceptor;

@@ -8,6 +8,7 @@
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/precision.hpp"
 #include "reference/model/presets.hpp"
@@ -47,6 +48,21 @@ void add_random_drafters(BenchModels& m, const std::vector<std::string>& backend
       m.draft_lm = std::make_unique<Transformer>(dc, std::move(w));
       m.drafter_sources[e.name] = "random";
     }
+    if (e.drafter.kind == DrafterNeed::Kind::medusa_heads && wanted) {
+      // Five heads of one block (vLLM's default count; deep enough for mc_sim_7b_63) sharing one
+      // projection (vLLM's original_lm_head: one V x H matrix, not five, on large presets),
+      // stored like the target; their own seed, so that the heads' seeds below stay as they were.
+      MedusaConfig mc = medusa_config_for(tc, 5, 1, MedusaLayout::vllm);
+      mc.shared_lm_head = true;
+      const MedusaHeads random = random_medusa_heads(mc, tc, seed + 50, 0.02f);
+      MedusaWeights w = random.weights();
+      for (MedusaTensor& t : medusa_tensors(random.config(), w)) {
+        if (t.m) *t.m = round_to_precision(*t.m, precision);
+        else round_to_precision(t.v->data(), static_cast<std::size_t>(t.v->size()), precision);
+      }
+      m.medusa[e.name] = std::make_unique<MedusaHeads>(random.config(), std::move(w), tc);
+      m.drafter_sources[e.name] = "random";
+    }
     if (e.drafter.kind != DrafterNeed::Kind::eagle_head) continue;
     ++offset;
     if (!wanted) continue;
@@ -61,6 +77,7 @@ void bind_heads(BenchModels& m, const std::vector<std::string>& backends) {
   for (const std::string& b : backends) {
     if (b == "reference") continue;
     for (const auto& [method, head] : m.heads) m.backend_heads[{b, method}] = std::make_unique<EagleHead>(bind_head(b, *head));
+    for (const auto& [method, heads] : m.medusa) m.backend_medusa[{b, method}] = std::make_unique<MedusaHeads>(bind_medusa(b, *heads));
   }
 }
 
@@ -86,6 +103,15 @@ const EagleHead* BenchModels::head_for(const std::string& method, const std::str
   }
   const auto it = heads.find(method);
   return it == heads.end() ? nullptr : it->second.get();
+}
+
+const MedusaHeads* BenchModels::medusa_for(const std::string& method, const std::string& backend) const {
+  if (backend != "reference") {
+    const auto it = backend_medusa.find({backend, method});
+    return it == backend_medusa.end() ? nullptr : it->second.get();
+  }
+  const auto it = medusa.find(method);
+  return it == medusa.end() ? nullptr : it->second.get();
 }
 
 BenchModels preset_models(const std::string& preset, Dtype precision, const std::vector<std::string>& backends,
@@ -136,6 +162,8 @@ BenchModels directory_models(const std::string& dir, const std::vector<std::stri
                     eagle_kind_name(e.drafter.head) + " head");
       }
       m.heads[e.name] = std::move(head);
+    } else if (e.drafter.kind == DrafterNeed::Kind::medusa_heads) {
+      m.medusa[e.name] = std::make_unique<MedusaHeads>(load_medusa_heads(path, m.target->config()));
     }
     m.drafter_sources[e.name] = path;
   }

@@ -1,14 +1,15 @@
 #pragma once
 // The models a benchmark runs: the target on every backend measured, a draft LM (also on every
-// backend) and the EAGLE-family heads, from a checkpoint directory or from a random-weight
-// preset. Heads are bound to the reference target (its embeddings and LM head) and compute on
-// each backend measured (bind_head).
+// backend), the EAGLE-family heads and Medusa heads, from a checkpoint directory or from a
+// random-weight preset. Heads are bound to the reference target (its embeddings and LM head) and
+// compute on each backend measured (bind_head, bind_medusa).
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/model/transformer.hpp"
 
@@ -23,12 +24,16 @@ struct BenchModels {
   std::map<std::string, std::unique_ptr<LanguageModel>> draft_backends;
   std::map<std::string, std::unique_ptr<EagleHead>> heads;         // by method: eagle, eagle3, peagle
   std::map<std::pair<std::string, std::string>, std::unique_ptr<EagleHead>> backend_heads;  // (backend, method)
+  std::map<std::string, std::unique_ptr<MedusaHeads>> medusa;      // by method: medusa
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<MedusaHeads>> backend_medusa;  // (backend, method)
   std::map<std::string, std::string> drafter_sources;              // by method: directory or "random"
 
   const LanguageModel& target_on(const std::string& backend) const;
   const LanguageModel* draft_lm_on(const std::string& backend) const;
   // The head of `method` computing on `backend`; null when the method has none.
   const EagleHead* head_for(const std::string& method, const std::string& backend) const;
+  // The Medusa heads of `method` computing on `backend`; null when the method has none.
+  const MedusaHeads* medusa_for(const std::string& method, const std::string& backend) const;
 };
 
 // Drafter checkpoints for a model directory, by method name; a method without one gets a random

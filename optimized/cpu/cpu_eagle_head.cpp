@@ -55,6 +55,7 @@ class CpuEagleEngine final : public EagleHeadEngine {
   PackedMatrix fc;                  // [H, fc_in]
   std::vector<float> fc_bias;       // (H) or empty
   std::vector<float> hidden_norm;   // (H); empty for EAGLE-1
+  std::vector<float> embed_norm;    // (H) MTP; empty for the others
   std::vector<PackedLayer> layers;  // num_layers; layer 0 of EAGLE-3 / P-EAGLE reads 2H
   std::vector<float> norm;          // (H); empty for EAGLE-1
   PackedMatrix output_head;         // [Vd, H]
@@ -66,12 +67,13 @@ CpuEagleEngine::CpuEagleEngine(const EagleHead& head)
   fc = pack_exact(w.fc, "fc.weight");
   fc_bias = to_vector(w.fc_bias);
   hidden_norm = to_vector(w.hidden_norm);
+  embed_norm = to_vector(w.embed_norm);
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
     layers.push_back(pack_layer(lw, lossless_precision(layer_matrices(lw)), "layers." + std::to_string(l) + "."));
   }
   norm = to_vector(w.norm);
-  output_head = pack_exact(head.output_head(), config_.kind == EagleKind::eagle1 ? "the target's lm_head" : "lm_head.weight");
+  output_head = pack_exact(head.output_head(), head.shares_target_head() ? "the target's lm_head" : "lm_head.weight");
 }
 
 void CpuEagleEngine::prepare(KVCache& cache_base, const EagleHead::Input& in, Entry& e) const {
@@ -101,8 +103,15 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
   std::vector<float> e(static_cast<std::size_t>(N) * H);  // e: (N, H) token embeddings
   for (std::size_t i = 0; i < B; ++i) {
     const std::vector<int32_t>& tokens = entries[i].in->tokens;
-    for (std::size_t t = 0; t < tokens.size(); ++t)
-      std::memcpy(row_of(e, first[i] + t, H), embed_->row(tokens[t]).data(), sizeof(float) * H);
+    const bool zero_first = entries[i].in->zero_embedding_at_position_0;
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      float* row = row_of(e, first[i] + t, H);
+      if (zero_first && entries[i].block.positions[t] == 0) {
+        std::fill(row, row + H, 0.0f);  // vLLM's MTP: no embedding at position 0
+      } else {
+        std::memcpy(row, embed_->row(tokens[t]).data(), sizeof(float) * H);
+      }
+    }
   }
 
   std::vector<LayerSequence> seqs(B);  // every row of every entry, in every layer
@@ -114,7 +123,26 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
   LayerScratch scratch;
   std::vector<float> x(static_cast<std::size_t>(N) * H);  // x: (N, H) residual stream
   const PackedLayer& l0 = layers.front();
-  if (c.kind == EagleKind::eagle1) {
+  int first_standard_layer = 1;  // layers from here on take the standard pre-norm input
+  if (c.kind == EagleKind::mtp) {
+    std::vector<float> hidden(static_cast<std::size_t>(N) * H);  // (N, H) features (the target's or fed back)
+    for (std::size_t i = 0; i < B; ++i) {
+      const Matrix& features = entries[i].in->features;
+      std::memcpy(row_of(hidden, first[i], H), features.data(), sizeof(float) * features.size());
+    }
+    std::vector<float> en(e.size()), hn(hidden.size());
+    rms_norm_rows(e.data(), en.data(), N, H, embed_norm, lc.rms_norm_eps);
+    rms_norm_rows(hidden.data(), hn.data(), N, H, hidden_norm, lc.rms_norm_eps);
+    std::vector<float> cat(static_cast<std::size_t>(N) * 2 * H);  // (N, 2H) = [enorm(e) | hnorm(h)], MiMo swapped
+    const std::vector<float>& left = c.hidden_first ? hn : en;
+    const std::vector<float>& right = c.hidden_first ? en : hn;
+    for (std::size_t t = 0; t < static_cast<std::size_t>(N); ++t) {
+      std::memcpy(row_of(cat, t, 2 * H), left.data() + t * H, sizeof(float) * H);
+      std::memcpy(row_of(cat, t, 2 * H) + H, right.data() + t * H, sizeof(float) * H);
+    }
+    linear(fc, nullptr, cat.data(), 2 * H, N, x.data(), H, false);
+    first_standard_layer = 0;
+  } else if (c.kind == EagleKind::eagle1) {
     const int F = c.feature_width();  // EAGLE-1 has no projected rows: every row is F wide
     std::vector<float> cat(static_cast<std::size_t>(N) * (H + F));  // (N, H + Ht) = [embed | feature]
     for (std::size_t i = 0; i < B; ++i) {
@@ -163,7 +191,7 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
     decoder_layer(l0, lc, rope_, attn_in.data(), 0, seqs, x.data(), scratch);
   }
   std::vector<float> xn(x.size());
-  for (int l = 1; l < c.num_layers; ++l) {
+  for (int l = first_standard_layer; l < c.num_layers; ++l) {
     const PackedLayer& w = layers[static_cast<std::size_t>(l)];
     rms_norm_rows(x.data(), xn.data(), N, H, w.input_norm, lc.rms_norm_eps);
     decoder_layer(w, lc, rope_, xn.data(), l, seqs, x.data(), scratch);

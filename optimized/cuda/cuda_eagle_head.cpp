@@ -44,7 +44,7 @@ class CudaEagleEngine final : public EagleHeadEngine {
   Rope rope_;
   const Matrix* embed_;  // [V, H] fp32 on the host: the head's table or the target's
   DeviceMatrix fc;       // [H, fc_in]
-  DeviceBuffer<float> fc_bias, hidden_norm, norm;
+  DeviceBuffer<float> fc_bias, hidden_norm, embed_norm, norm;
   std::vector<DeviceLayer> layers;  // layer 0 of EAGLE-3 / P-EAGLE reads 2H
   DeviceMatrix output_head;         // [Vd, H]
 
@@ -61,12 +61,13 @@ CudaEagleEngine::CudaEagleEngine(std::shared_ptr<DeviceRuntime> rt, const EagleH
   fc = upload_exact(r, w.fc, "fc.weight");
   fc_bias = upload_vector(r, w.fc_bias);
   hidden_norm = upload_vector(r, w.hidden_norm);
+  embed_norm = upload_vector(r, w.embed_norm);
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
     layers.push_back(upload_layer(r, lw, lossless_precision(layer_matrices(lw)), "layers." + std::to_string(l) + "."));
   }
   norm = upload_vector(r, w.norm);
-  output_head = upload_exact(r, head.output_head(), config_.kind == EagleKind::eagle1 ? "the target's lm_head" : "lm_head.weight");
+  output_head = upload_exact(r, head.output_head(), head.shares_target_head() ? "the target's lm_head" : "lm_head.weight");
 }
 
 EagleHead::Output CudaEagleEngine::forward(KVCache& cache, const EagleHead::Input& in) const {
@@ -121,8 +122,13 @@ std::vector<EagleHead::Output> CudaEagleEngine::run(const std::vector<EagleHead:
   std::vector<std::pair<const EagleHead::Input*, int>> row_of;
   for (std::size_t i = 0; i < N; ++i)
     for (int t = 0; t < static_cast<int>(batch[i].input->tokens.size()); ++t) row_of.emplace_back(batch[i].input, t);
+  // Row r's position (for MTP's zero embedding at position 0).
+  std::vector<int32_t> position_of;
+  for (std::size_t i = 0; i < N; ++i) position_of.insert(position_of.end(), blocks[i].positions.begin(), blocks[i].positions.end());
+  static const std::vector<float> no_embedding(static_cast<std::size_t>(H), 0.0f);
   auto embedding_of = [&](int r) {
     const auto& [in, t] = row_of[static_cast<std::size_t>(r)];
+    if (in->zero_embedding_at_position_0 && position_of[static_cast<std::size_t>(r)] == 0) return no_embedding.data();
     return embed_->row(in->tokens[static_cast<std::size_t>(t)]).data();
   };
   auto features_of = [&](int r) {
@@ -133,7 +139,23 @@ std::vector<EagleHead::Output> CudaEagleEngine::run(const std::vector<EagleHead:
   float* x = grown(rt, this->x, uT * H);  // x: (T, H) residual stream, every entry's rows
   const DeviceLayer& l0 = layers.front();
   const int Fw = c.feature_width();  // every row through fc has this many features
-  if (c.kind == EagleKind::eagle1) {
+  int first_standard_layer = 1;     // layers from here on take the standard pre-norm input
+  if (c.kind == EagleKind::mtp) {
+    // staged: [embeddings (T) | features (T)], each (T, H); cat: (T, 2H) = [enorm(e) | hnorm(h)]
+    // (MiMo: [hnorm(h) | enorm(e)]), then fc without bias.
+    std::vector<float> host(2 * uT * H);
+    for (int r = 0; r < T; ++r) {
+      std::copy_n(embedding_of(r), H, host.data() + static_cast<std::size_t>(r) * H);
+      std::copy_n(features_of(r), H, host.data() + (uT + r) * H);
+    }
+    float* st = grown(rt, staged, host.size());
+    rt.copy_to_device(st, host.data(), sizeof(float) * host.size());
+    float* a = grown(rt, attn_in, uT * 2 * H);
+    rms_norm(rt, st, H, embed_norm.get(), a + (c.hidden_first ? H : 0), 2 * H, T, H, lc.rms_norm_eps);
+    rms_norm(rt, st + uT * H, H, hidden_norm.get(), a + (c.hidden_first ? 0 : H), 2 * H, T, H, lc.rms_norm_eps);
+    linear(rt, {{&fc, nullptr, x, H}}, a, 2 * H, T, 2 * H);
+    first_standard_layer = 0;
+  } else if (c.kind == EagleKind::eagle1) {
     // fc over cat(embed(token), feature): (T, H + Ht), assembled on the host.
     std::vector<float> cat(uT * (H + Fw));
     for (int r = 0; r < T; ++r) {
@@ -188,7 +210,7 @@ std::vector<EagleHead::Output> CudaEagleEngine::run(const std::vector<EagleHead:
     decoder_layer(rt, l0, lc, 0, a, 2 * H, b, x, scratch);
   }
   float* xnorm = grown(rt, xn, uT * H);
-  for (int l = 1; l < c.num_layers; ++l) {
+  for (int l = first_standard_layer; l < c.num_layers; ++l) {
     const DeviceLayer& w = layers[static_cast<std::size_t>(l)];
     rms_norm(rt, x, H, w.input_norm.get(), xnorm, H, T, H, lc.rms_norm_eps);
     decoder_layer(rt, w, lc, l, xnorm, H, b, x, scratch);

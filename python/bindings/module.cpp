@@ -28,6 +28,7 @@
 #include "reference/drafting/suffix_proposer.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "specdec/version.hpp"
 
@@ -124,7 +125,7 @@ struct Drafter {
   std::shared_ptr<Model> target;
   LoadedDrafter d;
   std::string method;  // draft | eagle | eagle3 | peagle
-  std::string kind;    // draft_lm | eagle1 | eagle3 | peagle
+  std::string kind;    // draft_lm | eagle1 | eagle3 | peagle | medusa
 };
 
 struct Tokenizer {
@@ -310,6 +311,8 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   auto d = std::make_shared<Drafter>();
   d->target = target;
   py::gil_scoped_release release;
+  // Medusa heads say so in config.json (or by medusa_lm_head.*), whatever else the folder holds.
+  if (method.empty() && is_medusa_checkpoint(path)) method = "medusa";
   if (method.empty()) {
     // Which kind of drafter the directory holds: an EAGLE-family head (its kind from config.json
     // and tensor names), else a draft language model.
@@ -337,7 +340,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   std::optional<LoadedDrafter> loaded = ::specdec::load_drafter(a, target->m);
   d->d = std::move(*loaded);
   d->method = method;
-  d->kind = d->d.head ? eagle_kind_name(d->d.head->config().kind) : "draft_lm";
+  d->kind = d->d.head ? eagle_kind_name(d->d.head->config().kind) : d->d.medusa ? "medusa" : "draft_lm";
   return d;
 }
 
@@ -780,14 +783,15 @@ PYBIND11_MODULE(_core, mod) {
                std::to_string(c.vocab_size) + ", backend " + m.m.backend + ")>";
       });
 
-  py::class_<Drafter, std::shared_ptr<Drafter>>(mod, "Drafter", "A draft LM or an EAGLE-1 / EAGLE-3 / P-EAGLE head bound to a target")
+  py::class_<Drafter, std::shared_ptr<Drafter>>(mod, "Drafter", "A draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head or Medusa heads bound to a target")
       .def_property_readonly("path", [](const Drafter& d) { return d.d.path; })
-      .def_property_readonly("method", [](const Drafter& d) { return d.method; }, "the method it drafts for: draft | eagle | eagle3 | peagle")
-      .def_property_readonly("kind", [](const Drafter& d) { return d.kind; }, "draft_lm | eagle1 | eagle3 | peagle")
+      .def_property_readonly("method", [](const Drafter& d) { return d.method; }, "the method it drafts for: draft | eagle | eagle3 | peagle | medusa")
+      .def_property_readonly("kind", [](const Drafter& d) { return d.kind; }, "draft_lm | eagle1 | eagle3 | peagle | medusa")
       .def_property_readonly("fingerprint", [](const Drafter& d) { return d.d.fingerprint; })
       .def_property_readonly("config", [](const Drafter& d) { return json_to_python(nlohmann::json::parse(d.d.config_json)); })
       .def_property_readonly("target", [](const Drafter& d) { return d.target; })
       .def_property_readonly("layout", [](const Drafter& d) -> py::object {
+        if (d.d.medusa) return py::str(medusa_layout_name(d.d.medusa->config().layout));
         if (!d.d.head) return py::none();
         return py::str(d.d.head->config().layout);
       })
@@ -833,7 +837,7 @@ PYBIND11_MODULE(_core, mod) {
   mod.def("load_model", &specdec::python::load_model, py::arg("path"), py::arg("backend") = "reference",
           "Loads a Hugging Face-style checkpoint (config.json + safetensors) on a backend: reference | cpu | cuda");
   mod.def("load_drafter", &specdec::python::load_drafter, py::arg("path"), py::arg("target"), py::arg("method") = py::none(),
-          "Loads a draft LM or an EAGLE-1 / EAGLE-3 / P-EAGLE head for `target` (kind detected, or method= draft | eagle | eagle3 | peagle)");
+          "Loads a draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head or Medusa heads for `target` (kind detected, or method= draft | eagle | eagle3 | peagle | medusa)");
   mod.def("backends", [] {
     std::vector<std::string> out;
     for (const std::string& b : known_backends())

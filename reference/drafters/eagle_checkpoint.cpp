@@ -13,6 +13,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
+#include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/tensor_store.hpp"
 
@@ -32,7 +33,9 @@ std::string dtype_to_torch(Dtype dtype) {
   }
 }
 
-nlohmann::json read_json(const fs::path& path) {
+}  // namespace
+
+nlohmann::json read_drafter_config(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open drafter head config '" + path.string() + "'");
   std::stringstream buffer;
@@ -43,6 +46,8 @@ nlohmann::json read_json(const fs::path& path) {
     throw Error(path.string() + ": not valid JSON: " + e.what());
   }
 }
+
+namespace {
 
 // Writes config.json and model.safetensors into the existing directory `dir`.
 void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
@@ -87,9 +92,10 @@ EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
   // A weight file (.safetensors or the shard index) takes its config.json from its directory.
   const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const fs::path config_path = dir / "config.json";
-  const nlohmann::json j = read_json(config_path);
+  const nlohmann::json j = read_drafter_config(config_path);
   const TensorStore store(path);
   const std::string source = config_path.string();
+  if (is_mtp_checkpoint(j, store.names())) return load_mtp_modules(path, target).front();
 
   EagleHeadConfig c = parse_eagle_config(j, store.names(), source);
   if (c.kind != EagleKind::eagle1 && c.aux_layers.empty()) {
@@ -139,6 +145,14 @@ EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
 }
 
 void save_eagle_head(const fs::path& dir_arg, const EagleHead& head, Dtype dtype) {
+  if (head.config().kind == EagleKind::mtp) {
+    if (head.config().num_modules != 1) {
+      throw Error("save_eagle_head: an MTP module of " + std::to_string(head.config().num_modules) +
+                  " is saved with its checkpoint's other modules (save_mtp_modules)");
+    }
+    save_mtp_modules(dir_arg, {head}, dtype);
+    return;
+  }
   // "out/" names the directory "out".
   const fs::path dir = dir_arg.filename().empty() && dir_arg.has_parent_path() ? dir_arg.parent_path() : dir_arg;
   dtype_to_torch(dtype);  // rejects other dtypes before anything is written
@@ -166,6 +180,7 @@ std::string eagle_head_fingerprint(const EagleHead& head) {
   h.update(w.fc);
   h.update(w.fc_bias);
   h.update(w.hidden_norm);
+  if (w.embed_norm.size()) h.update(w.embed_norm);  // MTP only: other heads' fingerprints stay as they were
   for (const LayerWeights& l : w.layers) hash_layer_weights(h, l);
   h.update(w.norm);
   h.update(w.lm_head);

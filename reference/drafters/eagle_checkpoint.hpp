@@ -5,6 +5,8 @@
 // [1, n], ptd_token_id). config.json + model.safetensors, or shards with an index.
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "reference/drafters/eagle_head.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/model/transformer.hpp"
@@ -12,7 +14,8 @@
 namespace specdec {
 
 // Reads a head checkpoint directory (config.json + model.safetensors or shards) of any layout in
-// FORMATS.md, detecting kind and layout from config.json and the tensor names. Aux layers default
+// FORMATS.md, detecting kind and layout from config.json and the tensor names (an MTP checkpoint:
+// its module 0, mtp_checkpoint.hpp). Aux layers default
 // to the target's {2, L/2, L−3}. Errors name the file, tensor or field and what was expected.
 EagleHead load_eagle_head(const std::filesystem::path& dir, const Transformer& target);
 
@@ -20,6 +23,10 @@ EagleHead load_eagle_head(const std::filesystem::path& dir, const Transformer& t
 // head's layout into `dir` (created if missing), each file atomically; load_eagle_head reads it
 // back to the same head (exactly for F32).
 void save_eagle_head(const std::filesystem::path& dir, const EagleHead& head, Dtype dtype);
+
+// A drafter checkpoint's config.json. Throws specdec::Error naming the file when it cannot be
+// read or is not JSON.
+nlohmann::json read_drafter_config(const std::filesystem::path& path);
 
 // "fnv1a64:…" over every weight of the head in a fixed order (the target's shared tensors are
 // not included), for trace metadata.

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "reference/core/error.hpp"
+#include "reference/drafters/mtp_checkpoint.hpp"
 
 namespace specdec {
 namespace {
@@ -98,16 +99,17 @@ std::string eagle_kind_name(EagleKind kind) {
     case EagleKind::eagle1: return "eagle1";
     case EagleKind::eagle3: return "eagle3";
     case EagleKind::peagle: return "peagle";
+    case EagleKind::mtp: return "mtp";
   }
   return "unknown";
 }
 
 int EagleHeadConfig::feature_width() const {
-  return kind == EagleKind::eagle1 ? target_hidden : static_cast<int>(aux_layers.size()) * target_hidden;
+  return reads_final_hidden() ? target_hidden : static_cast<int>(aux_layers.size()) * target_hidden;
 }
 
 int EagleHeadConfig::fc_in() const {
-  return kind == EagleKind::eagle1 ? layer.hidden_size + target_hidden : feature_width();
+  return reads_final_hidden() ? layer.hidden_size + target_hidden : feature_width();
 }
 
 std::vector<int> default_aux_layers(int L) {
@@ -126,10 +128,16 @@ void validate_eagle_config(const EagleHeadConfig& c, const std::string& source) 
   const std::string kind = eagle_kind_name(c.kind);
   const bool layout_ok = c.kind == EagleKind::eagle1   ? c.layout == "safeailab"
                          : c.kind == EagleKind::eagle3 ? c.layout == "safeailab" || c.layout == "speculators"
-                                                       : c.layout == "aws" || c.layout == "speculators";
+                         : c.kind == EagleKind::peagle ? c.layout == "aws" || c.layout == "speculators"
+                                                       : c.layout == "deepseek" || c.layout == "qwen3_next" ||
+                                                             c.layout == "mimo" || c.layout == "speculators";
   if (!layout_ok) {
     fail(source, "layout '" + c.layout + "' is not available for a " + kind +
-                     " head (eagle1: safeailab; eagle3: safeailab, speculators; peagle: aws, speculators)");
+                     " head (eagle1: safeailab; eagle3: safeailab, speculators; peagle: aws, speculators; mtp: "
+                     "deepseek, qwen3_next, mimo, speculators)");
+  }
+  if (c.kind != EagleKind::mtp && (c.hidden_first || c.own_lm_head || c.module != 0 || c.num_modules != 1)) {
+    fail(source, "hidden_first, own_lm_head and the module index are MTP options");
   }
   if (c.num_layers < 1) fail(source, "num_layers must be at least 1, got " + std::to_string(c.num_layers));
   if (c.layer.num_hidden_layers != c.num_layers) {
@@ -148,6 +156,23 @@ void validate_eagle_config(const EagleHeadConfig& c, const std::string& source) 
   if (c.kind != EagleKind::peagle) {
     if (c.mask_token_id != -1) fail(source, "mask_token_id is only used by P-EAGLE heads, got " + std::to_string(c.mask_token_id));
     if (c.trained_depth != 0) fail(source, "trained_depth is only used by P-EAGLE heads");
+  }
+  if (c.kind == EagleKind::mtp) {
+    if (!c.aux_layers.empty()) fail(source, "an MTP module takes no aux layers, got " + to_str(c.aux_layers));
+    if (c.draft_vocab != c.target_vocab) {
+      fail(source, "an MTP module drafts over the whole vocabulary: draft_vocab_size " + std::to_string(c.draft_vocab) +
+                       " must equal vocab_size " + std::to_string(c.target_vocab));
+    }
+    if (c.target_hidden != c.layer.hidden_size) {
+      fail(source, "an MTP module's hidden_size " + std::to_string(c.layer.hidden_size) + " must equal the target's " +
+                       std::to_string(c.target_hidden) + " (its decoder layer is one of the target's kind)");
+    }
+    if (c.norm_before_residual || c.fc_bias) fail(source, "norm_before_residual and an fc bias are not MTP options");
+    if (c.num_modules < 1 || c.module < 0 || c.module >= c.num_modules) {
+      fail(source, "MTP module " + std::to_string(c.module) + " outside [0, " + std::to_string(c.num_modules) + ")");
+    }
+    if (c.target_layers < 0) fail(source, "target_layers must not be negative");
+    return;
   }
   if (c.kind == EagleKind::eagle1) {
     if (!c.aux_layers.empty()) fail(source, "an EAGLE-1 head takes no aux layers, got " + to_str(c.aux_layers));
@@ -212,7 +237,7 @@ EagleHeadConfig parse_eagle_config(const json& j, const std::vector<std::string>
     } else if (type == "peagle") {
       c.kind = EagleKind::peagle;
     } else {
-      fail(source, "speculators_model_type '" + type + "' is not supported (expected eagle3 or peagle)");
+      fail(source, "speculators_model_type '" + type + "' is not supported (expected eagle3, peagle or mtp)");
     }
     c.layout = "speculators";
     if (!j.contains("transformer_layer_config") || !j.at("transformer_layer_config").is_object()) {
@@ -279,6 +304,7 @@ EagleHeadConfig parse_eagle_config(const json& j, const std::vector<std::string>
 }
 
 json eagle_config_to_json(const EagleHeadConfig& c, int target_layers, const std::string& target_architecture) {
+  if (c.kind == EagleKind::mtp) return mtp_config_to_json(c, target_architecture);
   bool aux_default = false;
   if (c.kind != EagleKind::eagle1) {
     try {

@@ -1,7 +1,8 @@
 #pragma once
-// Shape and options of an EAGLE-1, EAGLE-3 or P-EAGLE drafter head, and the config.json of each
-// checkpoint layout (FORMATS.md): SafeAILab EAGLE-1 / EAGLE-3, vllm-project speculators
-// ("eagle3", "peagle") and AWS P-EAGLE.
+// Shape and options of an EAGLE-1, EAGLE-3 or P-EAGLE drafter head or of one MTP module, and the
+// config.json of each checkpoint layout (FORMATS.md): SafeAILab EAGLE-1 / EAGLE-3, vllm-project
+// speculators ("eagle3", "peagle") and AWS P-EAGLE; MTP modules' layouts are read and written by
+// mtp_checkpoint.hpp.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,14 +11,17 @@
 
 namespace specdec {
 
-enum class EagleKind { eagle1, eagle3, peagle };
+// mtp: one multi-token-prediction module (DeepSeek-V3 and the models that copied it): an EAGLE-1
+// head with RMSNorms on both inputs, a standard decoder layer and the final norm before the LM head.
+enum class EagleKind { eagle1, eagle3, peagle, mtp };
 
-// "eagle1" | "eagle3" | "peagle"
+// "eagle1" | "eagle3" | "peagle" | "mtp"
 std::string eagle_kind_name(EagleKind kind);
 
 struct EagleHeadConfig {
   EagleKind kind = EagleKind::eagle3;
-  // "safeailab" | "speculators" | "aws" (P-EAGLE): what was loaded / will be saved.
+  // "safeailab" | "speculators" | "aws" (P-EAGLE); MTP: "deepseek" | "qwen3_next" | "mimo" |
+  // "speculators". What was loaded / will be saved.
   std::string layout = "safeailab";
   // Shape of the drafter's decoder layers (H, nh, nkv, hd, I, eps, rope). num_hidden_layers must
   // equal num_layers and vocab_size must equal target_vocab.
@@ -35,11 +39,22 @@ struct EagleHeadConfig {
   bool own_embeddings = false;        // the checkpoint carries embed_tokens.weight [V, H]
   int mask_token_id = -1;             // P-EAGLE: the token of the parallel (mask) slots
   int trained_depth = 0;              // P-EAGLE: parallel depths it was trained for (0 = unknown)
+  // MTP only. x = fc(concat[enorm(embed), hnorm(h)]), or [hnorm(h); enorm(embed)] when
+  // hidden_first (MiMo); own_lm_head: the module stores its own output head (DeepSeek-V3's
+  // shared_head.head), else the target's is used. module: this module's index j among
+  // num_modules; target_layers: the target's L (DeepSeek-V3 stores module j as model.layers.{L+j}).
+  bool hidden_first = false;
+  bool own_lm_head = false;
+  int module = 0;
+  int num_modules = 1;
+  int target_layers = 0;
 
-  // Features per unprojected row: EAGLE-1 Ht (the embedding is added internally), else n_aux·Ht.
+  // Features per unprojected row: EAGLE-1 and MTP Ht (the embedding is added internally), else n_aux·Ht.
   int feature_width() const;
-  // Input width of fc: EAGLE-1 H + Ht, else n_aux·Ht.
+  // Input width of fc: EAGLE-1 and MTP H + Ht, else n_aux·Ht.
   int fc_in() const;
+  // EAGLE-1 and MTP read the target's final hidden state; the others its aux states.
+  bool reads_final_hidden() const { return kind == EagleKind::eagle1 || kind == EagleKind::mtp; }
   int hidden() const { return layer.hidden_size; }
 
   bool operator==(const EagleHeadConfig&) const = default;

@@ -110,8 +110,12 @@ const Matrix& EagleHead::embeddings() const {
   return config_.own_embeddings ? weights_->embed_tokens : target_->weights().embed_tokens;
 }
 
+bool EagleHead::shares_target_head() const {
+  return config_.kind == EagleKind::eagle1 || (config_.kind == EagleKind::mtp && !config_.own_lm_head);
+}
+
 const Matrix& EagleHead::output_head() const {
-  return config_.kind == EagleKind::eagle1 ? target_->weights().output_head() : weights_->lm_head;
+  return shares_target_head() ? target_->weights().output_head() : weights_->lm_head;
 }
 
 std::unique_ptr<KVCache> EagleHead::new_cache(int capacity) const {
@@ -179,8 +183,12 @@ void EagleHead::check_input(const Input& in) const {
   }
   int n_projected = 0;
   for (int t = 0; t < T; ++t) n_projected += in.is_projected(t) ? 1 : 0;
-  if (n_projected > 0 && c.kind == EagleKind::eagle1) {
-    throw Error(where + "an EAGLE-1 head has no projected rows: every feature goes through fc with the embedding");
+  if (n_projected > 0 && c.reads_final_hidden()) {
+    throw Error(where + (c.kind == EagleKind::mtp ? "an MTP module" : "an EAGLE-1 head") +
+                " has no projected rows: every feature goes through fc with the embedding");
+  }
+  if (in.zero_embedding_at_position_0 && c.kind != EagleKind::mtp) {
+    throw Error(where + "zero_embedding_at_position_0 is an MTP option");
   }
   if (in.features.rows() != T) {
     throw Error(where + "features have " + std::to_string(in.features.rows()) + " rows for " + std::to_string(T) + " tokens");
@@ -189,7 +197,7 @@ void EagleHead::check_input(const Input& in) const {
   const bool width_ok = in.features.cols() == F || (n_projected == T && in.features.cols() == H);
   if (!width_ok || (n_projected > 0 && in.features.cols() < H)) {
     throw Error(where + "features are " + std::to_string(in.features.cols()) + " wide, expected " + std::to_string(F) +
-                (c.kind == EagleKind::eagle1 ? " (the target's hidden size)" : " (n_aux x target hidden size)") +
+                (c.reads_final_hidden() ? " (the target's hidden size)" : " (n_aux x target hidden size)") +
                 (n_projected == T ? " or " + std::to_string(H) + " (every row projected)" : std::string()));
   }
   for (int r : in.logit_rows) {
@@ -221,11 +229,26 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
 
   Matrix e(T, H);  // e: (T, H) token embeddings
   for (int t = 0; t < T; ++t) e.row(t) = embed.row(in.tokens[static_cast<std::size_t>(t)]);
+  if (in.zero_embedding_at_position_0) {
+    for (int t = 0; t < T; ++t)
+      if (block.positions[static_cast<std::size_t>(t)] == 0) e.row(t).setZero();
+  }
   cache->append(T, block.positions.data());  // every check is done: only now touch the cache
 
   const LayerWeights& l0 = weights.layers.front();
   Matrix out;  // out: (T, H) residual stream
-  if (c.kind == EagleKind::eagle1) {
+  if (c.kind == EagleKind::mtp) {
+    const Matrix en = ops::rms_norm(e, weights.embed_norm, lc.rms_norm_eps);             // (T, H)
+    const Matrix hn = ops::rms_norm(in.features, weights.hidden_norm, lc.rms_norm_eps);  // (T, H)
+    Matrix cat(T, 2 * H);  // cat: (T, 2H) = [enorm(embed) | hnorm(h)], MiMo [hnorm(h) | enorm(embed)]
+    cat.leftCols(H) = c.hidden_first ? hn : en;
+    cat.rightCols(H) = c.hidden_first ? en : hn;
+    out = ops::linear(cat, weights.fc);  // (T, H), no bias
+    for (int l = 0; l < c.num_layers; ++l) {
+      const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
+      out = decoder_layer(w, lc, rope_, out, ops::rms_norm(out, w.input_layernorm, lc.rms_norm_eps), *cache, l, block);
+    }
+  } else if (c.kind == EagleKind::eagle1) {
     Matrix cat(T, H + F);  // cat: (T, H + Ht) = [embed | feature], embedding first
     cat.leftCols(H) = e;
     cat.rightCols(F) = in.features;
@@ -253,7 +276,7 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
     attn_in.rightCols(H) = hn;
     out = decoder_layer(l0, lc, rope_, c.norm_before_residual ? hn : h, attn_in, *cache, 0, block);
   }
-  for (int l = 1; l < c.num_layers; ++l) {
+  for (int l = 1; l < c.num_layers && c.kind != EagleKind::mtp; ++l) {
     const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
     out = decoder_layer(w, lc, rope_, out, ops::rms_norm(out, w.input_layernorm, lc.rms_norm_eps), *cache, l, block);
   }
@@ -291,7 +314,7 @@ TokenBlock head_token_block(const EagleHead::Input& in, const Rope& rope, int fi
 
 EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev) {
   const std::string source = "random_eagle_head";
-  if (config.kind != EagleKind::eagle1 && config.aux_layers.empty()) {
+  if (!config.reads_final_hidden() && config.aux_layers.empty()) {
     config.aux_layers = default_aux_layers(target.config().num_hidden_layers);
   }
   validate_eagle_config(config, source);

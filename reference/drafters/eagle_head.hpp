@@ -1,6 +1,6 @@
 #pragma once
-// EAGLE-1, EAGLE-3 and P-EAGLE drafter heads in the reference: weights, validation and the
-// forward pass over the drafter's own KV cache (REFERENCES.md, FORMATS.md).
+// EAGLE-1, EAGLE-3 and P-EAGLE drafter heads and MTP modules in the reference: weights,
+// validation and the forward pass over the drafter's own KV cache (REFERENCES.md, FORMATS.md).
 //
 //   EAGLE-1: x = fc(cat(embed(token), feature)) (+ bias) -> decoder layer without input norm
 //            (attn_in = residual = x) -> [layers 1.. standard] -> the target's LM head, no norm.
@@ -8,6 +8,9 @@
 //            hidden_norm(h)) (2H), residual = h (or hidden_norm(h)) -> attention, MLP ->
 //            [layers 1.. standard] -> lm_head(norm(out)) over the draft vocabulary.
 //   P-EAGLE: EAGLE-3's forward with N layers; mask slots carry the mask token and mask_hidden.
+//   MTP:     x = fc(cat(embed_norm(embed(token)), hidden_norm(feature))) (MiMo: hidden first, no
+//            bias) -> standard decoder layers (with input norms) -> lm_head(norm(out)), lm_head the
+//            module's own or the target's; the feature is the target's final hidden state.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,12 +32,13 @@ namespace specdec {
 struct EagleWeights {
   Matrix fc;                  // [H, fc_in]
   Vector fc_bias;             // [H] or empty
-  Vector hidden_norm;         // [H] EAGLE-3 / P-EAGLE layer 0; empty for EAGLE-1
+  Vector hidden_norm;         // [H] EAGLE-3 / P-EAGLE layer 0, MTP hnorm; empty for EAGLE-1
+  Vector embed_norm;          // [H] MTP enorm; empty for the others
   // num_layers layers. Layer 0: EAGLE-1 has no input_layernorm; EAGLE-3 / P-EAGLE q/k/v_proj are
   // [.., 2H]. Layers 1.. are standard Llama layers.
   std::vector<LayerWeights> layers;
   Vector norm;                // [H]; empty for EAGLE-1
-  Matrix lm_head;             // [Vd, H]; empty for EAGLE-1 (the target's is used)
+  Matrix lm_head;             // [Vd, H]; empty for EAGLE-1 and an MTP module without its own (the target's is used)
   Matrix embed_tokens;        // [V, H] when config.own_embeddings, else empty (the target's)
   std::vector<int64_t> d2t;   // [Vd] target id = d + d2t[d]; empty = identity
   std::vector<uint8_t> t2d;   // [V] 1 where the target id is in the draft vocabulary; empty = all
@@ -62,6 +66,8 @@ class EagleHead {
     std::vector<int32_t> positions;     // (T); empty = cache length + t
     std::optional<AttentionMask> mask;  // (T, C + T); absent = causal
     std::vector<int> logit_rows;        // rows whose logits are returned, in this order
+    // MTP as vLLM runs it: rows at position 0 take a zero embedding (vLLM's deepseek_mtp.py).
+    bool zero_embedding_at_position_0 = false;
 
     bool is_projected(int t) const { return !projected.empty() && projected[static_cast<std::size_t>(t)] != 0; }
   };
@@ -104,8 +110,11 @@ class EagleHead {
   const Rope& rope() const { return rope_; }
   // The embedding table in use: the head's own, else the target's. [V, H]
   const Matrix& embeddings() const;
-  // The output head in use: EAGLE-1 the target's LM head [V, H], else lm_head [Vd, H].
+  // The output head in use: EAGLE-1 (and an MTP module without its own) the target's LM head
+  // [V, H], else lm_head [Vd, H].
   const Matrix& output_head() const;
+  // Whether output_head() is the target's.
+  bool shares_target_head() const;
 
   // Target token id of draft id d: d + d2t[d] (identity without d2t). Throws outside [0, Vd).
   int32_t to_target(int32_t draft_id) const;

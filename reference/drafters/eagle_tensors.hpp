@@ -41,7 +41,21 @@ std::vector<EagleTensor> all_eagle_members(const EagleHeadConfig& c, EagleWeight
 // returns `head` itself, sharing its weights.
 EagleHead round_head(const EagleHead& head, Dtype precision);
 
-// "midlayer." (SafeAILab EAGLE-3, AWS P-EAGLE) or "layers.0." (EAGLE-1, speculators).
+// "midlayer." (SafeAILab EAGLE-3, AWS P-EAGLE) or "layers.0." (EAGLE-1, speculators); an MTP
+// module's layer prefix in its layout.
 std::string eagle_layer_prefix(const EagleHeadConfig& c, int layer);
+
+// The tensor names of MTP module c.module in c.layout:
+//   deepseek    model.layers.{L+j}.{enorm, hnorm, eh_proj, shared_head.norm, shared_head.head, embed_tokens} + layer
+//   qwen3_next  mtp.{pre_fc_norm_embedding, pre_fc_norm_hidden, fc, norm}, layers mtp.layers.{l}.
+//   mimo        model.mtp_layers.{j}.{token_layernorm, hidden_layernorm, input_proj, final_layernorm} + layer
+//   speculators mtp_layers.{j}.{...as MiMo}
+struct MtpNames {
+  std::string prefix;  // every tensor of the module starts with it
+  std::string layers;  // "mtp.layers." when the module has numbered layers; empty: its one layer sits at prefix
+  std::string embed_norm, hidden_norm, fc, norm, lm_head, embed_tokens;
+  std::string layer_prefix(int layer) const;
+};
+MtpNames mtp_names(const EagleHeadConfig& c);
 
 }  // namespace specdec

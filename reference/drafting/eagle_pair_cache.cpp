@@ -22,10 +22,10 @@ EagleHead::Input EaglePairCache::catch_up(const DraftContext& ctx, int extra_slo
   const std::vector<int32_t>& seq = *ctx.sequence;
   const int committed = ctx.committed;
   if (committed < 1) throw Error(who_ + ": nothing is committed yet; the prompt must hold at least one token");
-  const bool eagle1 = head_.config().kind == EagleKind::eagle1;
-  const Matrix* src = eagle1 ? ctx.final_hidden : ctx.aux_hidden;
+  const bool final = head_.config().reads_final_hidden();
+  const Matrix* src = final ? ctx.final_hidden : ctx.aux_hidden;
   const int width = head_.config().feature_width();
-  const std::string what = eagle1 ? "the target's final hidden states" : "the target's aux hidden states";
+  const std::string what = final ? "the target's final hidden states" : "the target's aux hidden states";
   if (!src || src->rows() < committed || src->cols() != width) {
     throw Error(who_ + ": " + what + " in the draft context are missing or too small (" +
                 (src ? std::to_string(src->rows()) + " x " + std::to_string(src->cols()) : std::string("absent")) +

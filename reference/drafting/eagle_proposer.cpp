@@ -5,6 +5,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/drafting/head_candidates.hpp"
+#include "reference/model/ops.hpp"
 
 namespace specdec {
 namespace {
@@ -26,8 +27,8 @@ EagleHead::Output run_level(const EagleHead& head, KVCache& cache, int committed
   in.tokens = level.tokens;
   in.features.resize(rows, H);  // features: (rows, H) fed-back head outputs
   for (int r = 0; r < rows; ++r) in.features.row(r) = Eigen::Map<const Eigen::RowVectorXf>(level.features[r], H);
-  // EAGLE-3 feeds its own output back without fc; EAGLE-1 sends it through fc with the embedding.
-  if (head.config().kind != EagleKind::eagle1) in.projected.assign(static_cast<size_t>(rows), 1);
+  // EAGLE-3 feeds its own output back without fc; EAGLE-1 and MTP send it through fc with the embedding.
+  if (!head.config().reads_final_hidden()) in.projected.assign(static_cast<size_t>(rows), 1);
   in.positions.assign(static_cast<size_t>(rows), level.position);
   AttentionMask mask(rows, C + rows);
   for (int r = 0; r < rows; ++r) {
@@ -61,9 +62,24 @@ EagleShape parse_eagle_shape(const std::string& name) {
 EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int cache_capacity)
     : head_(head), options_(std::move(options)) {
   const EagleHeadConfig& c = head.config();
-  const std::string who = "eagle " + eagle_shape_name(options_.shape);
+  const std::string who = eagle_kind_name(c.kind) + " " + eagle_shape_name(options_.shape);
   if (c.kind == EagleKind::peagle) {
     throw Error(who + ": a P-EAGLE head drafts all positions in one pass; use the P-EAGLE proposer");
+  }
+  modules_.push_back(&head);
+  for (const EagleHead* m : options_.extra_modules) {
+    if (!m || c.kind != EagleKind::mtp || m->config().kind != EagleKind::mtp) {
+      throw Error(who + ": further modules are MTP modules given with an MTP module");
+    }
+    if (&m->target() != &head.target()) throw Error(who + ": every MTP module must draft for the same target");
+    modules_.push_back(m);
+  }
+  if (c.kind != EagleKind::mtp && (options_.feedback != MtpFeedback::prenorm || options_.zero_embedding_at_position_0)) {
+    throw Error(who + ": the feedback variant and the zero embedding at position 0 are MTP options");
+  }
+  if (modules_.size() > 1 && options_.shape != EagleShape::chain) {
+    throw Error(who + ": trees are drafted with one MTP module (as SGLang drafts them); this checkpoint has " +
+                std::to_string(modules_.size()) + " modules: draft a chain (module = step mod n, as vLLM)");
   }
   switch (options_.shape) {
     case EagleShape::chain:
@@ -102,7 +118,8 @@ EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int ca
       break;
     }
   }
-  pairs_.emplace(head, cache_capacity, draft_slots_, who);
+  pairs_.reserve(modules_.size());
+  for (const EagleHead* m : modules_) pairs_.emplace_back(*m, cache_capacity, draft_slots_, who);
 }
 
 std::string EagleProposer::name() const { return eagle_kind_name(head_.config().kind) + "-" + eagle_shape_name(options_.shape); }
@@ -116,10 +133,15 @@ int EagleProposer::max_depth() const {
   return options_.k;
 }
 
-bool EagleProposer::wants_final_hidden() const { return head_.config().kind == EagleKind::eagle1; }
+bool EagleProposer::wants_final_hidden() const { return head_.config().reads_final_hidden(); }
 
 std::vector<int> EagleProposer::wanted_aux_layers() const {
-  return head_.config().kind == EagleKind::eagle1 ? std::vector<int>{} : head_.config().aux_layers;
+  return head_.config().reads_final_hidden() ? std::vector<int>{} : head_.config().aux_layers;
+}
+
+Matrix EagleProposer::fed_back(const EagleHead& module, const Matrix& hidden) const {
+  if (module.config().kind != EagleKind::mtp || options_.feedback == MtpFeedback::prenorm) return hidden;
+  return ops::rms_norm(hidden, module.weights().norm, module.config().layer.rms_norm_eps);
 }
 
 Proposal EagleProposer::propose(const DraftContext& ctx) {
@@ -130,22 +152,24 @@ Proposal EagleProposer::propose(const DraftContext& ctx) {
       case EagleShape::static_tree: p = propose_static_tree(ctx); break;
       case EagleShape::dynamic_tree: p = propose_dynamic_tree(ctx); break;
     }
-    pairs_->roll_back();  // drafted entries came from predicted features: drop them
+    for (EaglePairCache& c : pairs_) c.roll_back();  // drafted entries came from predicted features: drop them
     return p;
   } catch (...) {
-    pairs_->reset();
+    for (EaglePairCache& c : pairs_) c.reset();
     throw;
   }
 }
 
 EagleHead::Output EagleProposer::root_forward(const DraftContext& ctx, Proposal& p) {
-  EagleHead::Input in = pairs_->catch_up(ctx, draft_slots_);
+  EaglePairCache& pairs = pairs_.front();
+  EagleHead::Input in = pairs.catch_up(ctx, draft_slots_);
   const int last = static_cast<int>(in.tokens.size()) - 1;
   in.logit_rows = {last};
-  EagleHead::Output out = head_.forward(pairs_->cache(), in);
+  in.zero_embedding_at_position_0 = options_.zero_embedding_at_position_0;
+  EagleHead::Output out = head_.forward(pairs.cache(), in);
   ++p.drafter_forwards;
-  pairs_->caught_up(ctx);
-  out.hidden = out.hidden.row(last).eval();  // (1, H): the head's output at the newest pair
+  pairs.caught_up(ctx);
+  out.hidden = fed_back(head_, out.hidden.row(last));  // (1, H): the feature paired with the first drafts
   return out;
 }
 
@@ -155,6 +179,8 @@ Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
   EagleHead::Output out = root_forward(ctx, p);  // out.hidden: (1, H), the feature of the next pair
 
   std::vector<int32_t> chain;
+  std::vector<uint8_t> caught_up(modules_.size(), 0);  // modules that caught up this step
+  caught_up[0] = 1;                                     // module 0 did in the root forward
   for (int i = 0; i < K; ++i) {
     // Draft i + 1 sits at absolute position committed + 1 + i, the key of its random draws.
     const uint32_t position = static_cast<uint32_t>(ctx.committed + 1 + i);
@@ -168,14 +194,27 @@ Proposal EagleProposer::propose_chain(const DraftContext& ctx) {
       if (!ctx.stop->draft_after(i + 1, p.confidences.back(), top)) break;
     }
     if (i + 1 == K) break;  // nothing is drafted after the last token
+    // The forward that drafts depth i + 2 runs module (i + 1) mod n; a module other than the first
+    // catches up on the committed pairs in the same forward the first time it runs in a step.
+    const std::size_t m = static_cast<std::size_t>(i + 1) % modules_.size();
+    const EagleHead& module = *modules_[m];
+    EaglePairCache& pairs = pairs_[m];
     EagleHead::Input step;
-    step.tokens = {c.token};
-    step.features = out.hidden;
-    if (head_.config().kind != EagleKind::eagle1) step.projected = {1};
-    step.positions = {ctx.committed + i};  // drafter position of the pair (feature, draft i + 1)
-    step.logit_rows = {0};
-    out = head_.forward(pairs_->cache(), step);
+    const bool catch_up = !caught_up[m];
+    if (catch_up) {
+      step = pairs.catch_up(ctx, draft_slots_);
+      step.zero_embedding_at_position_0 = options_.zero_embedding_at_position_0;
+    }
+    step.tokens.push_back(c.token);
+    step.features.conservativeResize(step.features.rows() + 1, out.hidden.cols());
+    step.features.bottomRows(1) = out.hidden;
+    if (!head_.config().reads_final_hidden()) step.projected = {1};
+    step.positions.push_back(ctx.committed + i);  // drafter position of the pair (feature, draft i + 1)
+    step.logit_rows = {static_cast<int>(step.tokens.size()) - 1};
+    out = module.forward(pairs.cache(), step);
+    if (catch_up) pairs.caught_up(ctx), caught_up[m] = 1;
     ++p.drafter_forwards;
+    out.hidden = fed_back(module, out.hidden.bottomRows(1));
   }
   if (!p.draft_probs.empty()) p.draft_probs.emplace_back();  // after the last node: no children
   p.tree = DraftTree::chain(std::move(chain));
@@ -224,14 +263,15 @@ Proposal EagleProposer::propose_static_tree(const DraftContext& ctx) {
       level.visible_slots.push_back(std::move(visible));
     }
     if (level_nodes.empty()) continue;
-    const int first_slot = pairs_->cache().length();
-    const EagleHead::Output out = run_level(head_, pairs_->cache(), committed, level);
+    const int first_slot = pairs_.front().cache().length();
+    const EagleHead::Output out = run_level(head_, pairs_.front().cache(), committed, level);
     ++p.drafter_forwards;
+    const Matrix fed = fed_back(head_, out.hidden);  // (rows, H) the features of the nodes' children
     for (size_t r = 0; r < level_nodes.size(); ++r) {
       const int n = level_nodes[r];
       slot[n] = first_slot + static_cast<int>(r);
       node_logits.row(n) = out.logits.row(static_cast<Eigen::Index>(r));
-      node_hidden.row(n) = out.hidden.row(static_cast<Eigen::Index>(r));
+      node_hidden.row(n) = fed.row(static_cast<Eigen::Index>(r));
     }
   }
   p.tree.tokens = tokens;
@@ -281,15 +321,16 @@ Proposal EagleProposer::propose_dynamic_tree(const DraftContext& ctx) {
       for (int a = parent; a >= 0; a = nodes[a].parent) visible.push_back(nodes[a].slot);
       level.visible_slots.push_back(std::move(visible));
     }
-    const int first_slot = pairs_->cache().length();
-    const EagleHead::Output out = run_level(head_, pairs_->cache(), committed, level);
+    const int first_slot = pairs_.front().cache().length();
+    const EagleHead::Output out = run_level(head_, pairs_.front().cache(), committed, level);
     ++p.drafter_forwards;
+    const Matrix fed = fed_back(head_, out.hidden);  // (frontier, H) the features of the children
     std::vector<int> children;
     for (size_t r = 0; r < frontier.size(); ++r) {
       Node& f = nodes[frontier[r]];
       f.slot = first_slot + static_cast<int>(r);
       f.hidden_row = it * k + static_cast<int>(r);
-      hidden.row(f.hidden_row) = out.hidden.row(static_cast<Eigen::Index>(r));
+      hidden.row(f.hidden_row) = fed.row(static_cast<Eigen::Index>(r));
       const float* row = out.logits.row(static_cast<Eigen::Index>(r)).data();
       const std::vector<double> lp = log_softmax(row, Vd);
       const double base = f.score;

@@ -4,13 +4,12 @@
 // proposer serves both; they differ in the features the head reads (docs/drafters.md).
 #include "reference/drafting/eagle_proposer.hpp"
 #include "reference/drafting/tree_choices.hpp"
+#include "reference/methods/eagle_family.hpp"
 #include "reference/methods/entries.hpp"
 
 namespace specdec::methods {
 
-namespace {
-
-std::unique_ptr<Proposer> make(const MethodSpec& s, const ProposerInputs& in) {
+EagleOptions eagle_shape_options(const MethodSpec& s) {
   EagleOptions o;
   o.k = s.k;
   if (s.tree == "dynamic") {
@@ -22,13 +21,13 @@ std::unique_ptr<Proposer> make(const MethodSpec& s, const ProposerInputs& in) {
     o.shape = EagleShape::static_tree;
     o.choices = tree_choices_from_spec(s.tree);
   }
-  return std::make_unique<EagleProposer>(*in.head, o, in.capacity);
+  return o;
 }
 
 // The first forward re-reads the pairs (feature, token) of every token the last step emitted and
 // gives the first level's logits; then one forward per level: a chain's next draft, a static
 // tree's nodes that have children, a dynamic tree's top_k frontier nodes `depth` times.
-DraftSchedule schedule(const StepShape& shape, const CatchUp& c) {
+DraftSchedule eagle_family_schedule(const StepShape& shape, const CatchUp& c) {
   DraftSchedule s;
   s.rows.push_back(c.emitted);
   switch (shape.kind) {
@@ -46,13 +45,19 @@ DraftSchedule schedule(const StepShape& shape, const CatchUp& c) {
   return s;
 }
 
+namespace {
+
+std::unique_ptr<Proposer> make(const MethodSpec& s, const ProposerInputs& in) {
+  return std::make_unique<EagleProposer>(*in.head, eagle_shape_options(s), in.capacity);
+}
+
 MethodEntry eagle_family(EagleKind head) {
   MethodEntry e;
   e.drafter.kind = DrafterNeed::Kind::eagle_head;
   e.drafter.head = head;
   e.shapes.chain = e.shapes.static_tree = e.shapes.dynamic_tree = true;
   e.make_proposer = &make;
-  e.schedule = &schedule;
+  e.schedule = &eagle_family_schedule;
   return e;
 }
 

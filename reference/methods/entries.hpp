@@ -1,5 +1,5 @@
 #pragma once
-// The registry's entries, one file each (sequential.cpp, draft_model.cpp, eagle.cpp, peagle.cpp, ngram.cpp, suffix.cpp);
+// The registry's entries, one file each (sequential.cpp, draft_model.cpp, eagle.cpp, peagle.cpp, mtp.cpp, ngram.cpp, suffix.cpp);
 // registry.cpp lists them. Only the registry includes this.
 #include "reference/methods/registry.hpp"
 
@@ -10,6 +10,8 @@ MethodEntry draft_model();
 MethodEntry eagle1();
 MethodEntry eagle3();
 MethodEntry peagle();
+MethodEntry mtp();
+MethodEntry medusa();
 MethodEntry ngram();
 MethodEntry prompt_lookup();
 MethodEntry ngram_tree();

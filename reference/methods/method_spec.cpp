@@ -35,9 +35,29 @@ std::string param_names(const MethodEntry& e) {
   return s.empty() ? "none" : s;
 }
 
+std::string choice_list(const MethodParam& p) {
+  std::string s;
+  for (std::size_t i = 0; i < p.choices.size(); ++i) s += (i == 0 ? "" : i + 1 == p.choices.size() ? " or " : ", ") + p.choices[i];
+  return s;
+}
+
+// "2" (a number's default), "checkpoint" (a choice's first): a value for the messages' examples.
+std::string example_value(const MethodParam& p) {
+  return p.is_choice() ? p.choices.front() : policy_number_text(p.default_value);
+}
+
 // Checks `v` against the parameter; the value in canonical form (integers as integers).
 nlohmann::json checked_param(const MethodEntry& e, const MethodParam& p, const nlohmann::json& v) {
   const std::string where = "--method " + e.name + ": " + p.name;
+  if (p.is_choice()) {
+    if (v.is_string()) {
+      for (const std::string& c : p.choices)
+        if (c == v.get<std::string>()) return v;
+    }
+    const std::string near = v.is_string() ? closest_name(v.get<std::string>(), p.choices) : "";
+    throw Error(where + " must be " + choice_list(p) + ", got " + (v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump()) +
+                (near.empty() ? "" : "; did you mean " + near + "?"));
+  }
   const std::string range = "[" + policy_number_text(p.min) + ", " + policy_number_text(p.max) + "]";
   const bool number = v.is_number() && std::isfinite(v.get<double>());
   if (!number || v.get<double>() < p.min || v.get<double>() > p.max || (p.integer && v.get<double>() != std::floor(v.get<double>()))) {
@@ -52,14 +72,18 @@ nlohmann::json checked_param(const MethodEntry& e, const MethodParam& p, const n
 nlohmann::json complete_params(const MethodEntry& e, const nlohmann::json& given) {
   nlohmann::json out = nlohmann::json::object();
   for (const MethodParam& p : e.params) {
-    out[p.name] = given.contains(p.name) ? checked_param(e, p, given[p.name])
-                                         : (p.integer ? nlohmann::json(static_cast<int64_t>(p.default_value))
-                                                      : nlohmann::json(p.default_value));
+    out[p.name] = given.contains(p.name) ? checked_param(e, p, given[p.name]) : p.default_json();
   }
   return out;
 }
 
 }  // namespace
+
+nlohmann::json MethodParam::default_json() const {
+  if (is_choice()) return choices.front();
+  if (integer) return static_cast<int64_t>(default_value);
+  return default_value;
+}
 
 MethodSpec MethodSpec::normalized() const {
   const MethodSpec d;
@@ -104,8 +128,8 @@ std::string MethodSpec::shape() const {
   }
   const nlohmann::json p = complete_params(e, params.is_object() ? params : nlohmann::json::object());
   for (const MethodParam& m : e.params) {
-    const double v = p[m.name].get<double>();
-    if (v != m.default_value) s += " " + m.name + "=" + policy_number_text(v);
+    if (p[m.name] == m.default_json()) continue;
+    s += " " + m.name + "=" + (m.is_choice() ? p[m.name].get<std::string>() : policy_number_text(p[m.name].get<double>()));
   }
   return s;
 }
@@ -178,14 +202,18 @@ MethodSpec parse_method_text(const std::string& text, const std::string& where) 
     const std::size_t eq = parts[i].find('=');
     if (eq == std::string::npos || eq == 0) {
       throw Error(where + ": '" + parts[i] + "' is not key=value (e.g. " + e.name + "," +
-                  (e.params.empty() ? std::string("key=value") : e.params.front().name + "=" + policy_number_text(e.params.front().default_value)) +
+                  (e.params.empty() ? std::string("key=value") : e.params.front().name + "=" + example_value(e.params.front())) +
                   "); " + e.name + "'s parameters: " + param_names(e));
     }
     const std::string key = parts[i].substr(0, eq);
     const std::string value = parts[i].substr(eq + 1);
-    const double v = parse_finite_number(value, where + ": " + key);
     if (s.params.contains(key)) throw Error(where + ": parameter " + key + " is given twice");
-    s.params[key] = v;
+    const MethodParam* p = find_param(e, key);
+    if (p && p->is_choice()) {
+      s.params[key] = value;  // a named choice, checked below
+    } else {
+      s.params[key] = parse_finite_number(value, where + ": " + key);
+    }
   }
   const MethodSpec checked_name = s;
   check_method_spec(checked_name);  // unknown keys and ranges, before any model loads

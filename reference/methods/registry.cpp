@@ -11,10 +11,20 @@
 namespace specdec {
 
 const std::vector<MethodEntry>& method_registry() {
-  static const std::vector<MethodEntry> table = {methods::sequential(), methods::draft_model(), methods::eagle1(),
-                                                 methods::eagle3(), methods::peagle(), methods::ngram(),
-                                                 methods::prompt_lookup(), methods::ngram_tree(), methods::suffix(),
-                                                 methods::suffix_tree()};
+  static const std::vector<MethodEntry> table = {
+      methods::sequential(),
+      methods::draft_model(),
+      methods::eagle1(),
+      methods::eagle3(),
+      methods::peagle(),
+      methods::mtp(),
+      methods::medusa(),
+      methods::ngram(),
+      methods::prompt_lookup(),
+      methods::ngram_tree(),
+      methods::suffix(),
+      methods::suffix_tree(),
+  };
   return table;
 }
 
@@ -90,6 +100,9 @@ std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const Pro
         throw Error(who + " needs an " + eagle_kind_name(e.drafter.head) + " head, not an " +
                     eagle_kind_name(in.head->config().kind) + " head");
       }
+      break;
+    case DrafterNeed::Kind::medusa_heads:
+      if (!in.medusa) throw Error(who + " needs Medusa heads");
       break;
   }
   return e.make_proposer(spec.normalized(), in);

@@ -17,18 +17,23 @@
 namespace specdec {
 
 class EagleHead;
+class MedusaHeads;
 
 // The drafter a method drafts with.
 struct DrafterNeed {
   // none: the method does not draft (sequential); context: it drafts from the tokens it has seen
-  // (n-gram lookup, suffix decoding: no model, no --drafter); the others load a checkpoint.
-  enum class Kind { none, context, language_model, eagle_head };
+  // (n-gram lookup, suffix decoding: no model, no --drafter); the others load a checkpoint:
+  // eagle_head is an EAGLE-family head bound to the target (EAGLE-1/3, P-EAGLE, MTP modules),
+  // medusa_heads K Medusa heads on the target's last hidden state.
+  enum class Kind { none, context, language_model, eagle_head, medusa_heads };
   Kind kind = Kind::none;
   EagleKind head = EagleKind::eagle1;  // eagle_head: which head kind
   std::string description;             // "a small model sharing the target's vocabulary", "an EAGLE-3 head"
   std::string bundled_dir;             // the bundled drafter's folder beside the target (models/)
   // Whether the drafter is a checkpoint given with --drafter DIR.
-  bool loads_checkpoint() const { return kind == Kind::language_model || kind == Kind::eagle_head; }
+  bool loads_checkpoint() const {
+    return kind == Kind::language_model || kind == Kind::eagle_head || kind == Kind::medusa_heads;
+  }
 };
 
 // One parameter of a method beyond the shape options (MethodSpec::params): its name in every
@@ -38,6 +43,15 @@ struct MethodParam {
   bool integer = true;
   double default_value = 0, min = 0, max = 0;
   std::string doc;  // "vLLM prompt_lookup_min: the shortest n-gram matched"
+  // Non-empty: a named choice instead of a number — the value is one of these strings, the first
+  // the default (MTP's variant=checkpoint|vllm|sglang).
+  std::vector<std::string> choices;
+
+  bool is_choice() const { return !choices.empty(); }
+  // "integer", "number" or "choice" (methods --json, trace checks).
+  std::string kind() const { return is_choice() ? "choice" : integer ? "integer" : "number"; }
+  // The default as JSON: the first choice, else the number (an integer when integer).
+  nlohmann::json default_json() const;
 };
 
 // What a proposer is made from: the target's config and the loaded drafter (the one the method's
@@ -46,6 +60,9 @@ struct ProposerInputs {
   const ModelConfig* target = nullptr;
   const LanguageModel* draft_lm = nullptr;
   const EagleHead* head = nullptr;
+  // MTP checkpoints of n > 1 modules: modules 1..n−1 (head is module 0); empty otherwise.
+  std::vector<const EagleHead*> extra_modules;
+  const MedusaHeads* medusa = nullptr;
   int capacity = 0;
   // The run's shared state (MethodEntry::make_run_state); make_method_proposer makes a fresh one
   // (a run of one sequence) when null.

@@ -1,8 +1,9 @@
 #pragma once
-// EAGLE-1, EAGLE-3 and P-EAGLE heads for the head tests, shared by the reference suite
-// (test_eagle_head) and the cpu backend's (test_cpu_eagle_head): six configs over the layouts and
-// the features a head can have (fc bias, own embeddings, a draft vocabulary, Qwen3 q/k norms,
-// norm_before_residual, attention biases, several layers), on a tiny_llama target.
+// EAGLE-1, EAGLE-3 and P-EAGLE heads and MTP modules for the head tests, shared by the reference
+// suite (test_eagle_head) and the optimized backends': configs over the layouts and the features a
+// head can have (fc bias, own embeddings, a draft vocabulary, Qwen3 q/k norms, norm_before_residual,
+// attention biases, several layers; MTP: own LM head, MiMo's hidden-first concat, Qwen3-Next's
+// several layers), on a tiny_llama target.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -105,6 +106,27 @@ inline std::vector<Case> cases() {
     c.trained_depth = 10;
     out.push_back({"peagle_speculators_bias", c, 106});
   }
+  // MTP modules: a decoder layer of the target's own shape (tiny_llama), in each layout.
+  auto mtp = [](const std::string& layout, int layers) {
+    ModelConfig layer = testing::tiny_llama();
+    layer.num_hidden_layers = layers;
+    EagleHeadConfig c = head_config(EagleKind::mtp, layout, layer, 97);
+    c.target_layers = testing::tiny_llama().num_hidden_layers;
+    return c;
+  };
+  {
+    EagleHeadConfig c = mtp("deepseek", 1);
+    c.own_lm_head = c.own_embeddings = true;  // DeepSeek-V3 stores copies of both
+    out.push_back({"mtp_deepseek_own_head", c, 107});
+  }
+  out.push_back({"mtp_deepseek", mtp("deepseek", 1), 108});
+  out.push_back({"mtp_qwen3_next_two_layers", mtp("qwen3_next", 2), 109});
+  {
+    EagleHeadConfig c = mtp("mimo", 1);
+    c.hidden_first = true;  // MiMo's input_proj reads [hidden; embedding]
+    out.push_back({"mtp_mimo", c, 110});
+  }
+  out.push_back({"mtp_speculators", mtp("speculators", 1), 111});
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "reference/core/half.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/eagle_tensors.hpp"
 #include "reference/io/safetensors.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/ops.hpp"
@@ -171,7 +172,7 @@ TEST(EagleCheckpoint, RoundTripBF16RoundsEveryFloat) {
     EXPECT_TRUE(loaded.config() == expected) << label;
     expect_weights_equal(head.weights(), loaded.weights(), via_bf16, label);
     const TensorStore store(scratch / "head");
-    EXPECT_EQ(store.info("fc.weight").dtype, Dtype::BF16) << label;
+    EXPECT_EQ(store.info(k.config.kind == EagleKind::mtp ? mtp_names(k.config).fc : "fc.weight").dtype, Dtype::BF16) << label;
     if (store.has("d2t")) {
       EXPECT_EQ(store.info("d2t").dtype, Dtype::I64) << label;
       EXPECT_EQ(store.info("t2d").dtype, Dtype::BOOL) << label;
@@ -350,7 +351,7 @@ TEST(EagleForward, MatchesNaiveLongDoubleForward) {
     const EagleHeadConfig& c = head.config();
     const int T = 5;
     // EAGLE-3 / P-EAGLE: rows 2 and 4 feed a hidden state back (projected); junk past H.
-    const std::vector<int> proj = c.kind == EagleKind::eagle1 ? std::vector<int>{} : std::vector<int>{2, 4};
+    const std::vector<int> proj = c.reads_final_hidden() ? std::vector<int>{} : std::vector<int>{2, 4};
     const EagleHead::Input in = random_input(head, T, k.seed * 31, proj);
     auto cache = head.new_cache(16);
     const EagleHead::Output out = head.forward(*cache, in);
@@ -389,7 +390,7 @@ TEST(EagleForward, BatchInvariantIncludingProjectedRowsAndAPrefix) {
   for (const Case& k : cases()) {
     const std::string label = k.name + " (seed " + std::to_string(k.seed) + ")";
     const EagleHead head = make_head(k);
-    const bool eagle1 = head.config().kind == EagleKind::eagle1;
+    const bool eagle1 = head.config().reads_final_hidden();  // EAGLE-1 and MTP: no projected rows
     const EagleHead::Input prefix = random_input(head, 3, k.seed + 1);
     const EagleHead::Input in = random_input(head, 6, k.seed + 2, eagle1 ? std::vector<int>{} : std::vector<int>{1, 4, 5});
     auto batched = head.new_cache(16), single = head.new_cache(16);
@@ -708,7 +709,7 @@ TEST(EagleErrors, BadConfigs) {
                     "no mask token: expected 'mask_token_id', 'pard_token' or 'ptd_token_id'");
     edit_config(s.dir, [](json& j) { j["speculators_model_type"] = "medusa"; });
     EXPECT_CONTAINS(error_of([&] { load_eagle_head(s.dir, target()); }),
-                    "speculators_model_type 'medusa' is not supported (expected eagle3 or peagle)");
+                    "speculators_model_type 'medusa' is not supported (expected eagle3, peagle or mtp)");
     edit_config(s.dir, [](json& j) {
       j["speculators_model_type"] = "peagle";
       j["mask_token_id"] = 3;

@@ -283,14 +283,14 @@ HeadEntry random_head_entry(Rng& rng, const EagleHead& head, std::size_t index) 
   // P-EAGLE's parallel drafting: a real slot, then mask slots (none projected).
   const bool mask_slots = c.kind == EagleKind::peagle && T > 1 && rng.chance(40);
   std::vector<int> projected;
-  if (c.kind != EagleKind::eagle1 && !mask_slots) {
+  if (!c.reads_final_hidden() && !mask_slots) {
     for (int t = 0; t < T; ++t)
       if (rng.chance(30)) projected.push_back(t);
   }
   EagleHead::Input& in = e.input;
   in = testing::random_input(head, T, rng.next(), projected);
   if (!projected.empty()) e.label += " " + std::to_string(projected.size()) + "-projected";
-  if (c.kind != EagleKind::eagle1 && !mask_slots && F > H && rng.chance(20)) {
+  if (!c.reads_final_hidden() && !mask_slots && F > H && rng.chance(20)) {
     // Every row fed back: H-wide features.
     in.projected.assign(static_cast<std::size_t>(T), 1);
     in.features = in.features.leftCols(H).eval();

@@ -166,7 +166,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
           const EaglePairCache& pc = testing::pair_cache_of(*proposer);
           const std::vector<int32_t>& covered = pc.covered_tokens();
           ASSERT_GE(covered.size(), kPrompts[pi].size() + 1) << where;
-          auto fresh = testing::fresh_pair_cache(twin.cpu, testing::head_of(*proposer), covered, kCapacity);
+          auto fresh = testing::fresh_pair_cache(twin.cpu, testing::head_of(*proposer), covered, kCapacity, testing::zero_first_of(*proposer));
           EXPECT_TRUE(testing::cpu_cache(pc.cache()).equals(testing::cpu_cache(*fresh)))
               << "drafter cache differs from a fresh run; " << where;
         }

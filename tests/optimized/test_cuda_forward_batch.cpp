@@ -305,8 +305,8 @@ EagleHead::Input random_head_input(std::mt19937_64& rng, const EagleHead& head, 
   const EagleHeadConfig& c = head.config();
   const int T = 1 + static_cast<int>(rng() % 6);
   std::vector<int> projected;
-  const bool every_row_narrow = c.kind != EagleKind::eagle1 && rng() % 4 == 0;
-  if (c.kind != EagleKind::eagle1)
+  const bool every_row_narrow = !c.reads_final_hidden() && rng() % 4 == 0;
+  if (!c.reads_final_hidden())
     for (int t = 0; t < T; ++t)
       if (every_row_narrow || rng() % 3 == 0) projected.push_back(t);
   EagleHead::Input in = testing::random_input(head, T, rng(), projected);

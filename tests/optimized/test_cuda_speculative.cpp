@@ -133,7 +133,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling, const
       if (r.stats.acceptance_length() > 1.5) ++accepted_runs;
       expect_plain_cache(twin.device, *cache, r.tokens, where);
       const EaglePairCache& pc = testing::pair_cache_of(*proposer);
-      auto fresh = testing::fresh_pair_cache(twin.device, testing::head_of(*proposer), pc.covered_tokens(), kCapacity);
+      auto fresh = testing::fresh_pair_cache(twin.device, testing::head_of(*proposer), pc.covered_tokens(), kCapacity, testing::zero_first_of(*proposer));
       EXPECT_TRUE(on_device(pc.cache()).equals(on_device(*fresh))) << "drafter cache differs from a fresh run; " << where;
     }
   }

@@ -84,6 +84,22 @@ inline EagleHeadConfig peagle_config(const ModelConfig& t, int draft_vocab, int 
   return c;
 }
 
+// An MTP module for `t`: a decoder layer of the target's own shape, DeepSeek-V3 layout; module
+// `module` of `modules`.
+inline EagleHeadConfig mtp_config(const ModelConfig& t, int module = 0, int modules = 1) {
+  EagleHeadConfig c;
+  c.kind = EagleKind::mtp;
+  c.layout = "deepseek";
+  c.layer = t;
+  c.layer.num_hidden_layers = 1;
+  c.target_hidden = t.hidden_size;
+  c.target_vocab = c.draft_vocab = t.vocab_size;
+  c.module = module;
+  c.num_modules = modules;
+  c.target_layers = t.num_hidden_layers;
+  return c;
+}
+
 // make_model's weights with attention and MLP outputs damped and a unit final norm (see the top).
 inline LlamaWeights bigram_like_weights(const ModelConfig& c, uint64_t seed) {
   LlamaWeights w = make_model(c, seed).weights();
@@ -214,6 +230,36 @@ inline std::vector<EagleMethod> eagle_methods(HeadPool& pool) {
   m.push_back({"passthrough_chain", EagleTarget::bigram, true, [=](const Transformer& t, int k) -> P {
                  return std::make_unique<EagleProposer>(pass(t), chain_options(k), 64);
                }});
+  // MTP: both feedback variants, vLLM's zeroed position-0 embedding, two modules reused in turn.
+  auto mtp = [&pool](const Transformer& t, int module = 0, int modules = 1) -> const EagleHead& {
+    return pool.add(random_eagle_head(mtp_config(t.config(), module, modules), t, 15 + module, 0.08f));
+  };
+  auto mtp_options = [](EagleOptions o, MtpFeedback f, bool zero) {
+    o.feedback = f;
+    o.zero_embedding_at_position_0 = zero;
+    return o;
+  };
+  m.push_back({"mtp_chain", EagleTarget::plain, true, [=](const Transformer& t, int k) -> P {
+                 return std::make_unique<EagleProposer>(mtp(t), chain_options(k), 64);
+               }});
+  m.push_back({"mtp_normed_chain", EagleTarget::plain, true, [=](const Transformer& t, int k) -> P {
+                 return std::make_unique<EagleProposer>(mtp(t), mtp_options(chain_options(k), MtpFeedback::normed, false), 64);
+               }});
+  m.push_back({"mtp_vllm_chain", EagleTarget::plain, true, [=](const Transformer& t, int k) -> P {
+                 return std::make_unique<EagleProposer>(mtp(t), mtp_options(chain_options(k), MtpFeedback::prenorm, true), 64);
+               }});
+  m.push_back({"mtp_two_modules_chain", EagleTarget::plain, true, [=](const Transformer& t, int k) -> P {
+                 EagleOptions o = mtp_options(chain_options(k), MtpFeedback::normed, false);
+                 const EagleHead& first = mtp(t, 0, 2);
+                 o.extra_modules = {&mtp(t, 1, 2)};
+                 return std::make_unique<EagleProposer>(first, o, 64);
+               }});
+  m.push_back({"mtp_normed_tree_small", EagleTarget::plain, false, [=](const Transformer& t, int) -> P {
+                 return std::make_unique<EagleProposer>(mtp(t), mtp_options(static_options(kSmallTree), MtpFeedback::normed, false), 64);
+               }});
+  m.push_back({"mtp_vllm_dynamic_2_3_8", EagleTarget::plain, false, [=](const Transformer& t, int) -> P {
+                 return std::make_unique<EagleProposer>(mtp(t), mtp_options(dynamic_options(2, 3, 8), MtpFeedback::prenorm, true), 64);
+               }});
   const std::vector<std::pair<std::string, TreeChoices>> trees = {
       {"mc_sim_7b_63", mc_sim_7b_63()}, {"small", kSmallTree}, {"deep", kDeepTree}};
   for (const auto& [tree_name, choices] : trees) {
@@ -255,6 +301,11 @@ inline const EaglePairCache& pair_cache_of(const Proposer& p) {
   if (auto* e = dynamic_cast<const EagleProposer*>(&p)) return e->pair_cache();
   return dynamic_cast<const PEagleProposer&>(p).pair_cache();
 }
+// Whether the proposer drafts as vLLM runs MTP (no embedding at position 0).
+inline bool zero_first_of(const Proposer& p) {
+  auto* e = dynamic_cast<const EagleProposer*>(&p);
+  return e && e->options().zero_embedding_at_position_0;
+}
 inline const EagleHead& head_of(const Proposer& p) {
   if (auto* e = dynamic_cast<const EagleProposer*>(&p)) return e->head();
   return dynamic_cast<const PEagleProposer&>(p).head();
@@ -263,19 +314,21 @@ inline const EagleHead& head_of(const Proposer& p) {
 // What a fresh head builds over the pairs (f_i, t_{i+1}), i < n, of `tokens` (n + 1 tokens), with
 // the features from one plain forward of `target` (any backend); both caches hold `capacity`.
 inline std::unique_ptr<KVCache> fresh_pair_cache(const LanguageModel& target, const EagleHead& head,
-                                                 const std::vector<int32_t>& tokens, int capacity) {
+                                                 const std::vector<int32_t>& tokens, int capacity,
+                                                 bool zero_embedding_at_position_0 = false) {
   const int n = static_cast<int>(tokens.size()) - 1;
   auto cache = head.new_cache(capacity);
   if (n <= 0) return cache;
   auto tc = target.new_cache(capacity);
   ForwardRequest r;
   r.tokens.assign(tokens.begin(), tokens.end() - 1);
-  r.final_hidden = head.config().kind == EagleKind::eagle1;
+  r.final_hidden = head.config().reads_final_hidden();
   if (!r.final_hidden) r.aux_layers = head.config().aux_layers;
   const ForwardResult f = target.forward(*tc, r);
   EagleHead::Input in;
   in.tokens.assign(tokens.begin() + 1, tokens.end());
   in.features = r.final_hidden ? f.final_hidden : f.aux_hidden;
+  in.zero_embedding_at_position_0 = zero_embedding_at_position_0;
   head.forward(*cache, in);
   return cache;
 }

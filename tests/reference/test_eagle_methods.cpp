@@ -113,7 +113,7 @@ void expect_matches_sequential(const SamplingParams& sampling, const std::string
           ASSERT_LE(covered.size(), seq.size()) << where;
           EXPECT_TRUE(std::equal(covered.begin(), covered.end(), seq.begin())) << "covered tokens are not a prefix; " << where;
           EXPECT_EQ(pc.cache().length(), pc.pairs()) << where;
-          auto fresh = testing::fresh_pair_cache(target, testing::head_of(*proposer), covered, kCapacity);
+          auto fresh = testing::fresh_pair_cache(target, testing::head_of(*proposer), covered, kCapacity, testing::zero_first_of(*proposer));
           EXPECT_TRUE(testing::dense_cache(pc.cache()).equals(testing::dense_cache(*fresh))) << "drafter cache differs from a fresh run; " << where;
         }
       }
