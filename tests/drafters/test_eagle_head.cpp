@@ -19,6 +19,7 @@
 #include "reference/io/safetensors.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/ops.hpp"
+#include "tests/drafters/checkpoint_edit.hpp"
 #include "tests/drafters/eagle_head_cases.hpp"
 #include "tests/drafters/naive_eagle.hpp"
 #include "tests/reference/error_capture.hpp"
@@ -43,6 +44,13 @@ using testing::make_head;
 using testing::one_row;
 using testing::random_input;
 using testing::target;
+using testing::StoredTensor;
+using testing::edit_config;
+using testing::edit_tensors;
+using testing::remove_tensor;
+using testing::tensor;
+using testing::read_tensors;
+using testing::write_tensors;
 
 // Expects `loaded` to equal `saved` after each element went through `round` (identity for F32).
 template <typename Round>
@@ -64,66 +72,6 @@ void expect_weights_equal(const EagleWeights& saved, const EagleWeights& loaded,
 
 float identity(float x) { return x; }
 float via_bf16(float x) { return bfloat16_to_float(float_to_bfloat16(x)); }
-
-// --- checkpoint editing helpers -----------------------------------------------------------------
-
-struct StoredTensor {
-  std::string name;
-  Dtype dtype;
-  std::vector<int64_t> shape;
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
-};
-
-std::vector<StoredTensor> read_tensors(const fs::path& file) {
-  const SafetensorsFile f(file);
-  std::vector<StoredTensor> out;
-  for (const TensorInfo& t : f.tensors()) {
-    StoredTensor s{t.name, t.dtype, t.shape, {}, {}};
-    if (is_float_dtype(t.dtype)) {
-      s.floats = f.floats(t.name);
-    } else {
-      s.ints = f.int64s(t.name);
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-void write_tensors(const fs::path& file, const std::vector<StoredTensor>& tensors) {
-  SafetensorsWriter w;
-  for (const StoredTensor& s : tensors) {
-    if (is_float_dtype(s.dtype)) {
-      w.add_floats(s.name, s.dtype, s.shape, s.floats);
-    } else {
-      w.add_int64s(s.name, s.dtype, s.shape, s.ints);
-    }
-  }
-  w.write(file);
-}
-
-// Applies `edit` to the tensors of dir/model.safetensors.
-void edit_tensors(const fs::path& dir, const std::function<void(std::vector<StoredTensor>&)>& edit) {
-  std::vector<StoredTensor> t = read_tensors(dir / "model.safetensors");
-  edit(t);
-  write_tensors(dir / "model.safetensors", t);
-}
-
-StoredTensor& tensor(std::vector<StoredTensor>& ts, const std::string& name) {
-  for (StoredTensor& t : ts)
-    if (t.name == name) return t;
-  throw std::runtime_error("test: no tensor " + name);
-}
-
-void remove_tensor(std::vector<StoredTensor>& ts, const std::string& name) {
-  std::erase_if(ts, [&](const StoredTensor& t) { return t.name == name; });
-}
-
-void edit_config(const fs::path& dir, const std::function<void(json&)>& edit) {
-  json j = json::parse(testing::read_text(dir / "config.json"));
-  edit(j);
-  testing::write_text(dir / "config.json", j.dump(2));
-}
 
 // A saved copy of a case's head in a fresh directory.
 struct SavedHead {
