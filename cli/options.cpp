@@ -81,6 +81,16 @@ void add_forced_acceptance_option(po::options_description& desc, std::optional<F
   }), "benchmark at a chosen acceptance instead of the real rule, as the serving engines force it: rates=P1,...,PK (vLLM synthetic_acceptance_rates: unconditional P(first i drafts accepted), non-increasing, in [0, 1]; positions beyond the list are rejected), al=L (target tokens per step incl. the bonus, >= 1: floor(L-1) drafts or one more with probability frac(L-1), capped at K; vLLM synthetic_acceptance_length, SGLang SGLANG_SIMULATE_ACC_LEN) or accepted=X (TensorRT-LLM TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: accepted drafts, fractions allowed, = al=X+1); the output is NOT the model's text (docs/benchmarks.md)");
 }
 
+void add_typical_acceptance_option(po::options_description& desc, std::optional<TypicalAcceptance>& typical) {
+  desc.add_options()("typical-acceptance", po::value<std::string>()->implicit_value("")->notifier([&typical](const std::string& spec) {
+    try {
+      typical = parse_typical_acceptance(spec);
+    } catch (const Error& e) {
+      throw Error(std::string("--typical-acceptance: ") + e.what());
+    }
+  }), "Medusa's typical acceptance (LOSSY: the output is not guaranteed to be the target's): accept a draft x when p(x) > min(epsilon, delta * exp(-H(p))) under the run's sampling, take the longest accepted path; [epsilon=E,delta=D], the option alone = epsilon=0.09,delta=0.3 (Medusa's posterior_threshold / posterior_alpha); sample or coupled sampling only; not with --forced-acceptance (docs/exactness.md)");
+}
+
 bool parse_options(const std::vector<std::string>& args, po::options_description& desc, CommandIO& io,
                    const std::string& usage_line, po::positional_options_description* positional) {
   desc.add_options()("help,h", po::bool_switch(), "show this help");

@@ -9,6 +9,7 @@
 
 #include "cli/cli.hpp"
 #include "reference/acceptance/forced_acceptor.hpp"
+#include "reference/acceptance/typical_acceptor.hpp"
 #include "runtime/decode_request.hpp"
 
 namespace specdec::cli {
@@ -22,6 +23,11 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a);
 // --forced-acceptance SPEC (bench, generate): parsed into `forced` when given; a bad SPEC throws
 // specdec::Error naming the option.
 void add_forced_acceptance_option(po::options_description& desc, std::optional<ForcedAcceptance>& forced);
+
+// --typical-acceptance [epsilon=E,delta=D] (generate): Medusa's lossy typical acceptance, parsed
+// into `typical` when given; the option alone (or with an empty value) gives the defaults. A bad
+// value throws specdec::Error naming the option.
+void add_typical_acceptance_option(po::options_description& desc, std::optional<TypicalAcceptance>& typical);
 
 // Parses `args` against `desc`; returns false (after printing usage) when --help was given.
 // Unknown options and bad values throw with a message naming the option.
