@@ -15,6 +15,8 @@
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_config.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 
 namespace specdec::cli {
 
@@ -45,14 +47,22 @@ int init_head(const std::string& kind, const std::string& target_dir, int layers
   LlamaModel t = load_llama_checkpoint(target_dir);
   const Transformer target(t.config, std::move(t.weights));
   const ModelConfig& tc = target.config();
-  // The head kinds by their names (eagle_kind_name): eagle1, eagle3, peagle.
-  std::optional<EagleKind> head_kind;
-  for (EagleKind k : {EagleKind::eagle1, EagleKind::eagle3, EagleKind::peagle})
-    if (kind == eagle_kind_name(k)) head_kind = k;
-  if (!head_kind) throw Error("--head must be eagle1, eagle3 or peagle, not '" + kind + "'");
   if (layers < 0) throw Error("--head-layers must be >= 0");
+  if (kind == "medusa") {
+    // FasterDecoding's layout: 4 heads of `layers` (default 1) residual blocks.
+    const MedusaHeads m = random_medusa_heads(medusa_config_for(tc, 4, layers > 0 ? layers : 1), tc, seed, 0.02f);
+    write_into_directory(dir, "Medusa heads", [&](const std::filesystem::path& d) { save_medusa_heads(m, d, MedusaLayout::medusa, dtype); });
+    io.out << "wrote " << out << ": random Medusa heads (4 heads, " << m.config().num_layers << " block" << (m.config().num_layers == 1 ? "" : "s")
+           << " each) for " << target_dir << ", seed " << seed << "\n";
+    return 0;
+  }
+  // The head kinds by their names (eagle_kind_name): eagle1, eagle3, peagle, mtp.
+  std::optional<EagleKind> head_kind;
+  for (EagleKind k : {EagleKind::eagle1, EagleKind::eagle3, EagleKind::peagle, EagleKind::mtp})
+    if (kind == eagle_kind_name(k)) head_kind = k;
+  if (!head_kind) throw Error("--head must be eagle1, eagle3, peagle, mtp or medusa, not '" + kind + "'");
   std::vector<int> aux_layers;
-  if (*head_kind != EagleKind::eagle1 && !aux.empty()) {
+  if (*head_kind != EagleKind::eagle1 && *head_kind != EagleKind::mtp && !aux.empty()) {
     std::stringstream ss(aux);
     std::string item;
     while (std::getline(ss, item, ',')) {
@@ -88,9 +98,9 @@ int run_init_model(const std::vector<std::string>& args, CommandIO& io) {
       ("dtype", po::value(&dtype_name)->default_value(dtype_name), "stored dtype: F32 | F16 | BF16")
       ("shard-mb", po::value(&shard_mb)->default_value(shard_mb), "split into shards of at most this many MB (0 = one file)")
       ("force", po::bool_switch(&force), "overwrite an existing checkpoint in --out")
-      ("head", po::value(&head), "write a random drafter head instead: eagle1 | eagle3 | peagle (needs --target)")
+      ("head", po::value(&head), "write a random drafter instead: eagle1 | eagle3 | peagle | mtp (one DeepSeek-V3-layout module) | medusa (4 heads) (needs --target)")
       ("target", po::value(&target_dir), "--head: the target checkpoint the head drafts for")
-      ("head-layers", po::value(&head_layers)->default_value(0), "--head: decoder layers (0 = 1 for EAGLE, 2 for P-EAGLE)")
+      ("head-layers", po::value(&head_layers)->default_value(0), "--head: decoder layers (0 = 1 for EAGLE and MTP, 2 for P-EAGLE); Medusa: residual blocks per head (0 = 1)")
       ("aux-layers", po::value(&aux), "--head eagle3/peagle: target hidden-state indices to fuse, e.g. 1,2,3 (default 2, L/2, L-3)");
   if (!parse_options(args, desc, io, "specdec init-model --out DIR [--preset NAME | --head KIND --target DIR] [options]")) return 0;
   if (!head.empty()) return init_head(head, target_dir, head_layers, aux, out, seed, dtype_name, force, io);

@@ -9,7 +9,9 @@
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_config.hpp"
+#include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/medusa_checkpoint.hpp"
+#include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -188,10 +190,52 @@ int inspect_medusa(const std::filesystem::path& path, bool json, bool tensors, C
   return 0;
 }
 
+// MTP modules (DeepSeek-V3, Qwen3-Next, MiMo, speculators layouts) from config.json and the tensor
+// names; their shapes are checked against a target when loaded.
+int inspect_mtp(const std::filesystem::path& path, const MtpCheckpointInfo& info, const TensorStore& store, bool json,
+                bool tensors, CommandIO& io) {
+  const std::string hint = "generate --method mtp --drafter " + path.string();
+  if (json) {
+    io.out << nlohmann::json{{"kind", "mtp_modules"}, {"path", path.string()}, {"layout", info.layout}, {"modules", info.modules},
+                             {"layers_per_module", info.layers}, {"own_lm_head", info.own_lm_head},
+                             {"own_embeddings", info.own_embeddings}, {"tensors", info.tensors}}
+                  .dump()
+           << "\n";
+    return 0;
+  }
+  int64_t params = 0;
+  for (const std::string& n : info.tensors) {
+    int64_t count = 1;
+    for (int64_t d : store.info(n).shape) count *= d;
+    params += count;
+  }
+  io.out << "mtp         " << path.string() << "\n"
+         << "layout      " << info.layout << (info.layout == "mimo" ? " (input_proj reads [hidden; embedding])" : "") << "\n"
+         << "modules     " << info.modules << " module" << (info.modules == 1 ? "" : "s") << " of " << info.layers << " decoder layer"
+         << (info.layers == 1 ? "" : "s") << " each, " << (info.own_lm_head ? "its own LM head" : "the target's LM head")
+         << (info.own_embeddings ? ", its own embeddings" : "") << "\n"
+         << "tensors     " << info.tensors.size() << ", " << std::fixed << std::setprecision(2) << params / 1e6
+         << "M parameters (load it with its target: " << hint << ")\n";
+  if (tensors) {
+    for (const std::string& n : info.tensors) io.out << "  " << n << "  " << dtype_name(store.info(n).dtype) << " " << nlohmann::json(store.info(n).shape).dump() << "\n";
+  }
+  return 0;
+}
+
 int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
   if (is_medusa_checkpoint(path)) return inspect_medusa(path, json, tensors, io);
   const TensorStore store(path);
   if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
+  // A folder of MTP modules alone (no target weights): described as such.
+  {
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
+    const nlohmann::json config = read_drafter_config(dir / "config.json");
+    const MtpCheckpointInfo info = describe_mtp_checkpoint(config, store.names());
+    if (!info.layout.empty() && !store.has("model.embed_tokens.weight") && !store.has("embed_tokens.weight")) {
+      return inspect_mtp(path, info, store, json, tensors, io);
+    }
+  }
   const LlamaModel m = load_llama_checkpoint(path);
   const ModelConfig& c = m.config;
   const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);

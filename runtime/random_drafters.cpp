@@ -29,6 +29,9 @@ EagleHeadConfig random_head_config(EagleKind kind, const ModelConfig& target, in
     c.fc_bias = true;
   } else if (kind == EagleKind::eagle3) {
     c.layout = "safeailab";
+  } else if (kind == EagleKind::mtp) {
+    c.layout = "deepseek";  // one module of the target's own layer shape
+    c.target_layers = target.num_hidden_layers;
   } else {
     c.layout = "aws";
     c.own_embeddings = true;
@@ -40,7 +43,7 @@ EagleHeadConfig random_head_config(EagleKind kind, const ModelConfig& target, in
   c.layer.num_hidden_layers = c.num_layers;
   c.target_hidden = target.hidden_size;
   c.target_vocab = c.draft_vocab = target.vocab_size;
-  if (kind != EagleKind::eagle1) c.aux_layers = aux_layers.empty() ? default_aux_layers(target.num_hidden_layers) : std::move(aux_layers);
+  if (!c.reads_final_hidden()) c.aux_layers = aux_layers.empty() ? default_aux_layers(target.num_hidden_layers) : std::move(aux_layers);
   return c;
 }
 

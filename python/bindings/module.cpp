@@ -124,8 +124,8 @@ struct Cache {
 struct Drafter {
   std::shared_ptr<Model> target;
   LoadedDrafter d;
-  std::string method;  // draft | eagle | eagle3 | peagle
-  std::string kind;    // draft_lm | eagle1 | eagle3 | peagle | medusa
+  std::string method;  // draft | eagle | eagle3 | peagle | mtp | medusa
+  std::string kind;    // draft_lm | eagle1 | eagle3 | peagle | mtp | medusa
 };
 
 struct Tokenizer {
@@ -783,10 +783,10 @@ PYBIND11_MODULE(_core, mod) {
                std::to_string(c.vocab_size) + ", backend " + m.m.backend + ")>";
       });
 
-  py::class_<Drafter, std::shared_ptr<Drafter>>(mod, "Drafter", "A draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head or Medusa heads bound to a target")
+  py::class_<Drafter, std::shared_ptr<Drafter>>(mod, "Drafter", "A draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head, MTP modules or Medusa heads bound to a target")
       .def_property_readonly("path", [](const Drafter& d) { return d.d.path; })
-      .def_property_readonly("method", [](const Drafter& d) { return d.method; }, "the method it drafts for: draft | eagle | eagle3 | peagle | medusa")
-      .def_property_readonly("kind", [](const Drafter& d) { return d.kind; }, "draft_lm | eagle1 | eagle3 | peagle | medusa")
+      .def_property_readonly("method", [](const Drafter& d) { return d.method; }, "the method it drafts for: draft | eagle | eagle3 | peagle | mtp | medusa")
+      .def_property_readonly("kind", [](const Drafter& d) { return d.kind; }, "draft_lm | eagle1 | eagle3 | peagle | mtp | medusa")
       .def_property_readonly("fingerprint", [](const Drafter& d) { return d.d.fingerprint; })
       .def_property_readonly("config", [](const Drafter& d) { return json_to_python(nlohmann::json::parse(d.d.config_json)); })
       .def_property_readonly("target", [](const Drafter& d) { return d.target; })
@@ -837,7 +837,7 @@ PYBIND11_MODULE(_core, mod) {
   mod.def("load_model", &specdec::python::load_model, py::arg("path"), py::arg("backend") = "reference",
           "Loads a Hugging Face-style checkpoint (config.json + safetensors) on a backend: reference | cpu | cuda");
   mod.def("load_drafter", &specdec::python::load_drafter, py::arg("path"), py::arg("target"), py::arg("method") = py::none(),
-          "Loads a draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head or Medusa heads for `target` (kind detected, or method= draft | eagle | eagle3 | peagle | medusa)");
+          "Loads a draft LM, an EAGLE-1 / EAGLE-3 / P-EAGLE head, MTP modules or Medusa heads for `target` (kind detected, or method= draft | eagle | eagle3 | peagle | mtp | medusa)");
   mod.def("backends", [] {
     std::vector<std::string> out;
     for (const std::string& b : known_backends())

@@ -1,5 +1,6 @@
 #include "reference/drafters/mtp_checkpoint.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <map>
@@ -136,6 +137,36 @@ void write_mtp_files(const fs::path& dir, const std::vector<EagleHead>& modules,
 
 bool is_mtp_checkpoint(const json& config, const std::vector<std::string>& names) {
   return !layout_of(config, names).empty();
+}
+
+MtpCheckpointInfo describe_mtp_checkpoint(const json& j, const std::vector<std::string>& names) {
+  MtpCheckpointInfo info;
+  info.layout = layout_of(j, names);
+  if (info.layout.empty()) return info;
+  std::string prefix;
+  if (info.layout == "deepseek") {
+    const std::set<int> found = deepseek_module_layers(names);
+    info.modules = static_cast<int>(found.size());
+    const std::string p0 = "model.layers." + std::to_string(*found.begin()) + ".";
+    info.own_lm_head = std::find(names.begin(), names.end(), p0 + "shared_head.head.weight") != names.end();
+    info.own_embeddings = std::find(names.begin(), names.end(), p0 + "embed_tokens.weight") != names.end();
+    for (const std::string& n : names)
+      for (int m : found)
+        if (starts_with(n, "model.layers." + std::to_string(m) + ".")) info.tensors.push_back(n);
+    return info;
+  }
+  if (info.layout == "qwen3_next") {
+    info.modules = 1;
+    info.layers = j.contains("mtp_num_hidden_layers") && j["mtp_num_hidden_layers"].is_number_integer()
+                      ? j["mtp_num_hidden_layers"].get<int>() : 1;
+    prefix = "mtp.";
+  } else {
+    prefix = info.layout == "mimo" ? "model.mtp_layers." : "mtp_layers.";
+    info.modules = static_cast<int>(numbered_modules(names, prefix).size());
+  }
+  for (const std::string& n : names)
+    if (starts_with(n, prefix)) info.tensors.push_back(n);
+  return info;
 }
 
 std::vector<EagleHead> load_mtp_modules(const fs::path& path, const Transformer& target) {

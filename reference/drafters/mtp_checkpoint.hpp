@@ -30,6 +30,18 @@ namespace specdec {
 // Whether a checkpoint with this config.json and these tensor names holds MTP modules.
 bool is_mtp_checkpoint(const nlohmann::json& config, const std::vector<std::string>& tensor_names);
 
+// What a checkpoint's config.json and tensor names say about its MTP modules (no target needed):
+// for `specdec inspect`. layout empty when it holds none.
+struct MtpCheckpointInfo {
+  std::string layout;       // deepseek | qwen3_next | mimo | speculators
+  int modules = 0;          // modules found
+  int layers = 1;           // decoder layers per module (Qwen3-Next: mtp_num_hidden_layers)
+  bool own_lm_head = false;  // module 0 stores its own output head
+  bool own_embeddings = false;
+  std::vector<std::string> tensors;  // the modules' tensor names
+};
+MtpCheckpointInfo describe_mtp_checkpoint(const nlohmann::json& config, const std::vector<std::string>& tensor_names);
+
 // Every module of the MTP checkpoint at `path` (a directory, a .safetensors file or a shard
 // index), module j at index j, bound to `target` (which must outlive them). Errors name the file,
 // the tensor or field and what was expected.

@@ -396,8 +396,10 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model()}, "no prompt"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "beam"}, "beam"},
       {{"generate", "--model", model(), "--prompt", "a", "--sampling", "sample", "--temperature", "0"}, "temperature"},
-      {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "known methods"},
-      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagel3"}, "unknown method 'eagel3'; known methods: sequential, draft, eagle, eagle3, peagle, ngram, prompt-lookup, ngram-tree, suffix, suffix-tree; did you mean eagle3?"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa2"}, "known methods"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "medusa"}, "--method medusa needs --drafter DIR (Medusa heads)"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "eagel3"}, "unknown method 'eagel3'; known methods: sequential, draft, eagle, eagle3, peagle, mtp, medusa, ngram, prompt-lookup, ngram-tree, suffix, suffix-tree; did you mean eagle3?"},
+      {{"generate", "--model", model(), "--prompt", "a", "--method", "mtp,variant=vlm"}, "variant must be checkpoint, vllm or sglang, got 'vlm'; did you mean vllm?"},
       // An alias names its method (the registry's spellings, in every command).
       {{"generate", "--model", model(), "--prompt", "a", "--method", "EAGLE-1"}, "--method eagle needs --drafter DIR (an EAGLE-1 head)"},
       {{"generate", "--model", model(), "--prompt", "a", "--bogus"}, "bogus"},

@@ -16,6 +16,7 @@
 #include "reference/core/error.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafters/eagle_head.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 #include "reference/methods/draft_schedule.hpp"
 #include "reference/methods/registry.hpp"
 #include "runtime/backend.hpp"
@@ -194,6 +195,21 @@ class CountingHeadEngine final : public EagleHeadEngine {
   ForwardLog& log_;
 };
 
+// Medusa heads that log the rows of every forward (all heads in one pass).
+class CountingMedusaEngine final : public MedusaHeadsEngine {
+ public:
+  CountingMedusaEngine(const MedusaHeads& heads, ForwardLog& log) : inner_(heads), log_(log) {}
+  std::string name() const override { return "counting"; }
+  std::vector<Matrix> forward(const Matrix& hidden, int heads) const override {
+    log_.rows.push_back(static_cast<int>(hidden.rows()));
+    return inner_.forward(hidden, heads);
+  }
+
+ private:
+  MedusaHeads inner_;
+  ForwardLog& log_;
+};
+
 // One proposal's drafter forwards and what the step before it emitted.
 struct StepLog {
   std::vector<int> rows;
@@ -244,10 +260,15 @@ TEST(MethodRegistry, ProposersRunTheScheduleTheSimulatorPrices) {
     ForwardLog log;
     std::unique_ptr<CountingLanguageModel> lm;
     std::unique_ptr<EagleHead> head;
+    std::unique_ptr<MedusaHeads> medusa;
     if (drafter->draft_lm()) lm = std::make_unique<CountingLanguageModel>(*drafter->draft_lm(), log);
     if (drafter->head) head = std::make_unique<EagleHead>(drafter->head->with_engine(std::make_shared<CountingHeadEngine>(*drafter->head, log)));
+    if (drafter->medusa) {
+      medusa = std::make_unique<MedusaHeads>(drafter->medusa->with_engine(std::make_shared<CountingMedusaEngine>(*drafter->medusa, log)));
+    }
     const int capacity = checked_capacity(kPrompt.size(), a.max_new_tokens, 1, target.model->config().max_position_embeddings);
-    const std::unique_ptr<Proposer> proposer = make_proposer(a, target, &*drafter, capacity, lm.get(), head.get());
+    const std::unique_ptr<Proposer> proposer =
+        make_proposer(a, target, &*drafter, capacity, lm.get(), head.get(), medusa.get());
     StepCuttingProposer cutter(*proposer, log);
     const SamplingParams sampling = sampling_params(a);
     decode_speculative(target.forward_model(), cutter, *default_acceptor(sampling), kPrompt, sampling, generation_options(a));
