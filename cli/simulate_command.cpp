@@ -191,6 +191,9 @@ nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
                       {"verify_ms", p.step.verify_s * 1e3},
                       {"overhead_ms", p.step.overhead_s * 1e3},
                       {"lookup_ms", p.step.lookup_s * 1e3},
+                      {"draft_forwards", p.step.draft_forwards},
+                      {"draft_weight_bytes_per_device", p.step.draft_weight_bytes},
+                      {"draft_flops_per_device", p.step.draft_flops},
                       {"verify_tokens_per_sequence", p.step.verify_tokens},
                       {"verify_flop_per_byte", p.verify_intensity},
                       {"ridge_point_flop_per_byte", p.ridge_point},
@@ -237,7 +240,7 @@ void print_breakdown(std::ostream& out, const Prediction& p) {
         << std::setw(7) << fmt(100 * r.total / total, 1) << "%  " << r.bound << "\n";
 }
 
-void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p) {
+void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p, const std::string& measured_note = "") {
   out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp << ", batch "
       << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
   const bool lookup = p.method != Method::sequential && draft_free(p.method);
@@ -246,7 +249,8 @@ void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p)
   else if (s.drafter) out << " with " << s.drafter->name;
   if (p.tree_nodes) out << ", tree of " << (lookup ? "up to " : "") << p.tree_nodes << " nodes, depth " << p.k;
   else if (p.method != Method::sequential) out << ", K = " << p.k;
-  if (s.measured_tokens_per_step && p.method != Method::sequential) out << ", acceptance: measured AL";
+  if (s.measured_tokens_per_step && p.method != Method::sequential)
+    out << ", acceptance: " << (measured_note.empty() ? std::string("measured AL") : measured_note);
   else if (s.acceptance && p.method != Method::sequential) out << ", acceptance: " << s.acceptance->describe();
   out << "\n\n";
   auto line = [&](const std::string& k, const std::string& v) { out << "  " << std::left << std::setw(34) << k << v << "\n"; };
@@ -259,6 +263,24 @@ void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p)
   line("step = draft + verify + overhead",
        fmt(p.step.total_s() * 1e3, 3) + " = " + fmt(p.step.draft_s * 1e3, 3) + " + " + fmt(p.step.verify_s * 1e3, 3) +
            " + " + fmt(p.step.overhead_s * 1e3, 3) + " ms");
+  if (s.drafter && (p.method == Method::mtp || p.method == Method::medusa)) {
+    // The drafter's own terms of one step, per device: what its forwards read and compute.
+    const Drafter& d = *s.drafter;
+    if (p.method == Method::mtp) {
+      std::string modules;
+      for (int f = 0; f < p.step.draft_forwards && f < 8; ++f) modules += (f ? "," : "") + std::to_string(f % d.num_modules);
+      if (p.step.draft_forwards > 8) modules += ",...";
+      line("drafter forwards per step", std::to_string(p.step.draft_forwards) + " (module f mod " +
+                                            std::to_string(d.num_modules) + ": " + modules + ")");
+    } else {
+      line("drafter forwards per step", std::to_string(p.step.draft_forwards) + " (one pass of " + std::to_string(p.k) +
+                                            " of " + std::to_string(d.num_heads) + " heads, " +
+                                            std::to_string(d.num_layers) + " residual block(s) each)");
+    }
+    line("drafter weights read per step", fmt(p.step.draft_weight_bytes / 1e6, 1) + " MB, " +
+                                              fmt(p.step.draft_flops / 1e9, 3) + " GFLOP");
+    line("verified tokens per sequence", fmt(p.step.verify_tokens, 0));
+  }
   if (lookup) {
     line("of which draft lookup (host)", fmt(p.step.lookup_s * 1e3, 3) + " ms");
     line("verified tokens per sequence", fmt(p.step.verify_tokens, 3) + " (match rate " + fmt(s.match_rate, 3) + ")");
@@ -279,9 +301,10 @@ int usage(std::ostream& out, const po::options_description& desc) {
          "       specdec simulate --calibrate-traces T1.h5,T2.h5,... --hardware H [--output FITTED.json]\n"
          "       specdec simulate --evaluate PUBLISHED.json|DIR [--specs-dir FITTED] [--hardware H] [--engine E]\n"
          "       specdec simulate --model M --hardware H --method ngram|prompt-lookup|ngram-tree|suffix|suffix-tree\n"
-         "                        --category C [--k K | --best-k N]        (draft-free: acceptance by prompt category)\n\n"
-         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3, P-EAGLE and\n"
-         "draft-free (n-gram lookup, suffix decoding) decoding from model, drafter, hardware and engine specs\n"
+         "                        --category C [--k K | --best-k N]        (draft-free: acceptance by prompt category)\n"
+         "       specdec simulate --model M --hardware H --drafter mtp-...|medusa-... [--category C | --alpha A] ...\n\n"
+         "Predicts TTFT, TPOT, throughput and speedup of sequential, draft-model, EAGLE, EAGLE-3, P-EAGLE, MTP,\n"
+         "Medusa and draft-free (n-gram lookup, suffix decoding) decoding from model, drafter, hardware and engine specs\n"
          "(simulator/specs; any HF config.json works as --model). AL counts the bonus token (plain decoding = 1).\n\n"
       << desc << "\n";
   return 0;
@@ -682,8 +705,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
     ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
-    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
-    ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE; --list shows them)")
+    ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle | mtp | medusa (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
+    ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE); MTP and Medusa drafters: a published acceptance their spec holds (--list shows them)")
     ("match-rate", po::value<double>(), "draft-free methods: the share of steps that find a match and draft (the rest verify the bonus token alone); the acceptance model given describes the steps that draft")
     ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
     ("best-k", po::value<std::string>(), "search K and report the best (lowest TPOT): N (K = 1..N), a list 2,4,6 or a range 3-8; P-EAGLE: its parallel depth")
@@ -755,7 +778,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     }
     for (const auto& n : specs.names("drafters")) {
       const DrafterSpec d = specs.drafter_spec(n);
-      if (draft_free(d.method)) io.out << "categories of " << n << " (--category): " << d.category_list() << "\n";
+      if (draft_free(d.method) || !d.categories.empty())
+        io.out << "categories of " << n << " (--category): " << d.category_list() << "\n";
     }
     return 0;
   }
@@ -793,7 +817,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     const std::string name = vm["drafter"].as<std::string>();
     s.drafter = specs.drafter(name, s.target);
     s.plan.method = s.drafter->method;
-    if (s.drafter->draft_free) free_spec = specs.drafter_spec(name);
+    DrafterSpec spec = specs.drafter_spec(name);
+    if (s.drafter->draft_free || !spec.categories.empty()) free_spec = std::move(spec);
   }
   if (vm.count("method")) {
     const MethodSpec ms = parse_method_text(vm["method"].as<std::string>(), "--method");
@@ -808,21 +833,29 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
         free_spec = specs.drafter_spec(ms.name);
       }
     } else if (!s.drafter) {
-      throw Error("--method " + method_name(m) + " needs --drafter");
+      std::string fitting;  // the bundled specs of this method, e.g. the MTP modules shipped with their targets
+      for (const auto& n : specs.names("drafters"))
+        if (specs.drafter_spec(n).method == m) fitting += (fitting.empty() ? "" : ", ") + n;
+      throw Error("--method " + method_name(m) + " needs --drafter" +
+                  (fitting.empty() ? std::string() : " (bundled " + method_name(m) + " drafters: " + fitting + ")"));
     }
     s.plan.method = m;
     if (ms.params.contains("nodes")) s.plan.nodes = ms.params.at("nodes").get<int>();
   }
   const Method method = s.plan.method;
   const bool lookup = method != Method::sequential && draft_free(method);
+  // MTP and Medusa specs may carry their checkpoints' published acceptance as categories.
+  const bool published = method == Method::mtp || method == Method::medusa;
   for (const char* o : {"category", "match-rate"})
-    if (vm.count(o) && !lookup)
+    if (vm.count(o) && !lookup && !(published && std::string(o) == "category"))
       throw Error(std::string("--") + o + " is for draft-free methods (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree); " +
                   (method == Method::sequential ? std::string("no method was given (--method NAME)")
                                                 : "method " + method_name(method) + " drafts with a model: give its acceptance with --alpha, --acceptance, ..."));
   s.acceptance = acceptance_from_options(vm);
   if (vm.count("al")) s.measured_tokens_per_step = vm["al"].as<double>();
   std::optional<double> match_rate;
+  std::string category_tree;  // a category measured on one tree: that tree's name
+  std::string measured_note;  // ... and what the measured AL is, for the printout
   if (vm.count("match-rate")) {
     match_rate = vm["match-rate"].as<double>();
     if (!(*match_rate >= 0 && *match_rate <= 1)) throw Error("--match-rate: the share of steps that draft must be in [0, 1]");
@@ -832,6 +865,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     if (s.acceptance || s.measured_tokens_per_step)
       throw Error("--category takes the acceptance of category '" + name + "' from the drafter spec; give it or an acceptance "
                   "model (--alpha, --acceptance, ...), not both (to change a category's numbers, give a spec of your own with --drafter FILE)");
+    if (published && (!free_spec || free_spec->categories.empty()))
+      throw Error("--category: drafter '" + (s.drafter ? s.drafter->name : std::string("?")) +
+                  "' holds no published acceptance (categories); give an acceptance model (--alpha, --acceptance, "
+                  "--acceptance-by-depth, --tree-acceptance, --al, ...)");
     if (!free_spec || free_spec->categories.empty())
       throw Error("--category: no drafter spec with prompt categories for method " + method_name(method) +
                   (free_spec ? " (drafter '" + free_spec->name + "' has none)" : std::string(" (no drafters/") + method_name(method) + ".json)") +
@@ -841,6 +878,18 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     if (match_rate) use.match_rate = match_rate;
     s.acceptance = use.acceptance(free_spec->name);
     if (use.match_rate) s.match_rate = *use.match_rate;
+    if (!c.tree.empty()) {
+      // An AL measured on one tree: that tree is drafted and verified, with the measured AL.
+      if (vm.count("dynamic-tree") || (vm.count("tree") && vm["tree"].as<std::string>() != c.tree))
+        throw Error("--category " + name + " of " + free_spec->name + " is an AL measured on tree '" + c.tree +
+                    "' (" + c.kind + "): it prices that tree; give --tree " + c.tree + " or leave the tree out");
+      s.measured_tokens_per_step = c.al;
+      category_tree = c.tree;
+      std::ostringstream note;
+      note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on tree "
+           << c.tree;
+      measured_note = note.str();
+    }
   } else if (match_rate) {
     s.match_rate = *match_rate;
     if (s.acceptance) s.acceptance = with_match_rate(s.acceptance, *match_rate);
@@ -855,6 +904,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                 "--acceptance-by-depth, --tree-acceptance, --trace or --al");
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   tree_from_options(vm, s.acceptance, s.plan);
+  if (!category_tree.empty()) s.plan.tree = builtin_tree(category_tree);
   if (s.plan.tree && vm.count("acceptance-by-depth")) {
     // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
     const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
@@ -959,10 +1009,15 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       out["scenario"]["draft_free"] = true;
       out["scenario"]["match_rate"] = s.match_rate;
       if (vm.count("category")) out["scenario"]["category"] = vm["category"].as<std::string>();
+    } else if (vm.count("category")) {
+      out["scenario"]["category"] = vm["category"].as<std::string>();
     }
+    if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
+    if (s.drafter && method == Method::mtp) out["scenario"]["mtp_modules"] = s.drafter->num_modules;
+    if (s.drafter && method == Method::medusa) out["scenario"]["medusa_heads"] = s.drafter->num_heads;
     out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
   } else {
-    print_prediction(io.out, s, p);
+    print_prediction(io.out, s, p, measured_note);
     if (vm.count("breakdown")) print_breakdown(io.out, p);
   }
 

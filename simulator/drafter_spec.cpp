@@ -2,6 +2,7 @@
 
 #include "reference/core/error.hpp"
 #include "simulator/spec_json.hpp"
+#include "simulator/tree_shape.hpp"
 
 namespace specdec::sim {
 
@@ -22,7 +23,8 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
   if (!c.is_object())
     throw Error(where + ": must be an object {description, kind, source, one of alpha | acceptance | "
                 "acceptance_by_depth | acceptance_table, match_rate}");
-  check_known_fields(c, {"kind", "alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "match_rate", "setup"},
+  check_known_fields(c, {"kind", "alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "tree_acceptance",
+                         "tree", "al", "match_rate", "setup"},
                      where);
   CategoryAcceptance a;
   a.name = name;
@@ -34,12 +36,32 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
   a.source = get_string_or(c, "source", "", where);
   if (a.source.empty()) throw Error(where + ": field 'source' is required: who measured these numbers, or whose prior they are");
   int forms = 0;
-  for (const char* f : {"alpha", "acceptance", "acceptance_by_depth", "acceptance_table"}) forms += has_field(c, f);
+  for (const char* f : {"alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "tree_acceptance", "tree"})
+    forms += has_field(c, f);
   if (forms != 1)
-    throw Error(where + ": give exactly one of 'alpha', 'acceptance', 'acceptance_by_depth', 'acceptance_table' (got " +
-                std::to_string(forms) + ")");
+    throw Error(where + ": give exactly one of 'alpha', 'acceptance', 'acceptance_by_depth', 'acceptance_table', "
+                "'tree_acceptance' or 'tree' with 'al' (got " + std::to_string(forms) + ")");
+  if (has_field(c, "al") != has_field(c, "tree"))
+    throw Error(where + ": 'tree' (a built-in tree's name) and 'al' (the AL measured on it, counting the bonus token) "
+                "go together");
   try {
-    if (has_field(c, "alpha")) {
+    if (has_field(c, "tree")) {
+      // A measured AL belongs to exactly the tree it was measured on.
+      a.tree = get_string(c, "tree", where);
+      const TreeShape t = builtin_tree(a.tree);
+      a.al = get_number(c, "al", where);
+      if (!(a.al >= 1.0 && a.al <= t.max_depth() + 1.0))
+        throw Error(where + ": 'al' must be in [1, " + std::to_string(t.max_depth() + 1) + "] (the tree '" + a.tree +
+                    "' has depth " + std::to_string(t.max_depth()) + "; the AL counts the bonus token), got " +
+                    std::to_string(a.al));
+    } else if (has_field(c, "tree_acceptance")) {
+      const auto& t = c.at("tree_acceptance");
+      if (!t.is_array() || t.empty())
+        throw Error(where + ": field 'tree_acceptance' must be a list (per depth) of lists (per rank) of probabilities");
+      std::vector<std::vector<double>> p;
+      for (const auto& row : t) p.push_back(number_list(row, where + ": field 'tree_acceptance'"));
+      a.model = tree_acceptance(p);
+    } else if (has_field(c, "alpha")) {
       a.model = iid_acceptance(get_number(c, "alpha", where));
     } else if (has_field(c, "acceptance")) {
       a.model = conditional_acceptance(number_list(c.at("acceptance"), where + ": field 'acceptance'"));
@@ -79,6 +101,7 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
 }  // namespace
 
 AcceptancePtr CategoryAcceptance::acceptance(const std::string& method) const {
+  if (!model) return nullptr;  // a measured tree AL: no model to answer other shapes
   AcceptancePtr m = match_rate ? with_match_rate(model, *match_rate) : model;
   return described_acceptance(m, "category '" + name + "' of " + method + " (" + kind + ")");
 }
@@ -97,7 +120,7 @@ std::string DrafterSpec::category_list() const {
 
 DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& source) {
   check_known_fields(j, {"name", "method", "target", "num_layers", "draft_vocab_size", "trained_depth",
-                         "model", "config", "categories"},
+                         "num_modules", "num_heads", "model", "config", "categories", "not_priced"},
                      source);
   DrafterSpec d;
   d.name = get_string(j, "name", source);
@@ -120,11 +143,52 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
     }
     return d;
   }
-  if (has_field(j, "categories"))
-    throw Error(source + ": field 'categories' (acceptance by prompt category) is for draft-free methods; a " +
-                method_name(d.method) + " drafter's acceptance is given on the command line (--alpha, --acceptance, ...)");
+  const bool mtp = d.method == Method::mtp, medusa = d.method == Method::medusa;
+  d.not_priced = get_string_or(j, "not_priced", "", source);
+  if (has_field(j, "categories")) {
+    if (!mtp && !medusa)
+      throw Error(source + ": field 'categories' (acceptance by prompt category) is for draft-free methods and the "
+                  "published acceptance of MTP and Medusa checkpoints; a " + method_name(d.method) +
+                  " drafter's acceptance is given on the command line (--alpha, --acceptance, ...)");
+    const auto& cats = j.at("categories");
+    if (!cats.is_object()) throw Error(source + ": field 'categories' must be an object {category: acceptance}");
+    for (const auto& [name, c] : cats.items()) {
+      if (name.rfind('_', 0) == 0) continue;
+      d.categories.emplace(name, parse_category(name, c, source));
+    }
+  }
+  // Fields that belong to other drafter kinds are refused by name, so a spec of one kind given
+  // with another's fields (a Medusa spec's num_heads on an MTP spec) is caught at once.
+  auto refuse = [&](const char* field, const std::string& belongs) {
+    if (has_field(j, field))
+      throw Error(source + ": field '" + field + "' is for " + belongs + ", not a " + method_name(d.method) + " drafter");
+  };
+  if (!mtp) refuse("num_modules", "MTP drafters (modules in the checkpoint)");
+  if (!medusa) refuse("num_heads", "Medusa drafters (heads in the checkpoint)");
+  if (mtp || medusa) {
+    refuse("draft_vocab_size", std::string("drafters with a draft vocabulary (EAGLE-3, P-EAGLE); ") +
+                                   (mtp ? "an MTP module" : "a Medusa head") + " drafts over the target's whole vocabulary");
+    refuse("trained_depth", "P-EAGLE drafters");
+    refuse("model", "draft-model drafters");
+  }
   d.num_layers = get_int_or(j, "num_layers", 1, source);
-  if (d.num_layers < 1) throw Error(source + ": field 'num_layers' must be >= 1");
+  if (d.num_layers < (medusa ? 0 : 1))
+    throw Error(source + ": field 'num_layers' must be >= " + (medusa ? "0 (residual blocks per Medusa head)" : "1"));
+  if (mtp && d.num_layers != 1)
+    throw Error(source + ": an MTP module is one decoder layer of the target's kind (num_layers = " +
+                std::to_string(d.num_layers) + "); several modules are 'num_modules'");
+  if (mtp) {
+    d.num_modules = get_int_or(j, "num_modules", 1, source);
+    if (d.num_modules < 1 || d.num_modules > 64)
+      throw Error(source + ": field 'num_modules' must be in [1, 64] (MTP modules in the checkpoint), got " +
+                  std::to_string(d.num_modules));
+  }
+  if (medusa) {
+    d.num_heads = get_int(j, "num_heads", source);
+    if (d.num_heads < 1 || d.num_heads > 64)
+      throw Error(source + ": field 'num_heads' must be in [1, 64] (Medusa heads in the checkpoint), got " +
+                  std::to_string(d.num_heads));
+  }
   if ((d.method == Method::eagle1 || d.method == Method::eagle3) && d.num_layers != 1)
     throw Error(source + ": " + method_name(d.method) + " heads have exactly 1 layer (num_layers = " +
                 std::to_string(d.num_layers) + "); multi-layer parallel drafters are method 'peagle'");
@@ -137,9 +201,13 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   if (has_field(j, "config")) {
     d.config = j.at("config");
     if (!d.config.is_object()) throw Error(source + ": field 'config' must be an object of shape overrides");
-    check_known_fields(d.config, {"hidden_size", "intermediate_size", "num_attention_heads",
-                                  "num_key_value_heads", "head_dim", "vocab_size", "torch_dtype"},
-                       source + " (config)");
+    if (mtp || medusa)
+      check_known_fields(d.config, {"hidden_size", "vocab_size"}, source + " (config: the target's sizes, checked; " +
+                                                                      method_name(d.method) + " takes its shapes from the target)");
+    else
+      check_known_fields(d.config, {"hidden_size", "intermediate_size", "num_attention_heads",
+                                    "num_key_value_heads", "head_dim", "vocab_size", "torch_dtype"},
+                         source + " (config)");
   }
   return d;
 }
@@ -147,6 +215,50 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
 DrafterSpec load_drafter_spec(const std::filesystem::path& path) {
   return parse_drafter_spec(read_json_file(path), path.filename().string());
 }
+
+namespace {
+
+// MTP modules and Medusa heads ship with their target: their shapes are the target's (an MTP
+// module's decoder layer is one of the target's own kind, MoE included; Medusa's blocks are H × H
+// and its projections H × V), so a spec only checks that the target is the one they were trained
+// with (its hidden size and vocabulary, config.hidden_size / config.vocab_size).
+Drafter resolve_target_drafter(const DrafterSpec& spec, const ModelShape& target, Drafter d) {
+  const std::string where = "drafter '" + spec.name + "'";
+  const std::string kind = spec.method == Method::mtp ? "an MTP module" : "Medusa heads";
+  const auto& c = spec.config;
+  for (const char* field : {"hidden_size", "vocab_size"}) {
+    if (!c.is_object() || !has_field(c, field)) continue;
+    const int want = get_int(c, field, where + " (config)");
+    const int have = std::string(field) == "hidden_size" ? target.hidden_size : target.vocab_size;
+    if (want != have)
+      throw Error(where + ": " + kind + (spec.method == Method::mtp ? " ships" : " ship") + " with its target" + (spec.target.empty() ? "" : " (" + spec.target + ")") +
+                  " and takes its shapes from it: it was trained for " + field + " " + std::to_string(want) +
+                  ", the target '" + target.name + "' has " + std::to_string(have));
+  }
+  ModelShape s = target;
+  s.name = spec.name;
+  s.source = spec.source;
+  d.shape = s;
+  d.lm_head_vocab = target.vocab_size;
+  if (spec.method == Method::mtp) {
+    // One decoder layer of the target's kind (dense or MoE, its attention), full attention: the
+    // modules of DeepSeek-V3, GLM-4.5, Qwen3-Next and MiMo attend over the whole context.
+    d.shape.sliding_window = 0;
+    d.shape.sliding_layer_fraction = 0;
+    d.shape.num_layers = 1;
+    d.shape.dense_layers = 0;  // the module's layer is one of the target's last (MoE) kind
+    d.num_layers = 1;
+    d.num_modules = spec.num_modules > 0 ? spec.num_modules : 1;
+    d.fc_in = 2 * target.hidden_size;  // eh_proj: concat[enorm(emb), hnorm(h)] (2H) -> H
+    d.qkv_in = target.hidden_size;
+  } else {
+    d.num_heads = spec.num_heads;
+    d.num_layers = spec.num_layers;  // residual blocks per head (medusa_num_layers)
+  }
+  return d;
+}
+
+}  // namespace
 
 Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const ModelShape* draft_model_shape) {
   const std::string where = "drafter '" + spec.name + "'";
@@ -160,6 +272,8 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   }
   d.num_layers = spec.num_layers;
   d.trained_depth = spec.trained_depth;
+  if (!spec.not_priced.empty()) throw Error(where + " cannot be priced: " + spec.not_priced);
+  if (spec.method == Method::mtp || spec.method == Method::medusa) return resolve_target_drafter(spec, target, d);
   if (spec.method == Method::draft_model) {
     if (!draft_model_shape) throw Error(where + ": the draft model shape '" + spec.model + "' was not given");
     d.shape = *draft_model_shape;
@@ -180,6 +294,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   s.expert_intermediate_size = 0;
   s.shared_expert_intermediate_size = 0;
   s.expert_weight_bytes = 0;
+  s.dense_layers = 0;
   s.sliding_window = 0;
   s.sliding_layer_fraction = 0;
   if (target.is_moe() && s.intermediate_size <= 0) s.intermediate_size = target.expert_intermediate_size;

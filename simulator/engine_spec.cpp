@@ -19,7 +19,7 @@ namespace {
 double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
   auto it = m.find(method);
   if (it != m.end()) return it->second;
-  for (const std::string& sibling : method_entry(method).cost_siblings) {
+  for (const std::string& sibling : cost_siblings(method)) {
     it = m.find(sibling);
     if (it != m.end()) return it->second;
   }
@@ -31,7 +31,7 @@ template <class T>
 const T* lookup_entry(const std::map<std::string, T>& m, const std::string& method) {
   auto it = m.find(method);
   if (it != m.end()) return &it->second;
-  for (const std::string& sibling : method_entry(method).cost_siblings) {
+  for (const std::string& sibling : cost_siblings(method)) {
     it = m.find(sibling);
     if (it != m.end()) return &it->second;
   }

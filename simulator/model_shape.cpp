@@ -1,5 +1,7 @@
 #include "simulator/model_shape.hpp"
 
+#include <algorithm>
+
 #include "reference/core/error.hpp"
 #include "simulator/spec_json.hpp"
 
@@ -43,16 +45,30 @@ double ModelShape::mlp_params_per_layer_active() const {
          H * num_experts;
 }
 
+ModelShape ModelShape::dense_layer_shape() const {
+  ModelShape d = *this;
+  d.num_experts = 0;
+  d.experts_per_token = 0;
+  d.expert_intermediate_size = 0;
+  d.shared_expert_intermediate_size = 0;
+  d.expert_weight_bytes = 0;
+  d.dense_layers = 0;
+  return d;
+}
+
 double ModelShape::total_params() const {
   const double embed = double(vocab_size) * hidden_size;
   const double per_layer = attention_params_per_layer() + mlp_params_per_layer_total() + 2.0 * hidden_size;
-  return embed * (tie_word_embeddings ? 1.0 : 2.0) + num_layers * per_layer + hidden_size;
+  const double dense_mlp = 3.0 * hidden_size * double(intermediate_size);
+  return embed * (tie_word_embeddings ? 1.0 : 2.0) + num_layers * per_layer +
+         dense_layers * (dense_mlp - mlp_params_per_layer_total()) + hidden_size;
 }
 
 double ModelShape::active_params() const {
   const double head = double(vocab_size) * hidden_size;
   const double per_layer = attention_params_per_layer() + mlp_params_per_layer_active() + 2.0 * hidden_size;
-  return head + num_layers * per_layer + hidden_size;
+  const double dense_mlp = 3.0 * hidden_size * double(intermediate_size);
+  return head + num_layers * per_layer + dense_layers * (dense_mlp - mlp_params_per_layer_active()) + hidden_size;
 }
 
 double ModelShape::kv_bytes_per_token(double kv_bytes) const {
@@ -72,6 +88,10 @@ void validate_model_shape(const ModelShape& m, const std::string& source) {
   if (m.num_heads % m.num_kv_heads != 0)
     throw Error(source + ": num_attention_heads (" + std::to_string(m.num_heads) +
                 ") must be a multiple of num_key_value_heads (" + std::to_string(m.num_kv_heads) + ")");
+  if (m.dense_layers < 0 || m.dense_layers >= std::max(m.num_layers, 1) || (m.dense_layers > 0 && !m.is_moe()))
+    throw Error(source + ": 'first_k_dense_replace' (" + std::to_string(m.dense_layers) +
+                ") must leave at least one MoE layer of the " + std::to_string(m.num_layers) + " and needs experts");
+  if (m.dense_layers > 0) positive(m.intermediate_size, "intermediate_size (the dense layers' MLP)");
   if (m.is_moe()) {
     positive(m.experts_per_token, "num_experts_per_tok");
     positive(m.expert_intermediate_size, "moe_intermediate_size");
@@ -97,6 +117,18 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   const nlohmann::json& j = has_field(j_in, "text_config") && !has_field(j_in, "hidden_size")
                                 ? j_in.at("text_config")
                                 : j_in;
+  // Attention kinds the operators do not model: refused, not priced as grouped-query attention.
+  if (has_field(j, "kv_lora_rank") && !j.at("kv_lora_rank").is_null())
+    throw Error(source + ": multi-head latent attention (kv_lora_rank " + j.at("kv_lora_rank").dump() +
+                ": DeepSeek-V2/V3/R1 style, a compressed latent KV cache and absorbed projections) is not priced by the "
+                "simulator yet; its operators model grouped-query attention only");
+  bool linear = has_field(j, "linear_num_value_heads") || has_field(j, "full_attention_interval");
+  if (has_field(j, "layer_types") && j.at("layer_types").is_array())
+    for (const auto& t : j.at("layer_types"))
+      linear = linear || (t.is_string() && t.get<std::string>() == "linear_attention");
+  if (linear)
+    throw Error(source + ": linear-attention layers (Gated DeltaNet: Qwen3-Next style hybrid attention) are not priced "
+                "by the simulator yet; its operators model softmax attention over a KV cache only");
   ModelShape m;
   m.name = get_string_or(j_in, "name", get_string_or(j_in, "_name_or_path", source, source), source);
   m.source = get_string_or(j_in, "source", source, source);
@@ -120,6 +152,10 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   if (m.num_experts > 0) {
     m.expert_intermediate_size = get_int_or(j, "moe_intermediate_size", m.intermediate_size, source);
     m.shared_expert_intermediate_size = get_int_or(j, "shared_expert_intermediate_size", 0, source);
+    // DeepSeek-V3 / GLM-4.5 count shared experts of the routed experts' width instead.
+    if (m.shared_expert_intermediate_size == 0 && has_field(j, "n_shared_experts") && !j.at("n_shared_experts").is_null())
+      m.shared_expert_intermediate_size = get_int(j, "n_shared_experts", source) * m.expert_intermediate_size;
+    if (has_field(j, "first_k_dense_replace")) m.dense_layers = get_int(j, "first_k_dense_replace", source);
   }
   if (m.num_experts > 0 && m.experts_per_token == 0)
     throw Error(source + ": mixture-of-experts config (" + std::to_string(m.num_experts) +

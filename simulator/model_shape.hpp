@@ -35,6 +35,11 @@ struct ModelShape {
   int experts_per_token = 0;
   int expert_intermediate_size = 0;         // per expert
   int shared_expert_intermediate_size = 0;  // always-active shared expert, 0 = none
+                                            // (config: shared_expert_intermediate_size, or
+                                            // n_shared_experts × moe_intermediate_size)
+  // The first `dense_layers` layers of a MoE model use a dense MLP of intermediate_size instead
+  // (config first_k_dense_replace: DeepSeek-V3 3, GLM-4.5 3); the rest are MoE.
+  int dense_layers = 0;
   double expert_weight_bytes = 0;           // bytes per expert weight; 0 = the run's dtype (MXFP4: 4.25/8)
   // Spec field "expert_locality", in [0, 1]: the probability that a token of a sequence takes the
   // previous token's experts instead of routing afresh (0 = independent, uniform routing).
@@ -45,6 +50,9 @@ struct ModelShape {
   std::string dtype = "bf16";  // storage dtype of weights (bf16, fp16, fp32, fp8)
 
   bool is_moe() const { return num_experts > 0; }
+  int moe_layers() const { return is_moe() ? num_layers - dense_layers : 0; }
+  // The shape of its dense layers (dense_layers > 0): the same model with a dense MLP.
+  ModelShape dense_layer_shape() const;
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   // Parameter counts (embedding and LM head included; tied embeddings counted once).
@@ -58,7 +66,9 @@ struct ModelShape {
 };
 
 // Parses a Hugging Face config.json object (extra fields "name" and "source" are used when
-// present). `source` names the file in error messages.
+// present). `source` names the file in error messages. Attention the cost model does not price is
+// refused by name rather than priced as something else: multi-head latent attention (kv_lora_rank:
+// DeepSeek-V2/V3/R1) and linear-attention layers (Qwen3-Next's Gated DeltaNet).
 ModelShape parse_model_shape(const nlohmann::json& j, const std::string& source);
 ModelShape load_model_shape(const std::filesystem::path& path);
 // From the reference's parsed config (dense Llama family).

@@ -168,11 +168,60 @@ void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const For
   ops.push_back(s);
 }
 
+void append_elementwise(std::vector<Operator>& ops, const char* name, double width, double reads,
+                        double flops_per_elem, const ForwardParams& p, const char* phase, double count) {
+  ops.push_back(elementwise(name, width, reads, flops_per_elem, p, phase, count));
+}
+
+std::vector<Operator> mtp_module_forward(const ModelShape& layer, const ForwardParams& p, const char* phase) {
+  std::vector<Operator> ops;
+  ops.reserve(28);
+  const double H = layer.hidden_size;
+  append_embedding(ops, layer.hidden_size, p, phase);
+  ops.push_back(elementwise("mtp.enorm", H, 1, 4, p, phase, 1));  // RMSNorm of the token's embedding
+  ops.push_back(elementwise("mtp.hnorm", H, 1, 4, p, phase, 1));  // RMSNorm of the previous hidden state
+  append_linear(ops, "mtp.eh_proj", 2 * H, H, p.batch * p.tokens, p, phase);
+  append_decoder_layers(ops, layer, 1, layer.hidden_size, p, phase);
+  append_lm_head(ops, layer.hidden_size, layer.vocab_size, p, phase);  // shared_head.norm + the target's head
+  return ops;
+}
+
+std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int blocks, const ForwardParams& p,
+                                           const char* phase) {
+  std::vector<Operator> ops;
+  ops.reserve(6);
+  const double H = hidden;
+  const double rows = p.batch * p.tokens;
+  if (blocks > 0) {
+    append_linear(ops, "medusa.resblock", H, H, rows, p, phase, double(heads) * blocks);
+    ops.back().weight_bytes += H * p.weight_bytes;  // the bias
+    ops.back().bytes += H * p.weight_bytes;
+    ops.push_back(elementwise("medusa.silu_residual", H, 2, 5, p, phase, double(heads) * blocks));
+  }
+  const double v = std::ceil(double(vocab) / p.tp);  // vocab-parallel
+  append_linear(ops, "medusa.lm_head", H, v, rows, p, phase, heads);
+  if (p.tp > 1) ops.push_back(collective("all_gather.logits", rows * vocab * 4.0, 1.0, p, phase, heads));
+  // The candidates: each head's top-k over its fp32 logits (read a few times, as sampling).
+  Operator s;
+  s.name = "medusa.topk";
+  s.phase = phase;
+  s.count = heads;
+  s.flops = 5.0 * rows * vocab;
+  s.bytes = 3.0 * rows * vocab * 4.0;
+  ops.push_back(s);
+  return ops;
+}
+
 std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase) {
   std::vector<Operator> ops;
   ops.reserve(24);  // a forward has ~20 operators: one allocation instead of several
   append_embedding(ops, m.hidden_size, p, phase);
-  append_decoder_layers(ops, m, m.num_layers, m.hidden_size, p, phase);
+  if (m.is_moe() && m.dense_layers > 0) {
+    append_decoder_layers(ops, m.dense_layer_shape(), m.dense_layers, m.hidden_size, p, phase);
+    append_decoder_layers(ops, m, m.moe_layers(), m.hidden_size, p, phase);
+  } else {
+    append_decoder_layers(ops, m, m.num_layers, m.hidden_size, p, phase);
+  }
   append_lm_head(ops, m.hidden_size, m.vocab_size, p, phase);
   return ops;
 }

@@ -59,6 +59,28 @@ void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParam
 void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const ForwardParams& p,
                     const char* phase, double count = 1);
 
+// An elementwise or normalisation kernel over `width` elements of each of the forward's
+// batch × tokens rows: reads `reads` inputs and writes one, `flops_per_elem` FLOPs per element
+// (an RMSNorm: 1 read, 4 FLOPs).
+void append_elementwise(std::vector<Operator>& ops, const char* name, double width, double reads,
+                        double flops_per_elem, const ForwardParams& p, const char* phase, double count = 1);
+
+// One forward of an MTP module (DeepSeek-V3 and the models that copied it) over p.tokens positions
+// per sequence, p.logit_rows of which need logits: the embedding row, enorm and hnorm (RMSNorms of
+// the token's embedding and of the previous hidden state), eh_proj (concat 2H -> H, replicated on
+// every device), one decoder layer of `layer`'s kind (the target's: its attention over the
+// context's cache, its dense MLP or MoE experts, TP collectives), then shared_head.norm and the
+// full-vocabulary LM head (vocabulary-parallel), the logit gather and sampling.
+std::vector<Operator> mtp_module_forward(const ModelShape& layer, const ForwardParams& p, const char* phase);
+
+// One pass of the first `heads` Medusa heads over p.tokens rows per sequence (the target's final
+// hidden state): per head `blocks` residual blocks x + SiLU(W x + b) (W: H × H, replicated), then
+// the head's projection H -> V (vocabulary-parallel, as vLLM's ParallelLMHead), the logit gather
+// and the top-k that builds the candidates. Every head's weights are read once per pass, whatever
+// the rows: heads · blocks · H² + heads · H · V weights per pass.
+std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int blocks, const ForwardParams& p,
+                                           const char* phase);
+
 // A full target forward (embedding, L layers, LM head).
 std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase);
 

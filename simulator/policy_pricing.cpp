@@ -187,7 +187,8 @@ PolicyPricing price_policy(const Scenario& s, const PolicySpec& policy, const Po
   const int K = s.plan.k;
   const std::vector<double> rates = per_position_acceptance(s, K);
   const PolicyStepCosts costs = policy_step_costs(s, rates);
-  const bool parallel = s.plan.method == Method::peagle;  // one forward drafts every position
+  // One forward drafts every position (P-EAGLE's parallel slots, Medusa's heads in one pass).
+  const bool parallel = s.plan.method == Method::peagle || s.plan.method == Method::medusa;
 
   PolicyPricing r;
   r.policy = normalized(policy, "policy");

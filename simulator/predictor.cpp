@@ -38,10 +38,14 @@ struct Accumulator {
   }
   void add(const std::vector<Operator>& ops, double* bucket) {
     const bool target = bucket == &step.verify_s;
+    const bool draft = bucket == &step.draft_s;
     for (const auto& op : ops) {
       if (target) {
         step.verify_flops += op.flops * op.count;
         step.verify_bytes += op.bytes * op.count;
+      } else if (draft) {
+        step.draft_weight_bytes += op.weight_bytes * op.count;
+        step.draft_flops += op.flops * op.count;
       }
       if (keep_ops) {
         step.ops.push_back(cost_operator_at_peak(op, s.hardware, peak_flops, launch));
@@ -78,6 +82,26 @@ std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, 
 
 }  // namespace
 
+double mtp_module_weight_bytes(const ModelShape& layer, double weight_bytes) {
+  const double H = layer.hidden_size;
+  double expert = 0;  // MoE experts stored at their own width (MXFP4)
+  if (layer.is_moe() && layer.expert_weight_bytes > 0)
+    expert = layer.num_experts * 3.0 * H * layer.expert_intermediate_size * (layer.expert_weight_bytes - weight_bytes);
+  // The decoder layer (its two norms included), eh_proj (2H × H) and the enorm, hnorm and
+  // shared_head.norm vectors; the embedding and the LM head are the target's (shared, as the
+  // engines load them; DeepSeek-V3's checkpoint stores copies that vLLM and SGLang tie).
+  const double params = layer.attention_params_per_layer() + layer.mlp_params_per_layer_total() + 2.0 * H +
+                        2.0 * H * H + 3.0 * H;
+  return params * weight_bytes + expert;
+}
+
+double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int tp) {
+  const double H = d.shape.hidden_size, V = d.shape.vocab_size;
+  const double blocks = double(d.num_heads) * d.num_layers * (H * H + H);  // replicated
+  const double heads = double(d.num_heads) * H * std::ceil(V / tp);        // vocabulary-parallel
+  return (blocks + heads) * weight_bytes;
+}
+
 void validate_scenario(const Scenario& s) {
   const auto& w = s.workload;
   if (w.batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(w.batch));
@@ -90,7 +114,7 @@ void validate_scenario(const Scenario& s) {
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
-  const ShapeSupport& shapes = method_registry()[size_t(m)].shapes;
+  const ShapeSupport shapes = method_shapes(m);
   if (s.plan.tree && draft_free(m))
     throw Error("method " + method_name(m) + " is draft-free: it " +
                 (draft_free_tree(m) ? std::string("drafts its own tree from the token history (depth K") +
@@ -100,6 +124,11 @@ void validate_scenario(const Scenario& s) {
                 ", not a tree");
   if (s.plan.tree && !shapes.static_tree && !shapes.dynamic_tree)
     throw Error("method " + method_name(m) + " drafts a chain (the method registry's shapes); give --k, not a tree");
+  if (s.plan.tree && s.plan.dynamic_depth > 0 && !shapes.dynamic_tree)
+    throw Error("method " + method_name(m) + " drafts no dynamic tree (the method registry's shapes): " +
+                (m == Method::medusa ? "Medusa's candidates are the Cartesian product of its heads' top-k, a static tree; "
+                                       "give --tree (e.g. medusa_mc_sim_7b_63) or --k"
+                                     : "give --tree or --k"));
   if (!s.engine.runs(m)) {
     std::string runs;
     for (Method r : s.engine.methods) runs += (runs.empty() ? "" : ", ") + method_name(r);
@@ -123,7 +152,11 @@ void validate_scenario(const Scenario& s) {
   if (!s.drafter && !draft_free(m)) throw Error("method " + method_name(m) + " needs a drafter (--drafter)");
   if (s.drafter && s.drafter->method != m)
     throw Error("drafter '" + s.drafter->name + "' is a " + method_name(s.drafter->method) + " drafter, not " +
-                method_name(m));
+                method_name(m) + (m == Method::mtp || m == Method::medusa || s.drafter->method == Method::mtp ||
+                                          s.drafter->method == Method::medusa
+                                      ? " (MTP modules and Medusa heads are priced from their own shapes: give a drafter "
+                                        "spec whose method is " + method_name(m) + ")"
+                                      : std::string()));
   if (!s.acceptance && !s.measured_tokens_per_step)
     throw Error("method " + method_name(m) + " needs an acceptance model (--alpha, --acceptance, ...) or a measured AL");
   if (s.measured_tokens_per_step) {
@@ -142,11 +175,18 @@ void validate_scenario(const Scenario& s) {
     // model of its head forward is written for a chain of K positions so far.
     if (m == Method::peagle) throw Error("P-EAGLE drafts a chain in one pass; tree drafting is not supported for it");
     if (s.plan.tree->size() < 1) throw Error("draft tree has no nodes");
+    if (m == Method::medusa && s.plan.tree->max_depth() > s.drafter->num_heads)
+      throw Error("Medusa drafter '" + s.drafter->name + "' has " + std::to_string(s.drafter->num_heads) +
+                  " heads, one per draft depth; the tree's depth " + std::to_string(s.plan.tree->max_depth()) +
+                  " is beyond them");
   } else {
     if (s.plan.k < 1) throw Error("draft length K must be >= 1 for method " + method_name(m) + ", got " +
                                   std::to_string(s.plan.k));
     if (m == Method::ngram_tree && draft_free_nodes(m, s.plan.k, s.plan.nodes) < 1)
       throw Error("method ngram-tree needs at least 1 draft node per step, got " + std::to_string(s.plan.nodes));
+    if (m == Method::medusa && s.plan.k > s.drafter->num_heads)
+      throw Error("Medusa drafter '" + s.drafter->name + "' has " + std::to_string(s.drafter->num_heads) +
+                  " heads, one per draft depth; K = " + std::to_string(s.plan.k) + " is beyond them");
     if (m == Method::peagle && s.drafter->trained_depth > 0 && s.plan.k > s.drafter->trained_depth)
       throw Error("P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " +
                   std::to_string(s.drafter->trained_depth) + " parallel positions; K = " + std::to_string(s.plan.k) +
@@ -231,11 +271,23 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   CatchUp catch_up{tokens_per_step, 0.0};
   if (!plan.tree && s.acceptance && s.acceptance->answers(plan.k) && s.acceptance->answers(plan.k - 1))
     catch_up.all_accepted = s.acceptance->expected_tokens(plan.k) - s.acceptance->expected_tokens(plan.k - 1);
-  const MethodEntry& entry = method_registry()[size_t(m)];  // sim::Method follows the registry's order
-  const std::vector<double> level_tokens = entry.schedule(step_shape(plan), catch_up).rows;
+  const std::vector<double> level_tokens = method_schedule(m, step_shape(plan), catch_up).rows;
   for (size_t step = 0; step < level_tokens.size(); ++step) {
     const double tokens = level_tokens[step];
-    if (m == Method::draft_model) {
+    if (m == Method::mtp) {
+      // Forward f runs module f mod n: its weights are read once per forward, so n = 1 re-reads the
+      // one module's weights every forward and n >= K reads K different modules' (the same bytes).
+      ForwardParams p = base;
+      p.tokens = tokens;
+      p.logit_rows = step == 0 ? 1.0 : tokens;
+      acc.add(mtp_module_forward(d.shape, p, "draft"), &acc.step.draft_s);
+    } else if (m == Method::medusa) {
+      // One pass of the heads the draft uses (its depth; the first of the checkpoint's heads).
+      ForwardParams p = base;
+      p.tokens = tokens;
+      acc.add(medusa_heads_forward(d.shape.hidden_size, d.shape.vocab_size, acceptance_depth(plan), d.num_layers, p, "draft"),
+              &acc.step.draft_s);
+    } else if (m == Method::draft_model) {
       ForwardParams p = base;
       p.tokens = tokens;
       p.logit_rows = tokens;
@@ -276,10 +328,19 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   if (s.plan.method != Method::sequential && s.drafter && !s.drafter->draft_free) {
     const Drafter& d = *s.drafter;
-    if (d.method == Method::draft_model)
+    if (d.method == Method::draft_model) {
       acc.add(model_forward_ops(d.shape, p, "prefill"), &acc.step.draft_s);
-    else
+    } else if (d.method == Method::mtp) {
+      acc.add(mtp_module_forward(d.shape, p, "prefill"), &acc.step.draft_s);  // fills its cache over the prompt
+    } else if (d.method == Method::medusa) {
+      ForwardParams q = p;  // the heads read the prompt's last hidden state only
+      q.tokens = 1;
+      acc.add(medusa_heads_forward(d.shape.hidden_size, d.shape.vocab_size, acceptance_depth(s.plan), d.num_layers, q,
+                                   "prefill"),
+              &acc.step.draft_s);
+    } else {
       acc.add(head_forward(d, p, p.tokens, p.tokens, 1, "prefill"), &acc.step.draft_s);
+    }
   }
   acc.step.verify_tokens = p.tokens;
   return acc.step;
@@ -332,7 +393,7 @@ Prediction predict(const Scenario& s, bool breakdown) {
     double expert = 0;
     if (m.is_moe()) {
       const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : wb;
-      expert = m.num_layers * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - wb);
+      expert = m.moe_layers() * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - wb);
     }
     return (m.total_params() * wb + expert) / s.workload.tp;
   };
@@ -341,6 +402,10 @@ Prediction predict(const Scenario& s, bool breakdown) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model) {
       r.weight_bytes_per_device += weights(d.shape);
+    } else if (d.method == Method::mtp) {
+      r.weight_bytes_per_device += d.num_modules * mtp_module_weight_bytes(d.shape, wb) / s.workload.tp;
+    } else if (d.method == Method::medusa) {
+      r.weight_bytes_per_device += medusa_weight_bytes_per_device(d, wb, s.workload.tp);
     } else {
       double head = d.num_layers * (d.shape.attention_params_per_layer() * d.qkv_in / d.shape.hidden_size +
                                     d.shape.mlp_params_per_layer_total()) +

@@ -68,6 +68,8 @@ struct StepCost {
   double overhead_s = 0;  // host/engine overheads
   double lookup_s = 0;    // of overhead_s: a draft-free method's host lookup (n-gram scan, suffix tree)
   int draft_forwards = 0;
+  double draft_weight_bytes = 0;  // weights the drafter forwards of one step read, per device
+  double draft_flops = 0;         // of the drafter forwards, per device
   double verify_tokens = 1;  // tokens per sequence in the target forward
   double verify_flops = 0, verify_bytes = 0;  // of the target forward, per device
   double total_s() const { return draft_s + verify_s + overhead_s; }
@@ -105,6 +107,13 @@ int acceptance_depth(const DraftPlan& plan);
 StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step);
 // Prefill of one prompt (target and, for speculative methods, the drafter).
 StepCost prefill_cost(const Scenario& s);
+
+// Bytes of one MTP module's weights (the decoder layer of `layer`'s kind, eh_proj, its norms; the
+// embedding and LM head are the target's) at `weight_bytes` per weight.
+double mtp_module_weight_bytes(const ModelShape& layer, double weight_bytes);
+// Bytes of all of a Medusa checkpoint's heads on one device of `tp`: the residual blocks
+// (replicated) and the projections (vocabulary-parallel).
+double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int tp);
 
 // `breakdown`: keep the per-operator list in Prediction::step.ops (a sweep needs the sums only).
 Prediction predict(const Scenario& s, bool breakdown = true);

@@ -45,6 +45,12 @@ BestK best_k(Scenario s, std::vector<int> ks) {
                                                std::to_string(trained) + " parallel positions"});
       continue;
     }
+    const int heads = s.drafter ? s.drafter->num_heads : 0;
+    if (s.plan.method == Method::medusa && k > heads) {
+      out.skipped.push_back({k_setting(k), "Medusa drafter '" + s.drafter->name + "' has " + std::to_string(heads) +
+                                               " heads, one per draft depth"});
+      continue;
+    }
     s.plan.k = k;
     out.all.push_back(predict(s));
     if (out.all.back().tpot_s < best) {
@@ -62,9 +68,8 @@ BestK best_k(Scenario s, std::vector<int> ks) {
 BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, const std::vector<int>& depths,
                            const std::vector<int>& top_ks) {
   check_searchable(s, "the best dynamic tree");
-  const MethodEntry& method = method_registry()[size_t(s.plan.method)];
-  if (!method.shapes.dynamic_tree)
-    throw Error(method.title + " drafts no dynamic tree (the method registry's shapes); there is none to search");
+  if (!method_shapes(s.plan.method).dynamic_tree)
+    throw Error(method_title(s.plan.method) + " drafts no dynamic tree (the method registry's shapes); there is none to search");
   if (total_tokens.empty() || depths.empty() || top_ks.empty())
     throw Error("the best dynamic tree: give at least one total-token budget, depth and top-k");
   s.measured_tokens_per_step.reset();

@@ -85,6 +85,17 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
     ModelShape dm = parse_model_shape(dj, label + " (drafter config)");
     spec.model = "recorded";
     s.drafter = resolve_drafter(spec, s.target, &dm);
+  } else if (s.plan.method == Method::mtp || s.plan.method == Method::medusa) {
+    // Shapes from the target; the config says how many modules / heads (and blocks per head).
+    const std::string src = label + " (drafter config)";
+    if (s.plan.method == Method::mtp) {
+      spec.num_modules = std::max(1, get_int_or(dj, "num_modules", get_int_or(dj, "num_nextn_predict_layers", 1, src), src));
+    } else {
+      spec.num_heads = get_int_or(dj, "medusa_num_heads", get_int_or(dj, "num_heads", s.plan.k, src), src);
+      spec.num_heads = std::max(spec.num_heads, s.plan.k);  // the run drafted this deep
+      spec.num_layers = get_int_or(dj, "medusa_num_layers", get_int_or(dj, "num_hidden_layers", 1, src), src);
+    }
+    s.drafter = resolve_drafter(spec, s.target);
   } else {
     const std::string src = label + " (drafter config)";
     // The speculators layout nests the decoder layer's shape; the flat layouts keep it at the top.

@@ -13,6 +13,19 @@ TreeShape builtin_tree(const std::string& name) {
     // list is already in make_tree_shape's order.
     return make_tree_shape(mc_sim_7b_63(), "mc_sim_7b_63");
   }
+  if (name == "medusa_mc_sim_7b_63") {
+    // FasterDecoding/Medusa medusa/model/medusa_choices.py `mc_sim_7b_63` (the Medusa code's default
+    // tree; not EAGLE's tree of the same name): 63 nodes plus the root, depth 4, ranks < 10. A rank
+    // at depth d is the rank-th candidate of Medusa head d − 1.
+    static const std::vector<std::vector<int>> choices = {
+        {0}, {0, 0}, {1}, {0, 1}, {2}, {0, 0, 0}, {1, 0}, {0, 2}, {3}, {0, 3}, {4}, {0, 4}, {2, 0}, {0, 5}, {0, 0, 1},
+        {5}, {0, 6}, {6}, {0, 7}, {0, 1, 0}, {1, 1}, {7}, {0, 8}, {0, 0, 2}, {3, 0}, {0, 9}, {8}, {9}, {1, 0, 0},
+        {0, 2, 0}, {1, 2}, {0, 0, 3}, {4, 0}, {2, 1}, {0, 0, 4}, {0, 0, 5}, {0, 0, 0, 0}, {0, 1, 1}, {0, 0, 6},
+        {0, 3, 0}, {5, 0}, {1, 3}, {0, 0, 7}, {0, 0, 8}, {0, 0, 9}, {6, 0}, {0, 4, 0}, {1, 4}, {7, 0}, {0, 1, 2},
+        {2, 0, 0}, {3, 1}, {2, 2}, {8, 0}, {0, 5, 0}, {1, 5}, {1, 0, 1}, {0, 2, 1}, {9, 0}, {0, 6, 0},
+        {0, 0, 0, 1}, {1, 6}, {0, 7, 0}};
+    return make_tree_shape(choices, "medusa_mc_sim_7b_63");
+  }
   if (name.rfind("chain", 0) == 0 && name.size() > 5) {
     int k = 0;
     try {
@@ -25,7 +38,7 @@ TreeShape builtin_tree(const std::string& name) {
     for (int i = 1; i <= k; ++i) c.push_back(std::vector<int>(i, 0));
     return make_tree_shape(c, name);
   }
-  throw Error("unknown built-in tree '" + name + "'; expected mc_sim_7b_63 or chain<K>");
+  throw Error("unknown built-in tree '" + name + "'; expected mc_sim_7b_63 (EAGLE's), medusa_mc_sim_7b_63 (Medusa's) or chain<K>");
 }
 
 namespace {

@@ -13,7 +13,9 @@ namespace specdec::sim {
 // The shape is the reference's specdec::TreeShape (reference/drafting/tree_choices.hpp); a choices
 // list such as [[0], [1], [0, 0]] is checked and laid out by make_tree_shape.
 
-// Named built-in trees: "mc_sim_7b_63" (EAGLE-1's default static tree), "chain<K>".
+// Named built-in trees: "mc_sim_7b_63" (EAGLE-1's default static tree, 25 nodes),
+// "medusa_mc_sim_7b_63" (Medusa's default static tree of the same name in its own code, 63 nodes),
+// "chain<K>".
 TreeShape builtin_tree(const std::string& name);
 // EAGLE-2 style dynamic tree approximated statically: the `total_tokens - 1` candidates of highest
 // probability of lying on the accepted path, expanding at most `top_k` children per node and

@@ -26,14 +26,16 @@ inline EagleHead rounded_head(const Case& k, Dtype p) {
   return round_head(random_eagle_head(k.config, target_in(p), k.seed, 0.08f), p);
 }
 
-// The inputs of one drafting sequence: a 3-row prefix; 6 rows, three of them projected (EAGLE-3 /
+// The inputs of one drafting sequence: a 3-row prefix (MTP: position 0's embedding zeroed); 6 rows, three of them projected (EAGLE-3 /
 // P-EAGLE); a 4-node tree at explicit positions with logits for two rows in reverse order; for
 // P-EAGLE a real slot followed by three mask slots.
 inline std::vector<EagleHead::Input> drafting_inputs(const EagleHead& head, uint64_t seed) {
   const EagleHeadConfig& c = head.config();
-  const bool eagle1 = c.kind == EagleKind::eagle1;
+  const bool eagle1 = c.reads_final_hidden();  // EAGLE-1 and MTP: no projected rows
   std::vector<EagleHead::Input> steps;
   steps.push_back(random_input(head, 3, seed));
+  // MTP as vLLM runs it: the prefix's row at position 0 has no embedding.
+  if (c.kind == EagleKind::mtp) steps.back().zero_embedding_at_position_0 = true;
   steps.push_back(random_input(head, 6, seed + 1, eagle1 ? std::vector<int>{} : std::vector<int>{1, 4, 5}));
   EagleHead::Input tree = random_input(head, 4, seed + 2);
   tree.positions = {9, 10, 10, 11};

@@ -190,7 +190,7 @@ TEST(Calibration, FileErrors) {
   const Platform h{lib.hardware("h100-sxm"), lib.engine("vllm")};
   EXPECT_NE(error_of([&] { get_parameter(h, "warp_speed"); }).find("unknown calibration parameter 'warp_speed'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { get_parameter(h, "draft_step_overhead_s.medusa"); }).find("unknown method 'medusa'"),
+  EXPECT_NE(error_of([&] { get_parameter(h, "draft_step_overhead_s.hydra"); }).find("unknown method 'hydra'"),
             std::string::npos);
   j = nlohmann::json::parse(R"({"engine":"vllm","rows":[{"model":"llama-2-7b","step_ms":3}]})");
   const CalibrationSet no_hw = parse_calibration_json(j, "c.json", lib);

@@ -128,7 +128,7 @@ TEST(SimulateCommand, Engines) {
   EXPECT_EQ(err(tree), "");
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "peagle-llama3.1-8b", "--alpha", "0.8",
                  "--engine", "sglang"})
-                .find("engine 'sglang' does not run method peagle (it runs: draft, eagle, eagle3, ngram-tree)"),
+                .find("engine 'sglang' does not run method peagle (it runs: draft, eagle, eagle3, ngram-tree, mtp)"),
             std::string::npos);
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "warp"}).find("unknown engines spec 'warp'"),
             std::string::npos);

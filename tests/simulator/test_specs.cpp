@@ -41,6 +41,11 @@ TEST(Specs, EveryBundledSpecParsesAndHasSources) {
       continue;
     }
     ASSERT_FALSE(d.target.empty());
+    if (!d.not_priced.empty()) {  // refused with its reason, whatever the target (MLA, linear attention)
+      EXPECT_NE(error_of([&] { lib.drafter(n, lib.model("llama-3.1-8b")); }).find("cannot be priced: " + d.not_priced),
+                std::string::npos);
+      continue;
+    }
     const Drafter r = lib.drafter(n, lib.model(d.target));  // resolves against its intended target
     EXPECT_EQ(r.method, d.method);
   }
@@ -295,8 +300,8 @@ TEST(Specs, EngineErrorsNameFieldAndFile) {
   j["overhead"]["sampling_s_per_row"] = -1e-6;
   says(j, "'sampling_s_per_row' must be >= 0");
   j = base;
-  j["methods"] = {"eagle3", "medusa"};
-  says(j, "unknown method 'medusa'");
+  j["methods"] = {"eagle3", "hydra"};
+  says(j, "unknown method 'hydra'");
   j["methods"] = nlohmann::json::array();
   says(j, "field 'methods' must be a non-empty list");
   j = base;
@@ -330,8 +335,8 @@ TEST(Specs, LibraryAndDrafterErrors) {
   EXPECT_NE(error_of([&] { resolve_drafter(d, lib.model("llama-3.1-8b"), &dm); }).find("vocabulary"), std::string::npos);
   auto j = nlohmann::json::parse(R"({"name":"x","method":"eagle3","num_layers":2})");
   EXPECT_NE(error_of([&] { parse_drafter_spec(j, "d.json"); }).find("exactly 1 layer"), std::string::npos);
-  j = nlohmann::json::parse(R"({"name":"x","method":"medusa"})");
-  EXPECT_NE(error_of([&] { parse_drafter_spec(j, "d.json"); }).find("unknown method 'medusa'"), std::string::npos);
+  j = nlohmann::json::parse(R"({"name":"x","method":"hydra"})");
+  EXPECT_NE(error_of([&] { parse_drafter_spec(j, "d.json"); }).find("unknown method 'hydra'"), std::string::npos);
   j = nlohmann::json::parse(R"({"name":"x","method":"draft_model"})");
   EXPECT_NE(error_of([&] { parse_drafter_spec(j, "d.json"); }).find("needs field 'model'"), std::string::npos);
 }
