@@ -82,11 +82,11 @@ DraftStep draft_step(const EagleHead& head, const std::vector<int32_t>& tokens, 
     }
   }
   const int extra = peagle ? k - 1 : 0;
-  // The features the head fuses: EAGLE-1 the final hidden state (after the norm, index L), else
+  // The features the head fuses: EAGLE-1 and MTP the final hidden state (after the norm, index L), else
   // the aux states at the head's indices, both taken from the all-layer forward of the target.
   const int H = head.target().config().hidden_size;
   const int L = head.target().config().num_hidden_layers;
-  const std::vector<int> layers = c.kind == EagleKind::eagle1 ? std::vector<int>{L} : c.aux_layers;
+  const std::vector<int> layers = c.reads_final_hidden() ? std::vector<int>{L} : c.aux_layers;
   Matrix features(T, static_cast<Eigen::Index>(layers.size()) * H);
   for (size_t a = 0; a < layers.size(); ++a) {
     features.middleCols(static_cast<Eigen::Index>(a) * H, H) =
@@ -95,7 +95,7 @@ DraftStep draft_step(const EagleHead& head, const std::vector<int32_t>& tokens, 
   DraftContext ctx;
   ctx.sequence = &tokens;
   ctx.committed = T - 1;
-  (c.kind == EagleKind::eagle1 ? ctx.final_hidden : ctx.aux_hidden) = &features;
+  (c.reads_final_hidden() ? ctx.final_hidden : ctx.aux_hidden) = &features;
   EaglePairCache pairs(head, T, extra, source);
   DraftStep s;
   s.input = pairs.catch_up(ctx, extra);  // rows i < N: (f_i, t_{i+1}) at position i
@@ -126,7 +126,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
       ("prompt", po::value(&a.prompt), "prompt text instead (models with a vocab.json)")
       ("out", po::value(&out), "HDF5 file to write (replaced atomically)")
       ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation: reference | cpu (optimized, when built) | plugin:PATH.so (a plug-in backend)")
-      ("drafter", po::value(&a.drafter), "EAGLE-1 / EAGLE-3 / P-EAGLE head directory: also write its teacher-forced first step")
+      ("drafter", po::value(&a.drafter), "EAGLE-1 / EAGLE-3 / P-EAGLE head or MTP checkpoint (module 0) directory: also write its teacher-forced first step")
       ("k", po::value(&a.method.k)->default_value(a.method.k), "P-EAGLE: parallel depth K (K-1 mask slots)")
       ("force-depth", po::bool_switch(&a.method.force_depth), "P-EAGLE: allow K beyond the depth the head was trained for")
       ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it");

@@ -209,8 +209,8 @@ int inspect_mtp(const std::filesystem::path& path, const MtpCheckpointInfo& info
     for (int64_t d : store.info(n).shape) count *= d;
     params += count;
   }
-  io.out << "mtp         " << path.string() << "\n"
-         << "layout      " << info.layout << (info.layout == "mimo" ? " (input_proj reads [hidden; embedding])" : "") << "\n"
+  io.out << "head        " << path.string() << "\n"
+         << "kind        mtp (" << info.layout << " layout)" << (info.layout == "mimo" ? ", input_proj reads [hidden; embedding]" : "") << "\n"
          << "modules     " << info.modules << " module" << (info.modules == 1 ? "" : "s") << " of " << info.layers << " decoder layer"
          << (info.layers == 1 ? "" : "s") << " each, " << (info.own_lm_head ? "its own LM head" : "the target's LM head")
          << (info.own_embeddings ? ", its own embeddings" : "") << "\n"
@@ -226,14 +226,16 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
   if (is_medusa_checkpoint(path)) return inspect_medusa(path, json, tensors, io);
   const TensorStore store(path);
   if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
-  // A folder of MTP modules alone (no target weights): described as such.
+  // A folder of MTP modules alone (no target weights): described as such; modules inside a
+  // target's checkpoint get a line of their own.
+  MtpCheckpointInfo mtp_inside;
   {
     std::error_code ec;
     const std::filesystem::path dir = std::filesystem::is_directory(path, ec) ? path : path.parent_path();
     const nlohmann::json config = read_drafter_config(dir / "config.json");
-    const MtpCheckpointInfo info = describe_mtp_checkpoint(config, store.names());
-    if (!info.layout.empty() && !store.has("model.embed_tokens.weight") && !store.has("embed_tokens.weight")) {
-      return inspect_mtp(path, info, store, json, tensors, io);
+    mtp_inside = describe_mtp_checkpoint(config, store.names());
+    if (!mtp_inside.layout.empty() && !store.has("model.embed_tokens.weight") && !store.has("embed_tokens.weight")) {
+      return inspect_mtp(path, mtp_inside, store, json, tensors, io);
     }
   }
   const LlamaModel m = load_llama_checkpoint(path);
@@ -248,15 +250,15 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
                     {"file", store.file_of(name).filename().string()}});
   }
   if (json) {
-    io.out << nlohmann::json{{"kind", "checkpoint"},
-                             {"path", path.string()},
-                             {"config", model_config_to_json(c)},
-                             {"parameters", parameter_count(c)},
-                             {"fingerprint", weights_fingerprint(m.weights)},
-                             {"tokenizer", tokenizer ? tokenizer->description() : "none"},
-                             {"tensors", list}}
-                  .dump()
-           << "\n";
+    nlohmann::json j = {{"kind", "checkpoint"},
+                        {"path", path.string()},
+                        {"config", model_config_to_json(c)},
+                        {"parameters", parameter_count(c)},
+                        {"fingerprint", weights_fingerprint(m.weights)},
+                        {"tokenizer", tokenizer ? tokenizer->description() : "none"},
+                        {"tensors", list}};
+    if (!mtp_inside.layout.empty()) j["mtp"] = {{"layout", mtp_inside.layout}, {"modules", mtp_inside.modules}};
+    io.out << j.dump() << "\n";
     return 0;
   }
   io.out << "checkpoint  " << path.string() << "\n"
@@ -269,6 +271,10 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
          << "tensors     " << list.size() << " in " << files.size() << (files.size() == 1 ? " file\n" : " files\n")
          << "fingerprint " << weights_fingerprint(m.weights) << "\n"
          << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n";
+  if (!mtp_inside.layout.empty()) {
+    io.out << "mtp         " << mtp_inside.modules << " module" << (mtp_inside.modules == 1 ? "" : "s") << " (mtp ("
+           << mtp_inside.layout << " layout)) in this checkpoint: generate --method mtp --drafter " << path.string() << "\n";
+  }
   if (tensors) {
     for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "  " << t["file"].get<std::string>() << "\n";
   }

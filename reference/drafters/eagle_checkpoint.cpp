@@ -13,6 +13,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -77,6 +78,9 @@ void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
 EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("drafter head checkpoint '" + path.string() + "' does not exist");
+  if (is_medusa_checkpoint(path)) {
+    throw Error("'" + path.string() + "' holds Medusa heads, not an EAGLE-family head or MTP module (decode with --method medusa)");
+  }
   // SafeAILab released most EAGLE-1 heads as a pickled pytorch_model.bin, which is not read.
   if (fs::is_directory(path, ec) && !fs::exists(path / kWeightsFile, ec) &&
       !fs::exists(path / "model.safetensors.index.json", ec)) {

@@ -13,6 +13,7 @@
 #include "reference/core/error.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
+#include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/tensor_store.hpp"
 
@@ -172,6 +173,9 @@ MtpCheckpointInfo describe_mtp_checkpoint(const json& j, const std::vector<std::
 std::vector<EagleHead> load_mtp_modules(const fs::path& path, const Transformer& target) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("MTP checkpoint '" + path.string() + "' does not exist");
+  if (is_medusa_checkpoint(path)) {
+    throw Error("'" + path.string() + "' holds Medusa heads, not MTP modules (decode with --method medusa)");
+  }
   const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const fs::path config_path = dir / "config.json";
   const std::string source = config_path.string();

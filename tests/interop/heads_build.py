@@ -9,6 +9,13 @@
   its released heads), written with safetensors, and an EAGLE-1 head as SafeAILab released most of
   them: a pickled pytorch_model.bin.
 
+- MTP modules (test_mtp_medusa.py) in DeepSeek-V3's, Qwen3-Next's and MiMo's layouts, written from
+  the PyTorch modules of heads_torch.py (their state dicts carry each layout's names), beside the
+  target or inside its own model.safetensors; and a speculators MTPDraftModel built and saved with
+  the library's own classes;
+- Medusa heads in FasterDecoding's (medusa_lm_head.safetensors) and vLLM's layouts, from the
+  PyTorch Medusa modules of heads_torch.py.
+
 Every weight is random and seeded; nothing is downloaded.
 """
 import json
@@ -33,7 +40,9 @@ def _randomize(module, seed, skip=()):
         for name, p in sorted(module.named_parameters()):
             if any(name.startswith(s) for s in skip):
                 continue
-            if p.dim() == 1:
+            if name.endswith(".bias"):  # linear biases (Qwen2's q/k/v, Medusa's blocks): small, around 0
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1:
                 p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(torch.randn(p.shape, generator=g) * (1.5 / p.shape[-1] ** 0.5))
@@ -44,24 +53,24 @@ QWEN3 = dict(head_dim=16)
 
 
 def model_config(arch="llama", **overrides):
-    """transformers' config of the target (arch llama or qwen3) or of a drafter's layers."""
-    from transformers import LlamaConfig, Qwen3Config
+    """transformers' config of the target (arch llama, qwen2 or qwen3) or of a drafter's layers."""
+    from transformers import LlamaConfig, Qwen2Config, Qwen3Config
     c = dict(TARGET)
     theta = c.pop("rope_theta")
     if arch == "qwen3":
         c.update(QWEN3)
     c.update(overrides)
     c.setdefault("rope_parameters", {"rope_type": "default", "rope_theta": theta})
-    cls = Qwen3Config if arch == "qwen3" else LlamaConfig
+    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config}[arch]
     return cls(tie_word_embeddings=False, **c)
 
 
 def make_target(out, seed=1, arch="llama", **overrides):
-    """A transformers-written Llama or Qwen3 (config.json + model.safetensors); overrides change its
-    shape."""
-    from transformers import LlamaForCausalLM, Qwen3ForCausalLM
+    """A transformers-written Llama, Qwen2 (q/k/v biases) or Qwen3 (config.json + model.safetensors);
+    overrides change its shape."""
+    from transformers import LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM
     torch.manual_seed(seed)
-    cls = Qwen3ForCausalLM if arch == "qwen3" else LlamaForCausalLM
+    cls = {"llama": LlamaForCausalLM, "qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM}[arch]
     model = cls(model_config(arch, **overrides))
     _randomize(model, seed)
     model.eval()
@@ -204,4 +213,111 @@ def make_safeailab_head(out, kind, seed=3, draft_vocab=None, embed=False, fc_bia
     else:
         save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(out, "model.safetensors"),
                   metadata={"format": "pt"})
+    return out
+
+
+# --- MTP modules ------------------------------------------------------------------------------
+
+# The config.json field that counts a layout's modules (DeepSeek-V3, MiMo) or its one module's
+# layers (Qwen3-Next).
+MTP_COUNT_FIELD = {"deepseek": "num_nextn_predict_layers", "mimo": "num_nextn_predict_layers",
+                   "qwen3_next": "mtp_num_hidden_layers"}
+
+
+def mtp_tensors(target_dir, layout, seed, modules=1, layers=1, own_embeddings=False, own_head=False):
+    """The tensors of `modules` MTP modules of `layout` for the target at target_dir: the state
+    dicts of heads_torch's layout classes (seeded random weights) under each module's prefix."""
+    import heads_torch as R
+    from transformers import AutoConfig
+    config = AutoConfig.from_pretrained(target_dir)
+    t = {}
+    for j in range(modules):
+        torch.manual_seed(seed + j)
+        m = R.new_mtp_module(config, layout, num_layers=layers, own_embeddings=own_embeddings, own_head=own_head)
+        _randomize(m, seed + 31 * j)
+        prefix = R.mtp_prefix(layout, j, config.num_hidden_layers)
+        t.update({prefix + k: v.detach().clone().contiguous() for k, v in m.state_dict().items()})
+    return t
+
+
+def make_mtp_head(out, target_dir, layout, seed=20, modules=1, layers=1, own_embeddings=False, own_head=False,
+                  inside_target=False):
+    """An MTP checkpoint as the models that carry one ship it: config.json = the target's with
+    num_nextn_predict_layers (DeepSeek-V3, MiMo) or mtp_num_hidden_layers (Qwen3-Next), and the
+    module tensors in model.safetensors: alone in `out`, or (inside_target) added to a copy of the
+    target's own model.safetensors, so that `out` is both the target and the drafter."""
+    import shutil
+    from safetensors.torch import load_file, save_file
+    t = mtp_tensors(target_dir, layout, seed, modules, layers, own_embeddings, own_head)
+    with open(os.path.join(target_dir, "config.json")) as f:
+        config = json.load(f)
+    config[MTP_COUNT_FIELD[layout]] = layers if layout == "qwen3_next" else modules
+    if inside_target:
+        shutil.copytree(target_dir, out)
+        weights = load_file(os.path.join(out, "model.safetensors"))
+        weights.update(t)
+        t = weights
+    else:
+        os.makedirs(out, exist_ok=True)
+    save_file(t, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    return out
+
+
+def make_speculators_mtp(out, target_dir, seed=30, steps=3):
+    """A speculators MTPDraftModel for the target, built with the library's own classes
+    (MTPSpeculatorConfig over the verifier's transformers config, as its from_training_args makes
+    it), random trainable weights, embed_tokens / lm_head filled from the verifier by the library's
+    load_verifier_weights, saved with save_pretrained (which leaves those two out)."""
+    from speculators.config import SpeculatorsConfig, VerifierConfig
+    from speculators.models.mtp import MTPDraftModel, MTPSpeculatorConfig
+    from speculators.proposals.greedy import GreedyTokenProposalConfig
+    from transformers import AutoConfig
+    cfg = MTPSpeculatorConfig(
+        transformer_layer_config=AutoConfig.from_pretrained(target_dir),
+        speculators_config=SpeculatorsConfig(
+            algorithm="mtp", proposal_methods=[GreedyTokenProposalConfig(speculative_tokens=steps)],
+            default_proposal_method="greedy", verifier=VerifierConfig.from_pretrained(target_dir)))
+    torch.manual_seed(seed)
+    model = MTPDraftModel(cfg)
+    _randomize(model, seed, skip=("embed_tokens", "lm_head", "verifier_"))
+    model.load_verifier_weights()
+    model.eval()
+    model.save_pretrained(out)
+    return out
+
+
+# --- Medusa heads -----------------------------------------------------------------------------
+
+def make_medusa_heads(out, target_dir, layout, seed=40, heads=4, layers=1, bias=True, shared_head=False,
+                      logit_scale=1.0):
+    """Medusa heads for the target from heads_torch's PyTorch Medusa, saved in `layout`:
+    medusa (FasterDecoding: config.json {medusa_num_heads, medusa_num_layers,
+    base_model_name_or_path}, medusa_lm_head.safetensors = the medusa_head state dict) or vllm
+    (config.json as vLLM's MedusaConfig writes it, model.safetensors)."""
+    import heads_torch as R
+    from safetensors.torch import save_file
+    H, V = TARGET["hidden_size"], TARGET["vocab_size"]
+    torch.manual_seed(seed)
+    os.makedirs(out, exist_ok=True)
+    if layout == "medusa":
+        assert bias and not shared_head and logit_scale == 1.0, "FasterDecoding's layout has none of these"
+        m = R.FasterDecodingMedusa(H, V, heads, layers)
+        _randomize(m, seed)
+        state, weights = m.medusa_head.state_dict(), "medusa_lm_head.safetensors"
+        config = {"architectures": ["MedusaModel"], "base_model_name_or_path": target_dir, "medusa_num_heads": heads,
+                  "medusa_num_layers": layers, "transformers_version": "4.33.3"}
+    else:
+        m = R.VllmMedusa(H, V, heads, layers, bias=bias, shared_head=shared_head, logit_scale=logit_scale)
+        _randomize(m, seed)
+        state, weights = m.state_dict(), "model.safetensors"
+        config = {"architectures": ["MedusaModel"], "model_type": "medusa", "hidden_size": H, "vocab_size": V,
+                  "num_heads": heads, "num_hidden_layers": layers, "max_paths": 64, "topk": 10,
+                  "truncated_vocab_size": V, "medusa_fc_bias": bias, "original_lm_head": shared_head,
+                  "logit_scale": logit_scale}
+    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, os.path.join(out, weights),
+              metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
     return out
