@@ -26,7 +26,7 @@ $py "$train" target --data "$data" --out "$out/target" --threads "$threads" &
 target_pid=$!
 $py "$train" draft --data "$data" --out "$out/draft" --threads "$threads"
 wait "$target_pid"
-for head in eagle1 eagle3 peagle; do
+for head in eagle1 eagle3 peagle mtp medusa; do
   $py "$train" "$head" --data "$data" --target "$out/target" --out "$out/$head" --threads "$threads"
 done
 $py "$root/experiments/train/crosscheck.py" --models "$out" --data "$data" --out "$out/pytorch_reference.h5"

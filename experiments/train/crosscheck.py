@@ -11,15 +11,28 @@ to match (tests/models). Writes one small HDF5 file:
   /{eagle1,eagle3}/hidden      f32 (S*N, H)    the layer output before the final norm
   /peagle/tokens, /positions   int32 (S, N+K-1) the N real pairs, then K-1 mask slots
   /peagle/logits, /hidden      f32 (S*(N+K-1), Vd), (S*(N+K-1), H)
+  /mtp/logits, /hidden         f32 (S*N, V), (S*N, H)   depth 1: (target feature f_i, token t_{i+1}) at
+                                               position i; hidden = the module's output before
+                                               shared_head.norm, row s*N + i
+  /mtp/depth2_logits, /depth2_hidden  f32 (S*(N-1), V), (S*(N-1), H)   depth 2: feature = /mtp/hidden
+                                               at position i, token t_{i+2}, position i, causal over
+                                               the N-1 depth-2 positions; row s*(N-1) + i
+  /medusa/logits, /hidden      f32 (S*M*T, V), (S*M*T, H)   head k (M heads) on the target's final
+                                               hidden state at every position t; hidden = head k's
+                                               ResBlock output; row (s*M + k)*T + t
 
-Every array is 2-D (row-major), rows in the order given.
+Every array is 2-D (row-major), rows in the order given. The mtp and medusa groups are written
+when models/mtp and models/medusa exist.
 
 Features come from the PyTorch target (the C++ test recomputes them with its own target, which
 is checked first). Usage: crosscheck.py --models models --data DATA --out FILE [--seq 48 --k 8]
+[--only GROUP,...]: --only rewrites just those groups of an existing FILE, every other dataset
+left byte for byte as it is (PyTorch's fp32 results differ in the last bits between CPUs).
 """
 import argparse
 import json
 import os
+import shutil
 import sys
 
 import h5py
@@ -31,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402
 import export  # noqa: E402
 import heads  # noqa: E402
+import mtp_medusa  # noqa: E402
 from llama import causal_mask  # noqa: E402
 
 
@@ -54,6 +68,26 @@ def flat(t):
     return t.reshape(-1, t.shape[-1]).numpy()
 
 
+def multitoken_groups(f, models, tokens, target_hidden, target, only):
+    """The mtp and medusa groups (when their directories exist and `only` allows them)."""
+    S, T = tokens.shape
+    N = T - 1
+    final = target_hidden[-1]
+    if "mtp" in only and os.path.isdir(os.path.join(models, "mtp")):
+        module = mtp_medusa.load_mtp(os.path.join(models, "mtp"), target)
+        (logits, out), (logits2, out2) = module.unroll(tokens, final, 2)
+        g = f.create_group("mtp")
+        g.create_dataset("logits", data=flat(logits))
+        g.create_dataset("hidden", data=flat(out))
+        g.create_dataset("depth2_logits", data=flat(logits2))
+        g.create_dataset("depth2_hidden", data=flat(out2))
+    if "medusa" in only and os.path.isdir(os.path.join(models, "medusa")):
+        outs = mtp_medusa.load_medusa(os.path.join(models, "medusa"), target)(final)
+        g = f.create_group("medusa")
+        g.create_dataset("logits", data=flat(torch.stack([lg for lg, _ in outs], dim=1)))  # (S, M, T, V)
+        g.create_dataset("hidden", data=flat(torch.stack([x for _, x in outs], dim=1)))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", required=True)
@@ -61,6 +95,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--seq", type=int, default=48)
     p.add_argument("--k", type=int, default=8)
+    p.add_argument("--only", help="comma-separated groups (mtp, medusa) to rewrite in an existing --out file")
     args = p.parse_args()
     torch.set_num_threads(1)
     seqs = np.stack([corpus.load(args.data, d, "heldout")[:args.seq].astype(np.int64) for d in corpus.DOMAINS])
@@ -68,6 +103,25 @@ def main():
     S, T = tokens.shape
     N = T - 1
     tmp = args.out + ".tmp"
+    if args.only:
+        only = set(args.only.split(","))
+        if not only <= {"mtp", "medusa"}:
+            p.error(f"--only takes mtp and/or medusa, not {sorted(only - {'mtp', 'medusa'})}")
+        shutil.copyfile(args.out, tmp)
+        with torch.no_grad(), h5py.File(tmp, "r+") as f:
+            stored = f["sequences/tokens"][()]
+            if not np.array_equal(stored, seqs.astype(np.int32)):
+                sys.exit(f"crosscheck: {args.out} holds other windows than --seq {args.seq} of this corpus")
+            for name in only:
+                if name in f:
+                    del f[name]
+            _, target = export.load_llama(os.path.join(args.models, "target"))
+            target.eval()
+            _, target_hidden = target(tokens)
+            multitoken_groups(f, args.models, tokens, target_hidden, target, only)
+        os.replace(tmp, args.out)
+        print(f"rewrote {sorted(only)} in {args.out} ({os.path.getsize(args.out)} bytes)")
+        return
     with torch.no_grad(), h5py.File(tmp, "w") as f:
         f.attrs["description"] = "PyTorch (fp32) outputs of the bundled models on held-out windows"
         g = f.create_group("sequences")
@@ -99,6 +153,7 @@ def main():
                 g.create_dataset("positions", data=pos.numpy().astype(np.int32))
             g.create_dataset("logits", data=flat(logits))
             g.create_dataset("hidden", data=flat(out))
+        multitoken_groups(f, args.models, tokens, target_hidden, target, {"mtp", "medusa"})
     os.replace(tmp, args.out)
     print(f"wrote {args.out} ({os.path.getsize(args.out)} bytes)")
 

@@ -1,6 +1,8 @@
 """Writes the trained models in the formats specdec reads (FORMATS.md): Hugging Face Llama
 checkpoints (config.json + model.safetensors + vocab.json) for the target and the draft LM; the
-SafeAILab layouts for EAGLE-1 and EAGLE-3 heads; the AWS layout for the P-EAGLE drafter.
+SafeAILab layouts for EAGLE-1 and EAGLE-3 heads; the AWS layout for the P-EAGLE drafter; the
+DeepSeek-V3 layout for the MTP module and FasterDecoding/Medusa's for the Medusa heads
+(mtp_medusa.py builds their configs and tensor names).
 Every file is written to a temporary name and renamed; a model directory appears only once
 complete."""
 import json
@@ -12,6 +14,8 @@ import numpy as np
 import torch
 
 import corpus
+
+MEDUSA_WEIGHTS = "medusa_lm_head.safetensors"  # FasterDecoding/Medusa's file name (safetensors form)
 
 _DTYPES = {torch.float32: ("F32", np.float32), torch.int64: ("I64", np.int64), torch.bool: ("BOOL", np.bool_)}
 
@@ -95,16 +99,17 @@ def layer_tensors(prefix, layer):
     return out
 
 
-def write_model_dir(out_dir, config, tensors, card, extra_files=None):
-    """Writes config.json, model.safetensors, README.md (the model card) and extra_files
-    (name -> text, or a dict written as JSON) into out_dir atomically (a sibling temporary directory renamed)."""
+def write_model_dir(out_dir, config, tensors, card, extra_files=None, weights_name="model.safetensors"):
+    """Writes config.json, the tensors (weights_name: model.safetensors, or Medusa's
+    medusa_lm_head.safetensors), README.md (the model card) and extra_files (name -> text, or a
+    dict written as JSON) into out_dir atomically (a sibling temporary directory renamed)."""
     tmp = out_dir.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     with open(os.path.join(tmp, "config.json"), "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
-    write_safetensors(os.path.join(tmp, "model.safetensors"), tensors)
+    write_safetensors(os.path.join(tmp, weights_name), tensors)
     with open(os.path.join(tmp, "README.md"), "w") as f:
         f.write(card)
     for name, value in (extra_files or {}).items():

@@ -11,6 +11,8 @@ perplexity and wall time:
   train.py eagle1  --data DATA --target models/target --out models/eagle1
   train.py eagle3  --data DATA --target models/target --out models/eagle3
   train.py peagle  --data DATA --target models/target --out models/peagle
+  train.py mtp     --data DATA --target models/target --out models/mtp
+  train.py medusa  --data DATA --target models/target --out models/medusa
 
 `--smoke` shrinks everything (a tiny slice of the corpus, a few steps, a small model) so a test
 can run every recipe end to end in seconds; the full recipes are what scripts/train_models.sh runs.
@@ -108,7 +110,8 @@ def train_lm(args, base_shape, title, role):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["corpus", "prompts", "target", "draft", "eagle1", "eagle3", "peagle"])
+    p.add_argument("command", choices=["corpus", "prompts", "target", "draft", "eagle1", "eagle3", "peagle",
+                                          "mtp", "medusa"])
     p.add_argument("--data", required=True, help="corpus directory (written by `corpus`)")
     p.add_argument("--out", help="model directory to write")
     p.add_argument("--target", help="trained target model directory (heads)")
@@ -123,7 +126,8 @@ def main(argv=None):
     p.add_argument("--eval-windows", type=int, default=64)
     p.add_argument("--smoke", action="store_true", help="tiny slice, few steps, small shapes (tests)")
     p.add_argument("--limit-tokens", type=int, help="train on only the first N tokens of each domain")
-    p.add_argument("--depth", type=int, help="P-EAGLE: parallel depths trained (default 8); EAGLE-3: unrolled steps")
+    p.add_argument("--depth", type=int, help="P-EAGLE: parallel depths trained (default 8); EAGLE-3: unrolled steps;"
+                   " MTP: depths of teacher forcing (default 3); Medusa: heads (default 4)")
     p.add_argument("--layers", type=int, help="P-EAGLE: drafter layers (default 2)")
     args = p.parse_args(argv)
     common.set_threads(args.threads)
@@ -139,7 +143,7 @@ def main(argv=None):
         os.replace(args.out + ".tmp", args.out)
         return
     defaults = {"target": (1500, 3e-3), "draft": (1000, 3e-3), "eagle1": (500, 2e-3), "eagle3": (400, 2e-3),
-                "peagle": (500, 2e-3)}[args.command]
+                "peagle": (500, 2e-3), "mtp": (800, 2e-3), "medusa": (1500, 1e-3)}[args.command]
     if args.smoke:
         defaults = (4, defaults[1])
         args.batch, args.seq, args.eval_windows, args.warmup = 2, 32, 2, 1
@@ -153,8 +157,12 @@ def main(argv=None):
     else:
         if not args.target:
             p.error(f"{args.command} needs --target (the trained target directory)")
-        import heads
-        heads.train_head(args)
+        if args.command in ("mtp", "medusa"):
+            import mtp_medusa
+            mtp_medusa.train(args)
+        else:
+            import heads
+            heads.train_head(args)
 
 
 if __name__ == "__main__":

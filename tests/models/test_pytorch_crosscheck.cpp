@@ -17,6 +17,8 @@ TEST(BundledModels, DraftModelMatchesPyTorch) { PyTorchCrossCheck(bundled()).che
 TEST(BundledModels, Eagle1HeadMatchesPyTorch) { PyTorchCrossCheck(bundled()).check_head("eagle1"); }
 TEST(BundledModels, Eagle3HeadMatchesPyTorch) { PyTorchCrossCheck(bundled()).check_head("eagle3"); }
 TEST(BundledModels, PEagleDrafterMatchesPyTorch) { PyTorchCrossCheck(bundled()).check_head("peagle"); }
+TEST(BundledModels, MtpModuleMatchesPyTorch) { PyTorchCrossCheck(bundled()).check_head("mtp"); }
+TEST(BundledModels, MedusaHeadsMatchPyTorch) { PyTorchCrossCheck(bundled()).check_medusa("medusa"); }
 
 }  // namespace
 }  // namespace specdec
