@@ -39,7 +39,7 @@ std::string in_repo(const std::string& recorded) {
 TEST(GoldenTraces, CoverEveryMethodDomainAndSamplingMode) {
   const std::vector<fs::path> traces = golden_traces();
   for (const char* method : {"sequential", "draft", "eagle-chain", "eagle-dynamic", "eagle3-chain", "peagle-chain",
-                             "peagle-tree"}) {
+                             "peagle-tree", "mtp-chain", "mtp-dynamic", "medusa-chain", "medusa-tree"}) {
     for (const char* domain : {"prose", "code"}) {
       for (const char* mode : {"greedy", "coupled", "sample"}) {
         const std::string name = std::string(method) + "_" + domain + "_" + mode + ".h5";
@@ -47,7 +47,7 @@ TEST(GoldenTraces, CoverEveryMethodDomainAndSamplingMode) {
       }
     }
   }
-  EXPECT_EQ(traces.size(), 42u);
+  EXPECT_EQ(traces.size(), 66u);
 }
 
 // Recorded under this build's exactness contract; otherwise scripts/record_golden.sh re-records them.
