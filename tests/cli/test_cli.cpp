@@ -364,9 +364,9 @@ TEST_F(Cli, CompareRunsMethodsSideBySideAndChecksAgreement) {
   EXPECT_EQ(j["runs"][0]["output_tokens"], j["runs"][1]["output_tokens"]);
   EXPECT_GE(j["runs"][1]["acceptance_length"].get<double>(), 1.0);
 
-  const CliRun unknown = run(with({"--methods", "sequential,medusa"}));
+  const CliRun unknown = run(with({"--methods", "sequential,hydra"}));
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_NE(unknown.err.find("unknown method 'medusa'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("unknown method 'hydra'"), std::string::npos) << unknown.err;
   const CliRun missing = run(with({"--methods", "eagle3"}));  // no zoo/eagle3
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("eagle3"), std::string::npos) << missing.err;

@@ -28,7 +28,7 @@ TEST(TrainingRecipes, EveryRecipeRunsAndItsExportMatchesTheReference) {
   const fs::path data = dir.path() / "data", models = dir.path() / "models";
   const std::string q = "'";
   ASSERT_EQ(run(recipe("train.py corpus --data " + q + data.string() + q)), 0) << "corpus extraction failed";
-  for (const char* kind : {"target", "draft", "eagle1", "eagle3", "peagle"}) {
+  for (const char* kind : {"target", "draft", "eagle1", "eagle3", "peagle", "mtp", "medusa"}) {
     const std::string cmd = recipe(std::string("train.py ") + kind + " --smoke --data '" + data.string() + "' --target '" +
                                    (models / "target").string() + "' --out '" + (models / kind).string() + "'");
     ASSERT_EQ(run(cmd), 0) << "recipe failed: " << cmd;
@@ -45,6 +45,8 @@ TEST(TrainingRecipes, EveryRecipeRunsAndItsExportMatchesTheReference) {
   check.check_head("eagle1");
   check.check_head("eagle3");
   check.check_head("peagle");
+  check.check_head("mtp");
+  check.check_medusa("medusa");
 }
 
 TEST(TrainingRecipes, AHeadWithoutATargetIsAUsageError) {
