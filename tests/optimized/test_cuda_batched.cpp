@@ -4,7 +4,9 @@
 // alone. The target's forward_batch and the draft LM's gathered forward_batch run on the device.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <tuple>
 #include <string>
 
 #include "optimized/cuda/cuda_eagle_head.hpp"
@@ -13,6 +15,8 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafting/draft_model_proposer.hpp"
+#include "reference/drafting/medusa_proposer.hpp"
+#include "reference/drafters/medusa_heads.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "tests/optimized/cpu_fixtures.hpp"
@@ -170,6 +174,68 @@ TEST_F(CudaBatched, DraftFreeMethodsEqualSequentialOnTheDevice) {
       o.max_in_flight = 2;
       const BatchResult b = decode_batched(target, requests, [&](std::size_t, ForwardGather&) { return make_method_proposer(spec, in); }, o);
       for (std::size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(b.requests[i].generation.tokens, expected) << where << ", request " << i;
+    }
+  }
+}
+
+
+// MTP modules (their forward on the device) and Medusa heads (on the host, the target on the device):
+// greedy and coupled output equals the device's sequential decoding for chains of K = 1..8 in every
+// variant, trees, and in a batch.
+TEST_F(CudaBatched, MtpAndMedusaEqualSequentialOnTheDevice) {
+  const std::shared_ptr<cuda::DeviceRuntime> rt = testing::test_device();
+  ModelConfig c = testing::fixture_configs()[0].config;
+  c.eos_token_ids.clear();
+  const Transformer reference = testing::make_model(c, kModelSeed);
+  const cuda::CudaTransformer target(rt, c, reference.weights(), kPrecision);
+  const EagleHead module = cuda::cuda_eagle_head(rt, random_eagle_head(testing::mtp_config(c), reference, 15, 0.08f));
+  const MedusaHeads medusa = random_medusa_heads(medusa_config_for(c, 4), c, 16, 0.08f);
+  const auto& prompt = testing::kExactnessPrompts[1];
+  for (SamplingParams::Mode mode : {SamplingParams::Mode::greedy, SamplingParams::Mode::coupled}) {
+    SamplingParams s;
+    s.mode = mode;
+    s.temperature = 0.7;
+    s.seed = 5;
+    const auto acceptor = default_acceptor(s);
+    const std::vector<int32_t> expected = decode_sequential(target, prompt, s, testing::max_new_tokens(12)).tokens;
+    std::vector<std::pair<std::string, std::function<std::unique_ptr<Proposer>()>>> makers;
+    for (int k = 1; k <= 8; ++k) {
+      for (const auto& [variant, feedback, zero] : {std::tuple{"prenorm", MtpFeedback::prenorm, false},
+                                                    std::tuple{"vllm", MtpFeedback::prenorm, true},
+                                                    std::tuple{"normed", MtpFeedback::normed, false}}) {
+        EagleOptions o = testing::chain_options(k);
+        o.feedback = feedback;
+        o.zero_embedding_at_position_0 = zero;
+        makers.emplace_back("mtp " + std::string(variant) + " K=" + std::to_string(k),
+                            [&module, o] { return std::make_unique<EagleProposer>(module, o, 64); });
+      }
+      MedusaOptions m;
+      m.k = k;
+      makers.emplace_back("medusa K=" + std::to_string(k), [&medusa, m] { return std::make_unique<MedusaProposer>(medusa, m); });
+    }
+    makers.emplace_back("mtp dynamic tree", [&module] { return std::make_unique<EagleProposer>(module, testing::dynamic_options(2, 3, 8), 64); });
+    makers.emplace_back("mtp static tree", [&module] { return std::make_unique<EagleProposer>(module, testing::static_options(testing::kSmallTree), 64); });
+    MedusaOptions tree;
+    tree.shape = MedusaShape::tree;
+    tree.choices = testing::kSmallTree;
+    makers.emplace_back("medusa tree", [&medusa, tree] { return std::make_unique<MedusaProposer>(medusa, tree); });
+    for (const auto& [name, make] : makers) {
+      const std::string where = name + ", sampling mode " + std::to_string(static_cast<int>(mode)) + ", model seed " +
+                                std::to_string(kModelSeed);
+      const auto proposer = make();
+      EXPECT_EQ(decode_speculative(target, *proposer, *acceptor, prompt, s, testing::max_new_tokens(12)).tokens, expected) << where;
+    }
+    // Three requests, two in flight: each sequence's output is its sequential decoding.
+    for (const char* name : {"mtp", "medusa"}) {
+      std::vector<BatchRequest> requests(3);
+      for (BatchRequest& q : requests) q.prompt = prompt, q.max_new_tokens = 12, q.stop_at_eos = false, q.sampling = s;
+      BatchOptions o;
+      o.max_in_flight = 2;
+      const BatchResult b = decode_batched(target, requests, [&](std::size_t, ForwardGather&) -> std::unique_ptr<Proposer> {
+        if (std::string(name) == "mtp") return std::make_unique<EagleProposer>(module, testing::chain_options(4), 64);
+        return std::make_unique<MedusaProposer>(medusa, MedusaOptions{});
+      }, o);
+      for (std::size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(b.requests[i].generation.tokens, expected) << name << " batch, request " << i;
     }
   }
 }
