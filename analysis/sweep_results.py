@@ -11,8 +11,8 @@ _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 METHOD_NAMES = {"sequential": "sequential", "draft": "draft LM", "eagle": "EAGLE-1", "eagle3": "EAGLE-3",
-                "peagle": "P-EAGLE"}
-METHOD_ORDER = ["sequential", "draft", "eagle", "eagle3", "peagle"]
+                "peagle": "P-EAGLE", "mtp": "MTP", "medusa": "Medusa"}
+METHOD_ORDER = ["sequential", "draft", "eagle", "eagle3", "peagle", "mtp", "medusa"]
 
 
 def fail(message):
@@ -76,8 +76,9 @@ def categories(rows):
 
 
 def methods(rows):
-    present = {r["method"] for r in rows}
-    return [m for m in METHOD_ORDER if m in present]
+    """The methods present: the known ones in METHOD_ORDER, then any other in first-appearance order."""
+    present = list(dict.fromkeys(r["method"] for r in rows))
+    return [m for m in METHOD_ORDER if m in present] + [m for m in present if m not in METHOD_ORDER]
 
 
 def label(method):

@@ -96,7 +96,8 @@ def main():
              f"(`--ignore-eos`){seed_text}, the {'/'.join(backends)} backend. AL = tokens per target forward step, bonus "
              "included (1.00 = no draft ever accepted). α_d = P(draft d accepted | drafts 1..d−1 accepted), pooled over "
              "prompts. T = 1 is rejection sampling at temperature 1 (draft: full-distribution rule; EAGLE: the drafter's "
-             "sampled q; P-EAGLE: each position sampled from its own q).", ""]
+             "sampled q; P-EAGLE: each position sampled from its own q; MTP: the module's sampled q, checkpoint variant; "
+             "Medusa: each head's q, at most its 4 heads deep).", ""]
     kmax = max(ks) if ks else 0
     csv_rows = []
     for cat in cats:
@@ -121,9 +122,9 @@ def main():
             shapes = sorted({key[3:] for key in dyn if key[:2] == (cat, mode)})
             for depth, top_k, total in shapes:
                 found = [f"{sr.label(m)} {dyn[(cat, mode, m, depth, top_k, total)].al():.2f}"
-                         for m in sr.METHOD_ORDER if (cat, mode, m, depth, top_k, total) in dyn]
+                         for m in sr.methods(dynamic) if (cat, mode, m, depth, top_k, total) in dyn]
                 lines += ["", f"EAGLE-2 dynamic tree (depth {depth}, top-k {top_k}, {total} tokens per step), AL: " + ", ".join(found) + "."]
-                for m in sr.METHOD_ORDER:
+                for m in sr.methods(dynamic):
                     if (cat, mode, m, depth, top_k, total) in dyn:
                         csv_rows.append([cat, mode, m, f"dynamic {depth}/{top_k}/{total}", f"{dyn[(cat, mode, m, depth, top_k, total)].al():.3f}"])
             lines.append("")

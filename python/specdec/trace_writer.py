@@ -43,7 +43,7 @@ FORMAT = "specdec-trace"
 # head kind, or "context" (draft-free: the token history; no drafter model in the trace).
 # test_trace_writer.py keeps this equal to the C++ table.
 METHOD_DRAFTERS = {"sequential": None, "draft": "draft_lm", "eagle": "eagle1", "eagle3": "eagle3", "peagle": "peagle",
-                   "ngram": "context", "prompt-lookup": "context", "ngram-tree": "context", "suffix": "context",
+                   "mtp": "mtp", "medusa": "medusa", "ngram": "context", "prompt-lookup": "context", "ngram-tree": "context", "suffix": "context",
                    "suffix-tree": "context"}
 METHODS = tuple(METHOD_DRAFTERS)
 LAYER_SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")

@@ -62,7 +62,8 @@ def test_method_table_equals_the_registry():
     for m in json.loads(out)["methods"]:
         d = m["drafter"]
         registry[m["name"]] = (None if d is None else "draft_lm" if d["kind"] == "language_model"
-                               else "context" if d["kind"] == "context" else d["head"])
+                               else "context" if d["kind"] == "context"
+                               else "medusa" if d["kind"] == "medusa_heads" else d["head"])
     assert tw.METHOD_DRAFTERS == registry
     assert tw.METHODS == tuple(registry)  # in the registry's order
 
