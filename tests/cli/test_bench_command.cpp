@@ -242,7 +242,7 @@ TEST(BenchCommand, UserErrors) {
       {{"bench", "--preset", "huge"}, "known presets"},
       {{"bench", "--preset", "tiny", "--model", model}, "either --model or --preset"},
       {{"bench", "--backends", "gpu"}, "'gpu' is not a backend"},
-      {{"bench", "--methods", "sequential,medusa"}, "known methods"},
+      {{"bench", "--methods", "sequential,hydra"}, "known methods"},
       {{"bench", "--methods", "draft,", "--k", "2"}, "empty entry"},
       {{"bench", "--k", "0"}, "--k must be >= 1"},
       {{"bench", "--tokens", "1"}, "--tokens must be >= 2"},

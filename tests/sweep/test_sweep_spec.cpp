@@ -89,7 +89,7 @@ TEST(SweepSpec, ErrorsNameTheField) {
   const std::vector<Case> cases = {
       {"unknown axis", json::parse(R"({"method": "eagle", "kk": 3})"), "unknown axis 'kk'"},
       {"K below one", json::parse(R"({"method": "eagle", "k": [2, 0]})"), "--k must be >= 1"},
-      {"unknown method", json::parse(R"({"method": "medusa"})"), "unknown method 'medusa'; known methods: sequential, draft"},
+      {"unknown method", json::parse(R"({"method": "hydra"})"), "unknown method 'hydra'; known methods: sequential, draft"},
       {"misspelt method", json::parse(R"({"method": "eagel3"})"), "did you mean eagle3?"},
       {"bad sampling", json::parse(R"({"method": "sequential", "sampling": "beam"})"), "beam"},
       {"empty list", json::parse(R"({"method": []})"), "grid.method: empty list"},
