@@ -12,6 +12,7 @@
 #include "reference/drafters/eagle_checkpoint.hpp"
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/drafters/mtp_checkpoint.hpp"
+#include "reference/methods/registry.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -183,7 +184,8 @@ int inspect_medusa(const std::filesystem::path& path, bool json, bool tensors, C
   if (!c.base_model.empty()) io.out << "base model  " << c.base_model << "\n";
   io.out << "weights     " << info.weights.string() << "\n"
          << "tensors     " << list.size() << ", " << std::fixed << std::setprecision(2) << params / 1e6
-         << "M parameters (load it with a target: generate --method medusa --drafter " << path.string() << ")\n";
+         << "M parameters (load it with a target: generate --method " << method_drafting_with(DrafterNeed::Kind::medusa_heads).name
+         << " --drafter " << path.string() << ")\n";
   if (tensors) {
     for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "\n";
   }
@@ -194,7 +196,8 @@ int inspect_medusa(const std::filesystem::path& path, bool json, bool tensors, C
 // names; their shapes are checked against a target when loaded.
 int inspect_mtp(const std::filesystem::path& path, const MtpCheckpointInfo& info, const TensorStore& store, bool json,
                 bool tensors, CommandIO& io) {
-  const std::string hint = "generate --method mtp --drafter " + path.string();
+  const std::string hint = "generate --method " + method_drafting_with(DrafterNeed::Kind::eagle_head, EagleKind::mtp).name +
+                           " --drafter " + path.string();
   if (json) {
     io.out << nlohmann::json{{"kind", "mtp_modules"}, {"path", path.string()}, {"layout", info.layout}, {"modules", info.modules},
                              {"layers_per_module", info.layers}, {"own_lm_head", info.own_lm_head},
@@ -257,7 +260,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
                         {"fingerprint", weights_fingerprint(m.weights)},
                         {"tokenizer", tokenizer ? tokenizer->description() : "none"},
                         {"tensors", list}};
-    if (!mtp_inside.layout.empty()) j["mtp"] = {{"layout", mtp_inside.layout}, {"modules", mtp_inside.modules}};
+    if (!mtp_inside.layout.empty()) j["mtp_modules"] = {{"layout", mtp_inside.layout}, {"modules", mtp_inside.modules}};
     io.out << j.dump() << "\n";
     return 0;
   }
@@ -273,7 +276,8 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
          << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n";
   if (!mtp_inside.layout.empty()) {
     io.out << "mtp         " << mtp_inside.modules << " module" << (mtp_inside.modules == 1 ? "" : "s") << " (mtp ("
-           << mtp_inside.layout << " layout)) in this checkpoint: generate --method mtp --drafter " << path.string() << "\n";
+           << mtp_inside.layout << " layout)) in this checkpoint: generate --method "
+           << method_drafting_with(DrafterNeed::Kind::eagle_head, EagleKind::mtp).name << " --drafter " << path.string() << "\n";
   }
   if (tensors) {
     for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["dtype"].get<std::string>() << " " << t["shape"].dump() << "  " << t["file"].get<std::string>() << "\n";

@@ -286,11 +286,7 @@ py::object forward(const std::shared_ptr<Model>& model, const py::object& tokens
 
 // ---- drafters ------------------------------------------------------------------------------------
 
-std::string method_for_head(EagleKind kind) {
-  for (const MethodEntry& e : method_registry())
-    if (e.drafter.kind == DrafterNeed::Kind::eagle_head && e.drafter.head == kind) return e.name;
-  throw Error("no method drafts with an " + eagle_kind_name(kind) + " head");
-}
+std::string method_for_head(EagleKind kind) { return method_drafting_with(DrafterNeed::Kind::eagle_head, kind).name; }
 
 // "draft, eagle, eagle3, peagle": the methods that draft with a drafter.
 std::string drafting_methods() {
@@ -312,7 +308,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   d->target = target;
   py::gil_scoped_release release;
   // Medusa heads say so in config.json (or by medusa_lm_head.*), whatever else the folder holds.
-  if (method.empty() && is_medusa_checkpoint(path)) method = "medusa";
+  if (method.empty() && is_medusa_checkpoint(path)) method = method_drafting_with(DrafterNeed::Kind::medusa_heads).name;
   if (method.empty()) {
     // Which kind of drafter the directory holds: an EAGLE-family head (its kind from config.json
     // and tensor names), else a draft language model.
@@ -340,7 +336,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   std::optional<LoadedDrafter> loaded = ::specdec::load_drafter(a, target->m);
   d->d = std::move(*loaded);
   d->method = method;
-  d->kind = d->d.head ? eagle_kind_name(d->d.head->config().kind) : d->d.medusa ? "medusa" : "draft_lm";
+  d->kind = d->d.head ? eagle_kind_name(d->d.head->config().kind) : d->d.medusa ? method_drafting_with(DrafterNeed::Kind::medusa_heads).name : "draft_lm";
   return d;
 }
 

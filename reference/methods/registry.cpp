@@ -80,6 +80,13 @@ const MethodEntry& method_entry(const std::string& name, const std::string& what
 
 bool method_drafts(const MethodEntry& e) { return e.make_proposer != nullptr; }
 
+const MethodEntry& method_drafting_with(DrafterNeed::Kind kind, EagleKind head) {
+  for (const MethodEntry& e : method_registry())
+    if (e.drafter.kind == kind && (kind != DrafterNeed::Kind::eagle_head || e.drafter.head == head)) return e;
+  throw Error("no method drafts with " + (kind == DrafterNeed::Kind::eagle_head ? "an " + eagle_kind_name(head) + " head"
+                                                                               : std::string("this kind of drafter")));
+}
+
 std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const ProposerInputs& given) {
   check_method_spec(spec);
   const MethodEntry& e = method_entry(spec.name);

@@ -113,6 +113,10 @@ const MethodEntry& method_entry(const std::string& name, const std::string& what
 // Whether the method drafts at all (false: sequential decoding).
 bool method_drafts(const MethodEntry& e);
 
+// The method that drafts with a drafter of `kind` (for eagle_head: a head of kind `head`), e.g.
+// "medusa" for medusa_heads. Throws specdec::Error when no method does.
+const MethodEntry& method_drafting_with(DrafterNeed::Kind kind, EagleKind head = EagleKind::eagle1);
+
 // The method's proposer: checks the spec and that the drafter it needs was given, of the right
 // kind. Null for sequential decoding.
 std::unique_ptr<Proposer> make_method_proposer(const MethodSpec& spec, const ProposerInputs& in);
