@@ -18,52 +18,10 @@ std::vector<EagleTensor> build(const EagleHeadConfig& c, EagleWeights& w, bool a
   auto vec = [&](bool want, std::string name, Vector& v, int64_t n, bool is_norm = false) {
     if (want || all) s.push_back({std::move(name), nullptr, &v, n, 0, {n}, is_norm});
   };
-
-  if (c.kind == EagleKind::mtp) {
-    // An MTP module: its own names in each layout, standard layers (with input norms) reading H.
-    const MtpNames n = mtp_names(c);
-    mat(c.own_embeddings, n.embed_tokens, w.embed_tokens, V, H);
-    vec(true, n.embed_norm, w.embed_norm, H, true);
-    vec(true, n.hidden_norm, w.hidden_norm, H, true);
-    mat(true, n.fc, w.fc, H, c.fc_in());
-    for (int i = 0; i < static_cast<int>(w.layers.size()); ++i) {
-      LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
-      const std::string p = n.layer_prefix(i);
-      vec(true, p + "input_layernorm.weight", l.input_layernorm, H, true);
-      mat(true, p + "self_attn.q_proj.weight", l.q_proj, q, H);
-      vec(lc.attention_bias, p + "self_attn.q_proj.bias", l.q_bias, q);
-      mat(true, p + "self_attn.k_proj.weight", l.k_proj, kv, H);
-      vec(lc.attention_bias, p + "self_attn.k_proj.bias", l.k_bias, kv);
-      mat(true, p + "self_attn.v_proj.weight", l.v_proj, kv, H);
-      vec(lc.attention_bias, p + "self_attn.v_proj.bias", l.v_bias, kv);
-      mat(true, p + "self_attn.o_proj.weight", l.o_proj, H, q);
-      vec(lc.o_proj_bias, p + "self_attn.o_proj.bias", l.o_bias, H);
-      vec(lc.qk_norm, p + "self_attn.q_norm.weight", l.q_norm, hd, true);
-      vec(lc.qk_norm, p + "self_attn.k_norm.weight", l.k_norm, hd, true);
-      vec(true, p + "post_attention_layernorm.weight", l.post_attention_layernorm, H, true);
-      mat(true, p + "mlp.gate_proj.weight", l.gate_proj, I, H);
-      vec(lc.mlp_bias, p + "mlp.gate_proj.bias", l.gate_bias, I);
-      mat(true, p + "mlp.up_proj.weight", l.up_proj, I, H);
-      vec(lc.mlp_bias, p + "mlp.up_proj.bias", l.up_bias, I);
-      mat(true, p + "mlp.down_proj.weight", l.down_proj, H, I);
-      vec(lc.mlp_bias, p + "mlp.down_proj.bias", l.down_bias, H);
-    }
-    vec(true, n.norm, w.norm, H, true);
-    mat(c.own_lm_head, n.lm_head, w.lm_head, Vd, H);
-    vec(false, n.prefix + "fc.bias", w.fc_bias, H);  // listed only to find members an MTP module has no place for
-    vec(false, n.prefix + "mask_hidden", w.mask_hidden, c.feature_width());
-    return s;
-  }
-  mat(c.own_embeddings, "embed_tokens.weight", w.embed_tokens, V, H);
-  mat(true, "fc.weight", w.fc, H, c.fc_in());
-  vec(c.fc_bias, "fc.bias", w.fc_bias, H);
-  for (int i = 0; i < static_cast<int>(w.layers.size()); ++i) {
-    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
-    const std::string p = eagle_layer_prefix(c, i);
-    // Layer 0 of EAGLE-3 / P-EAGLE attends over cat(norm(emb), norm(h)): 2H wide.
-    const int64_t in = (i == 0 && !eagle1) ? 2 * H : H;
-    if (i == 0) vec(!eagle1, p + "hidden_norm.weight", w.hidden_norm, H, true);
-    vec(!(eagle1 && i == 0), p + "input_layernorm.weight", l.input_layernorm, H, true);
+  // A decoder layer's tensors at prefix p: q/k/v read `in` features; EAGLE-1's first layer has no
+  // input norm.
+  auto layer = [&](const std::string& p, LayerWeights& l, int64_t in, bool input_norm) {
+    vec(input_norm, p + "input_layernorm.weight", l.input_layernorm, H, true);
     mat(true, p + "self_attn.q_proj.weight", l.q_proj, q, in);
     vec(lc.attention_bias, p + "self_attn.q_proj.bias", l.q_bias, q);
     mat(true, p + "self_attn.k_proj.weight", l.k_proj, kv, in);
@@ -81,6 +39,32 @@ std::vector<EagleTensor> build(const EagleHeadConfig& c, EagleWeights& w, bool a
     vec(lc.mlp_bias, p + "mlp.up_proj.bias", l.up_bias, I);
     mat(true, p + "mlp.down_proj.weight", l.down_proj, H, I);
     vec(lc.mlp_bias, p + "mlp.down_proj.bias", l.down_bias, H);
+  };
+
+  if (c.kind == EagleKind::mtp) {
+    // An MTP module: its own names in each layout, standard layers (with input norms) reading H.
+    const MtpNames n = mtp_names(c);
+    mat(c.own_embeddings, n.embed_tokens, w.embed_tokens, V, H);
+    vec(true, n.embed_norm, w.embed_norm, H, true);
+    vec(true, n.hidden_norm, w.hidden_norm, H, true);
+    mat(true, n.fc, w.fc, H, c.fc_in());
+    for (int i = 0; i < static_cast<int>(w.layers.size()); ++i) layer(n.layer_prefix(i), w.layers[static_cast<std::size_t>(i)], H, true);
+    vec(true, n.norm, w.norm, H, true);
+    mat(c.own_lm_head, n.lm_head, w.lm_head, Vd, H);
+    vec(false, n.prefix + "fc.bias", w.fc_bias, H);  // listed only to find members an MTP module has no place for
+    vec(false, n.prefix + "mask_hidden", w.mask_hidden, c.feature_width());
+    return s;
+  }
+  mat(c.own_embeddings, "embed_tokens.weight", w.embed_tokens, V, H);
+  mat(true, "fc.weight", w.fc, H, c.fc_in());
+  vec(c.fc_bias, "fc.bias", w.fc_bias, H);
+  for (int i = 0; i < static_cast<int>(w.layers.size()); ++i) {
+    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
+    const std::string p = eagle_layer_prefix(c, i);
+    // Layer 0 of EAGLE-3 / P-EAGLE attends over cat(norm(emb), norm(h)): 2H wide.
+    const int64_t in = (i == 0 && !eagle1) ? 2 * H : H;
+    if (i == 0) vec(!eagle1, p + "hidden_norm.weight", w.hidden_norm, H, true);
+    layer(p, l, in, !(eagle1 && i == 0));
   }
   vec(!eagle1, "norm.weight", w.norm, H, true);
   mat(!eagle1, "lm_head.weight", w.lm_head, Vd, H);
