@@ -4,6 +4,7 @@
 
 #include "cli/monitor_options.hpp"
 #include "cli/options.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/speculation_report.hpp"
 #include "reference/acceptance/forced_acceptor.hpp"
@@ -160,6 +161,8 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
           {"decode_tokens_per_second", r.decode_tokens_per_second()}}},
     };
     if (m.tokenizer) j["output_text"] = text;
+    // Which kernels ran is machine-specific like the timings (every path gives the same bits).
+    if (a.backend == "cpu") j["timing"]["cpu_isa"] = cpu_kernel_path();
     add_speculation_json(j, a.policy, r);  // policy, mean_draft_depth, draft_depth_per_step, fallbacks
     if (sources) j["draft_sources"] = sources->to_json();  // draft-free methods only
     if (forced) {

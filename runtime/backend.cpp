@@ -9,6 +9,7 @@
 
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
 #include "optimized/cpu/cpu_eagle_head.hpp"
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/cpu_medusa_heads.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
 #endif
@@ -109,6 +110,15 @@ void check_backend(const std::string& name, const std::string& option) {
   if (std::find(known.begin(), known.end(), name) == known.end()) {
     throw Error(option + " '" + name + "' is not a backend; available backends: " + available_list());
   }
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") {
+    try {
+      cpu::active_isa();
+    } catch (const Error& e) {
+      throw Error(option + " '" + name + "': " + e.what());
+    }
+  }
+#endif
   if (!backend_available(name)) {
     std::string why = "this build has no " + name + " backend (the specdec_optimized_" + name + " library was not built)";
 #ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
@@ -195,6 +205,14 @@ std::string backend_name(const LanguageModel& model) {
 #endif
   if (dynamic_cast<const Transformer*>(&model)) return "reference";
   return "other";
+}
+
+std::string cpu_kernel_path() {
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  return cpu::isa_name(cpu::active_isa());
+#else
+  return "";
+#endif
 }
 
 }  // namespace specdec

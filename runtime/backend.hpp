@@ -58,6 +58,11 @@ EagleHead bind_head(const std::string& name, const EagleHead& head);
 // target, which the heads read from, still runs on the backend.
 MedusaHeads bind_medusa(const std::string& name, const MedusaHeads& heads);
 
+// The instruction-set path the cpu backend's kernels use here: "portable", "avx2" or "avx512"
+// (optimized/cpu/cpu_isa.hpp; SPECDEC_CPU_ISA forces one); "" when this build has no cpu backend.
+// Throws specdec::Error when SPECDEC_CPU_ISA names an unknown path or one this CPU cannot run.
+std::string cpu_kernel_path();
+
 // "reference", "cpu", "cuda", "plugin:NAME" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);
 

@@ -97,6 +97,8 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
   BenchReport report;
   report.model = models.description;
   report.precision = models.precision;
+  if (std::find(options.backends.begin(), options.backends.end(), "cpu") != options.backends.end())
+    report.cpu_isa = cpu_kernel_path();
   report.options = options;
   auto say = [&](const std::string& line) {
     if (progress) *progress << line << std::endl;
@@ -236,6 +238,8 @@ void print_bench(const BenchReport& r, std::ostream& out) {
   out << "bandwidth  " << fixed(r.bandwidth.bytes_per_s / 1e9, 2) << " GB/s read (" << r.bandwidth.threads << " thread"
       << (r.bandwidth.threads == 1 ? "" : "s") << ", " << fixed(r.bandwidth.buffer_bytes / (1 << 20), 0) << " MiB buffer, best of "
       << r.bandwidth.passes << ")\n";
+  if (!r.cpu_isa.empty())
+    out << "cpu path   " << r.cpu_isa << " kernels (the widest this CPU runs unless SPECDEC_CPU_ISA=portable|avx2|avx512 forces one)\n";
   out << "runs       " << r.options.prompt_length << "-token prompt, " << r.options.tokens << " new tokens, best of "
       << r.options.repeat << "; acceptance: " << (r.options.accepted.empty() && !r.options.forced ? std::string("greedy rule") : acceptance_label(r.options))
       << "\n";
@@ -279,6 +283,7 @@ nlohmann::json bench_json(const BenchReport& r) {
   nlohmann::json j;
   j["model"] = r.model;
   j["precision"] = r.precision;
+  if (!r.cpu_isa.empty()) j["cpu_isa"] = r.cpu_isa;
   j["bandwidth"] = {{"bytes_per_s", r.bandwidth.bytes_per_s},
                     {"threads", r.bandwidth.threads},
                     {"buffer_bytes", r.bandwidth.buffer_bytes},

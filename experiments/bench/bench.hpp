@@ -72,6 +72,7 @@ struct MethodRow {
 struct BenchReport {
   std::string model;      // BenchModels::description
   std::string precision;
+  std::string cpu_isa;  // the cpu backend's kernel path (runtime/backend.hpp cpu_kernel_path); "" when not measured
   ReadBandwidth bandwidth;
   BenchOptions options;
   std::vector<DecodeRow> decode;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "optimized/cpu/cpu_decoder_layer.hpp"
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/cpu_kv_cache.hpp"
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
@@ -257,6 +258,9 @@ std::vector<EagleHead::Output> CpuEagleEngine::forward_batch(const std::vector<E
 
 }  // namespace
 
-EagleHead cpu_eagle_head(const EagleHead& head) { return head.with_engine(std::make_shared<const CpuEagleEngine>(head)); }
+EagleHead cpu_eagle_head(const EagleHead& head) {
+  active_isa();  // an invalid SPECDEC_CPU_ISA is reported here, before any kernel runs
+  return head.with_engine(std::make_shared<const CpuEagleEngine>(head));
+}
 
 }  // namespace specdec::cpu

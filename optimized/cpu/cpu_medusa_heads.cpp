@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "optimized/cpu/cpu_decoder_layer.hpp"
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "optimized/cpu/vector_exp.hpp"
@@ -84,6 +85,7 @@ std::vector<Matrix> CpuMedusaEngine::forward(const Matrix& hidden, int heads) co
 }  // namespace
 
 MedusaHeads cpu_medusa_heads(const MedusaHeads& heads) {
+  active_isa();  // an invalid SPECDEC_CPU_ISA is reported here, before any kernel runs
   return heads.with_engine(std::make_shared<const CpuMedusaEngine>(heads));
 }
 

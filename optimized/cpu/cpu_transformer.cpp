@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "optimized/cpu/cpu_decoder_layer.hpp"
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/cpu_kv_cache.hpp"
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
@@ -47,6 +48,7 @@ struct CpuTransformer::Impl {
 
 CpuTransformer::CpuTransformer(ModelConfig config, const LlamaWeights& weights, Dtype precision) {
   check_weight_precision(precision, "cpu backend");
+  active_isa();  // an invalid SPECDEC_CPU_ISA is reported here, before any kernel runs
   validate_model_config(config, "model");
   check_checkpoint_weights(config, weights, "model");
   impl_ = std::make_unique<Impl>(std::move(config), precision);

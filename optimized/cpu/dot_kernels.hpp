@@ -41,11 +41,4 @@ void widen(Dtype dtype, const void* src, int n, float* dst);
 // ops::dot(a, b, n) bitwise, on the fastest available path.
 float dot(const float* a, const float* b, int n);
 
-// Whether this CPU has AVX2 and F16C (checked at run time).
-bool simd_available();
-// Whether the AVX2 kernels are in use (default: simd_available()). Turning them off selects the
-// portable versions, which give bitwise the same results; tests compare the two.
-bool simd_enabled();
-void set_simd_enabled(bool enabled);  // enabling is ignored where simd_available() is false
-
 }  // namespace specdec::cpu

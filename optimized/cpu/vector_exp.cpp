@@ -1,6 +1,6 @@
 #include "optimized/cpu/vector_exp.hpp"
 
-#include "optimized/cpu/dot_kernels.hpp"
+#include "optimized/cpu/cpu_isa.hpp"
 #include "reference/core/exact_math.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -52,7 +52,7 @@ __attribute__((target("avx2"))) void exp_shifted_avx2(const float* x, float shif
 
 void exp_shifted(const float* x, float shift, int n, float* out) {
 #ifdef SPECDEC_CPU_X86
-  if (simd_enabled()) return exp_shifted_avx2(x, shift, n, out);
+  if (active_isa() != Isa::portable) return exp_shifted_avx2(x, shift, n, out);  // avx512 too: no gain from 16 lanes here
 #endif
   for (int i = 0; i < n; ++i) out[i] = exact::exp(x[i] - shift);
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/dot_kernels.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/stream_buffer.hpp"
@@ -118,11 +119,11 @@ int main(int argc, char** argv) try {
   std::vector<float> out(static_cast<std::size_t>(specdec::cpu::kMaxBlockRows * T_max));
 
 #if defined(__x86_64__) || defined(__i386__)
-  const double peak = specdec::cpu::simd_available() ? peak_multiply_adds_per_s(o.seconds) : 0;
+  const double peak = specdec::cpu::isa_supported(specdec::cpu::Isa::avx2) ? peak_multiply_adds_per_s(o.seconds) : 0;
   std::printf("one core, fused multiply-add, no memory traffic: %.1f G multiply-adds/s\n", peak / 1e9);
 #endif
-  std::printf("dot_tile, one thread, %s weights, %d columns, best of 3 (G multiply-adds/s; weight GB/s)\n",
-              specdec::dtype_name(o.dtype).c_str(), o.cols);
+  std::printf("dot_tile, %s path, one thread, %s weights, %d columns, best of 3 (G multiply-adds/s; weight GB/s)\n",
+              specdec::cpu::isa_name(specdec::cpu::active_isa()), specdec::dtype_name(o.dtype).c_str(), o.cols);
   std::printf("%8s", "tokens");
   for (const Place& p : places) std::printf("  %16s", p.name);
   std::printf("\n");

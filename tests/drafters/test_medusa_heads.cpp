@@ -481,8 +481,11 @@ TEST(MedusaCheckpointErrors, PickleOnlyAndMissingFilesAreRefused) {
 
 // --- the cpu engine -------------------------------------------------------------------------------
 
-TEST(CpuMedusaHeads, EqualsTheReferenceBitwiseForEveryRowCountPrecisionAndThreadCount) {
-  testing::SettingsGuard guard;
+// On each kernel path (each instance skipped where this CPU cannot run it).
+class CpuMedusaHeadsPaths : public testing::KernelPathTest {};
+SPECDEC_INSTANTIATE_KERNEL_PATHS(CpuMedusaHeadsPaths);
+
+TEST_P(CpuMedusaHeadsPaths, EqualsTheReferenceBitwiseForEveryRowCountPrecisionAndThreadCount) {
   ops::set_parallel_work_threshold(0);  // thread every loop, however small
   for (const HeadsCase& c : heads_cases()) {
     for (Dtype p : testing::cpu_precisions()) {
@@ -496,18 +499,14 @@ TEST(CpuMedusaHeads, EqualsTheReferenceBitwiseForEveryRowCountPrecisionAndThread
         hidden(0, 0) = 40.0f, hidden(rows - 1, 1) = -40.0f;  // large pre-activations: SiLU's tails
         const std::vector<Matrix> want = reference.forward(hidden);
         for (int threads : {1, 3}) {
-          for (bool simd : {true, false}) {
-            ops::set_num_threads(threads);
-            cpu::set_simd_enabled(simd);
-            const std::string where = c.name + " / " + dtype_name(p) + ", rows " + std::to_string(rows) + ", threads " +
-                                      std::to_string(threads) + ", simd " + std::to_string(cpu::simd_enabled()) + ", seed " +
-                                      std::to_string(c.seed);
-            const std::vector<Matrix> got = cpu_heads.forward(hidden);
-            ASSERT_EQ(got.size(), want.size()) << where;
-            for (std::size_t k = 0; k < got.size(); ++k) expect_bitwise(want[k], got[k], where + ", head " + std::to_string(k));
-            const std::vector<Matrix> two = cpu_heads.forward(hidden, std::min(2, c.config.num_heads));
-            expect_bitwise(want[0], two[0], where + ", fewer heads");
-          }
+          ops::set_num_threads(threads);
+          const std::string where = c.name + " / " + dtype_name(p) + ", rows " + std::to_string(rows) + ", threads " +
+                                    std::to_string(threads) + ", " + path() + ", seed " + std::to_string(c.seed);
+          const std::vector<Matrix> got = cpu_heads.forward(hidden);
+          ASSERT_EQ(got.size(), want.size()) << where;
+          for (std::size_t k = 0; k < got.size(); ++k) expect_bitwise(want[k], got[k], where + ", head " + std::to_string(k));
+          const std::vector<Matrix> two = cpu_heads.forward(hidden, std::min(2, c.config.num_heads));
+          expect_bitwise(want[0], two[0], where + ", fewer heads");
         }
       }
     }

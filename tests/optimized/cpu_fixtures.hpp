@@ -2,10 +2,13 @@
 // The cpu backend next to its reference twin: the same config and random weights, the reference
 // given the weights rounded to the cpu model's precision (rounded_llama_weights), so that the two
 // must agree bitwise. Configs: the reference fixtures plus the features they leave out.
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/cpu_kv_cache.hpp"
 #include "optimized/cpu/cpu_transformer.hpp"
 #include "optimized/cpu/dot_kernels.hpp"
@@ -14,22 +17,42 @@
 
 namespace specdec::testing {
 
-// Restores the thread count, threshold and code path a test changes.
+// Restores the thread count, threshold and kernel path a test changes.
 class SettingsGuard {
  public:
-  SettingsGuard()
-      : threads_(ops::num_threads()), threshold_(ops::parallel_work_threshold()), simd_(cpu::simd_enabled()) {}
+  SettingsGuard() : threads_(ops::num_threads()), threshold_(ops::parallel_work_threshold()), isa_(cpu::active_isa()) {}
   ~SettingsGuard() {
     ops::set_num_threads(threads_);
     ops::set_parallel_work_threshold(threshold_);
-    cpu::set_simd_enabled(simd_);
+    cpu::set_isa(isa_);
   }
 
  private:
   int threads_;
   long long threshold_;
-  bool simd_;
+  cpu::Isa isa_;
 };
+
+// A test run once per cpu kernel path (cpu_isa.hpp), each instance named for its path, with the
+// path set for the body: a path this machine cannot run is skipped with the reason, never passed.
+class KernelPathTest : public ::testing::TestWithParam<cpu::Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::isa_supported(GetParam()))
+      GTEST_SKIP() << cpu::isa_name(GetParam()) << " path not run: " << cpu::isa_unsupported_reason(GetParam());
+    cpu::set_isa(GetParam());
+  }
+  // "path avx2", for failure messages.
+  std::string path() const { return std::string("path ") + cpu::isa_name(GetParam()); }
+
+ private:
+  SettingsGuard guard_;
+};
+
+inline std::string kernel_path_name(const ::testing::TestParamInfo<cpu::Isa>& info) { return cpu::isa_name(info.param); }
+
+#define SPECDEC_INSTANTIATE_KERNEL_PATHS(Suite) \
+  INSTANTIATE_TEST_SUITE_P(Paths, Suite, ::testing::ValuesIn(::specdec::cpu::kAllIsas), ::specdec::testing::kernel_path_name)
 
 inline const std::vector<Dtype>& cpu_precisions() {
   static const std::vector<Dtype> p = {Dtype::F32, Dtype::BF16, Dtype::F16};

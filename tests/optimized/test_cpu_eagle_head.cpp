@@ -31,8 +31,11 @@ using testing::random_input;
 using testing::rounded_head;
 using testing::SettingsGuard;
 
-TEST(CpuEagleHead, EqualsReferenceBitwiseForEveryHeadPrecisionAndThreadCount) {
-  SettingsGuard guard;
+// On each kernel path (each instance skipped where this CPU cannot run it).
+class CpuEagleHeadPaths : public testing::KernelPathTest {};
+SPECDEC_INSTANTIATE_KERNEL_PATHS(CpuEagleHeadPaths);
+
+TEST_P(CpuEagleHeadPaths, EqualsReferenceBitwiseForEveryHeadPrecisionAndThreadCount) {
   ops::set_parallel_work_threshold(0);  // thread every loop, however small
   for (const testing::Case& k : testing::cases()) {
     for (Dtype p : testing::cpu_precisions()) {
@@ -43,19 +46,16 @@ TEST(CpuEagleHead, EqualsReferenceBitwiseForEveryHeadPrecisionAndThreadCount) {
       std::vector<EagleHead::Output> want;
       for (const EagleHead::Input& in : steps) want.push_back(reference.forward(*ref_cache, in));
       for (int threads : {1, 3}) {
-        for (bool simd : {true, false}) {
-          ops::set_num_threads(threads);
-          cpu::set_simd_enabled(simd);
-          const std::string where = k.name + " / " + dtype_name(p) + ", threads " + std::to_string(threads) + ", simd " +
-                                    std::to_string(cpu::simd_enabled()) + ", seed " + std::to_string(k.seed);
-          auto cache = cpu_head.new_cache(32);
-          for (std::size_t s = 0; s < steps.size(); ++s) {
-            const EagleHead::Output got = cpu_head.forward(*cache, steps[s]);
-            expect_bitwise(want[s].logits, got.logits, where + ", step " + std::to_string(s) + " logits");
-            expect_bitwise(want[s].hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
-          }
-          EXPECT_TRUE(cpu_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
+        ops::set_num_threads(threads);
+        const std::string where = k.name + " / " + dtype_name(p) + ", threads " + std::to_string(threads) + ", " +
+                                  path() + ", seed " + std::to_string(k.seed);
+        auto cache = cpu_head.new_cache(32);
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+          const EagleHead::Output got = cpu_head.forward(*cache, steps[s]);
+          expect_bitwise(want[s].logits, got.logits, where + ", step " + std::to_string(s) + " logits");
+          expect_bitwise(want[s].hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
         }
+        EXPECT_TRUE(cpu_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
       }
     }
   }

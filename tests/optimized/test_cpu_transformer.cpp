@@ -30,6 +30,7 @@ using testing::cpu_fixture_configs;
 using testing::cpu_precisions;
 using testing::dense_cache;
 using testing::error_of;
+using testing::KernelPathTest;
 using testing::SettingsGuard;
 using testing::expect_batch_invariant;
 using testing::expect_tree_equals_chains;
@@ -51,125 +52,114 @@ std::string where(const std::string& config, Dtype p) { return config + " / " + 
 
 // --- the kernels --------------------------------------------------------------------------------
 
-// Runs body(simd) on the portable kernels and, where this CPU has AVX2, on the AVX2 ones.
-template <class Body>
-void for_each_code_path(const Body& body) {
-  SettingsGuard guard;
-  for (bool simd : {false, true}) {
-    cpu::set_simd_enabled(simd);
-    if (simd && !cpu::simd_enabled()) continue;  // no AVX2 here: the portable path was checked
-    body(simd);
-  }
-}
+// The kernel tests run once per path (portable, avx2, avx512), each skipped where this CPU cannot run it.
+class DotKernels : public KernelPathTest {};
+class FusedLinear : public KernelPathTest {};
+SPECDEC_INSTANTIATE_KERNEL_PATHS(DotKernels);
+SPECDEC_INSTANTIATE_KERNEL_PATHS(FusedLinear);
 
-// Every block shape, every length around the 8-wide blocks, every dtype, both code paths: each
+// Every block shape, every length around the 8-wide blocks, every dtype, on each path: each
 // output is ops::dot of the widened values, bitwise.
-TEST(DotKernels, EqualReferenceDotForEveryShapeAndPath) {
+TEST_P(DotKernels, EqualReferenceDotForEveryShape) {
   std::mt19937_64 rng(kSeed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_code_path([&](bool simd) {
-    for (Dtype d : cpu_precisions()) {
-      for (int n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100}) {
-        Matrix w(cpu::kMaxBlockRows, n), x(cpu::kMaxBlockTokens, n);
-        for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
-        for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-        const cpu::PackedMatrix packed(w, d, "w");
-        const Matrix widened = round_to_precision(w, d);
-        for (int R = 1; R <= cpu::kMaxBlockRows; ++R) {
-          for (int TB = 1; TB <= cpu::kMaxBlockTokens; ++TB) {
-            const void* rows[cpu::kMaxBlockRows];
-            for (int r = 0; r < R; ++r) rows[r] = packed.row(r);
-            float out[cpu::kMaxBlockRows * cpu::kMaxBlockTokens];
-            cpu::dot_block(d, rows, R, x.data(), static_cast<std::size_t>(n), TB, n, out);
-            for (int r = 0; r < R; ++r)
-              for (int t = 0; t < TB; ++t) {
-                const float expected = ops::dot(x.row(t).data(), widened.row(r).data(), n);
-                EXPECT_EQ(std::bit_cast<uint32_t>(out[r * TB + t]), std::bit_cast<uint32_t>(expected))
-                    << "simd " << simd << ", " << dtype_name(d) << ", n " << n << ", R " << R << ", TB " << TB
-                    << ", row " << r << ", token " << t << ", seed " << kSeed;
-              }
-          }
+  for (Dtype d : cpu_precisions()) {
+    for (int n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 100}) {
+      Matrix w(cpu::kMaxBlockRows, n), x(cpu::kMaxBlockTokens, n);
+      for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+      for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+      const cpu::PackedMatrix packed(w, d, "w");
+      const Matrix widened = round_to_precision(w, d);
+      for (int R = 1; R <= cpu::kMaxBlockRows; ++R) {
+        for (int TB = 1; TB <= cpu::kMaxBlockTokens; ++TB) {
+          const void* rows[cpu::kMaxBlockRows];
+          for (int r = 0; r < R; ++r) rows[r] = packed.row(r);
+          float out[cpu::kMaxBlockRows * cpu::kMaxBlockTokens];
+          cpu::dot_block(d, rows, R, x.data(), static_cast<std::size_t>(n), TB, n, out);
+          for (int r = 0; r < R; ++r)
+            for (int t = 0; t < TB; ++t) {
+              const float expected = ops::dot(x.row(t).data(), widened.row(r).data(), n);
+              EXPECT_EQ(std::bit_cast<uint32_t>(out[r * TB + t]), std::bit_cast<uint32_t>(expected))
+                  << path() << ", " << dtype_name(d) << ", n " << n << ", R " << R << ", TB " << TB
+                  << ", row " << r << ", token " << t << ", seed " << kSeed;
+            }
         }
-        EXPECT_EQ(std::bit_cast<uint32_t>(cpu::dot(x.data(), widened.data(), n)),
-                  std::bit_cast<uint32_t>(ops::dot(x.data(), widened.data(), n)))
-            << "simd " << simd << ", n " << n;
       }
+      EXPECT_EQ(std::bit_cast<uint32_t>(cpu::dot(x.data(), widened.data(), n)),
+                std::bit_cast<uint32_t>(ops::dot(x.data(), widened.data(), n)))
+          << path() << ", n " << n;
     }
-  });
+  }
 }
 
 // Tiles of consecutive rows: every row count, token counts on both sides of the two-token
 // streaming path and up to the tile limit, lengths that span several slices of the inner
 // dimension with ragged tails, with and without rows to prefetch: still ops::dot, bitwise.
-TEST(DotKernels, TilesEqualReferenceDotForEveryShapeAndPath) {
+TEST_P(DotKernels, TilesEqualReferenceDotForEveryShape) {
   std::mt19937_64 rng(kSeed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_code_path([&](bool simd) {
-    for (Dtype d : cpu_precisions()) {
-      for (int n : {1, 9, 31, 100, 520, 1100}) {
-        Matrix w(2 * cpu::kMaxBlockRows, n), x(cpu::kMaxTileTokens, n);
-        for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
-        for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
-        const cpu::PackedMatrix packed(w, d, "w");
-        const Matrix widened = round_to_precision(w, d);
-        const std::size_t stride = static_cast<std::size_t>(n) * packed.element_size();
-        for (int R = 1; R <= cpu::kMaxBlockRows; ++R) {
-          for (int T : {1, 2, 3, 5, 8, 13, cpu::kMaxTileTokens}) {
-            for (bool prefetch : {false, true}) {
-              std::vector<float> out(static_cast<std::size_t>(R * T), -1.0f);
-              cpu::dot_tile(d, packed.row(0), stride, R, x.data(), static_cast<std::size_t>(n), T, n, out.data(),
-                            prefetch ? packed.row(R) : nullptr);
-              for (int r = 0; r < R; ++r)
-                for (int t = 0; t < T; ++t) {
-                  const float expected = ops::dot(x.row(t).data(), widened.row(r).data(), n);
-                  ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<std::size_t>(r * T + t)]),
-                            std::bit_cast<uint32_t>(expected))
-                      << "simd " << simd << ", " << dtype_name(d) << ", n " << n << ", R " << R << ", T " << T
-                      << ", prefetch " << prefetch << ", row " << r << ", token " << t << ", seed " << kSeed;
-                }
-            }
+  for (Dtype d : cpu_precisions()) {
+    for (int n : {1, 9, 31, 100, 520, 1100}) {
+      Matrix w(2 * cpu::kMaxBlockRows, n), x(cpu::kMaxTileTokens, n);
+      for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+      for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+      const cpu::PackedMatrix packed(w, d, "w");
+      const Matrix widened = round_to_precision(w, d);
+      const std::size_t stride = static_cast<std::size_t>(n) * packed.element_size();
+      for (int R = 1; R <= cpu::kMaxBlockRows; ++R) {
+        for (int T : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17, cpu::kMaxTileTokens}) {
+          for (bool prefetch : {false, true}) {
+            std::vector<float> out(static_cast<std::size_t>(R * T), -1.0f);
+            cpu::dot_tile(d, packed.row(0), stride, R, x.data(), static_cast<std::size_t>(n), T, n, out.data(),
+                          prefetch ? packed.row(R) : nullptr);
+            for (int r = 0; r < R; ++r)
+              for (int t = 0; t < T; ++t) {
+                const float expected = ops::dot(x.row(t).data(), widened.row(r).data(), n);
+                ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<std::size_t>(r * T + t)]),
+                          std::bit_cast<uint32_t>(expected))
+                    << path() << ", " << dtype_name(d) << ", n " << n << ", R " << R << ", T " << T
+                    << ", prefetch " << prefetch << ", row " << r << ", token " << t << ", seed " << kSeed;
+              }
           }
         }
       }
     }
-  });
+  }
 }
 
 // Activations at a row stride of 4 KiB (copied to a wider stride before the tiles read them),
 // with the input narrower than the stride, over 1, 2, 3 and 37 tokens and with a residual to add
 // into: ops::linear bitwise, on every code path.
-TEST(FusedLinear, EqualsReferenceLinearAtAPaddedActivationStride) {
+TEST_P(FusedLinear, EqualsReferenceLinearAtAPaddedActivationStride) {
   std::mt19937_64 rng(kSeed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for_each_code_path([&](bool simd) {
-    for (Dtype d : cpu_precisions()) {
-      for (int n : {1024, 1000}) {
-        const std::size_t ldx = 1024;
-        Matrix w(13, n);
-        Vector bias(13);
-        for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
-        for (Eigen::Index i = 0; i < bias.size(); ++i) bias[i] = normal(rng);
-        const cpu::PackedMatrix packed(w, d, "w");
-        const Matrix widened = round_to_precision(w, d);
-        for (int T : {1, 2, 3, cpu::kMaxTileTokens + 5}) {
-          std::vector<float> x(static_cast<std::size_t>(T) * ldx);
-          for (float& v : x) v = normal(rng);
-          Matrix xm(T, n), residual(T, 13);
-          for (int t = 0; t < T; ++t)
-            for (int i = 0; i < n; ++i) xm(t, i) = x[static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(i)];
-          for (Eigen::Index i = 0; i < residual.size(); ++i) residual.data()[i] = normal(rng);
-          const Matrix product = ops::linear(xm, widened, bias);
-          Matrix y = residual;
-          cpu::linear(packed, bias.data(), x.data(), ldx, T, y.data(), 13, true);
-          for (int t = 0; t < T; ++t)
-            for (int o = 0; o < 13; ++o)
-              ASSERT_EQ(std::bit_cast<uint32_t>(y(t, o)), std::bit_cast<uint32_t>(residual(t, o) + product(t, o)))
-                  << "simd " << simd << ", " << dtype_name(d) << ", n " << n << ", T " << T << ", token " << t
-                  << ", output " << o << ", seed " << kSeed;
-        }
+  for (Dtype d : cpu_precisions()) {
+    for (int n : {1024, 1000}) {
+      const std::size_t ldx = 1024;
+      Matrix w(13, n);
+      Vector bias(13);
+      for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+      for (Eigen::Index i = 0; i < bias.size(); ++i) bias[i] = normal(rng);
+      const cpu::PackedMatrix packed(w, d, "w");
+      const Matrix widened = round_to_precision(w, d);
+      for (int T : {1, 2, 3, cpu::kMaxTileTokens + 5}) {
+        std::vector<float> x(static_cast<std::size_t>(T) * ldx);
+        for (float& v : x) v = normal(rng);
+        Matrix xm(T, n), residual(T, 13);
+        for (int t = 0; t < T; ++t)
+          for (int i = 0; i < n; ++i) xm(t, i) = x[static_cast<std::size_t>(t) * ldx + static_cast<std::size_t>(i)];
+        for (Eigen::Index i = 0; i < residual.size(); ++i) residual.data()[i] = normal(rng);
+        const Matrix product = ops::linear(xm, widened, bias);
+        Matrix y = residual;
+        cpu::linear(packed, bias.data(), x.data(), ldx, T, y.data(), 13, true);
+        for (int t = 0; t < T; ++t)
+          for (int o = 0; o < 13; ++o)
+            ASSERT_EQ(std::bit_cast<uint32_t>(y(t, o)), std::bit_cast<uint32_t>(residual(t, o) + product(t, o)))
+                << path() << ", " << dtype_name(d) << ", n " << n << ", T " << T << ", token " << t
+                << ", output " << o << ", seed " << kSeed;
       }
     }
-  });
+  }
 }
 
 TEST(PackedMatrix, RoundsToNearestEvenAndWidensExactly) {
@@ -345,44 +335,42 @@ TEST(CpuTransformer, BatchInvariant) {
   }
 }
 
-// 1, 2 and 3 threads with every loop threaded (threshold 0), on both code paths: bitwise equal.
-TEST(CpuTransformer, ThreadCountAndCodePathInvariant) {
-  SettingsGuard guard;
+// On each kernel path, 1, 2 and 3 threads with every loop threaded (threshold 0): the reference's
+// logits and hidden states bitwise, and the same KV cache at every thread count.
+class CpuTransformerPaths : public KernelPathTest {};
+SPECDEC_INSTANTIATE_KERNEL_PATHS(CpuTransformerPaths);
+
+TEST_P(CpuTransformerPaths, EqualReferenceAtEveryThreadCount) {
   ops::set_parallel_work_threshold(0);
   const auto configs = cpu_fixture_configs();
   for (std::size_t ci = 0; ci < configs.size(); ++ci) {
     const auto& [name, cfg] = configs[ci];
-    {
-      // Precisions alternate over the configs: oversubscribed threads make every run slow.
-      const Dtype p = cpu_precisions()[ci % cpu_precisions().size()];
-      const auto twin = make_twin(cfg, kSeed, p);
-      const auto tokens = random_tokens(9, cfg.vocab_size, kSeed + 6);
-      ForwardResult first;
-      std::unique_ptr<KVCache> first_cache;
-      bool have_first = false;
-      for (bool simd : {true, false}) {
-        cpu::set_simd_enabled(simd);
-        for (int threads : {1, 2, 3}) {
-          ops::set_num_threads(threads);
-          auto cache = twin->cpu.new_cache(16);
-          twin->cpu.forward(*cache, ForwardRequest::chain({tokens.begin(), tokens.begin() + 2}));
-          ForwardRequest r = ForwardRequest::chain({tokens.begin() + 2, tokens.end()});
-          r.final_hidden = true;
-          r.aux_layers = {1};
-          ForwardResult out = twin->cpu.forward(*cache, r);
-          if (!have_first) {
-            first = std::move(out);
-            first_cache = std::move(cache);
-            have_first = true;
-            continue;
-          }
-          const std::string w = where(name, p) + ", simd " + std::to_string(cpu::simd_enabled()) + ", threads " +
-                                std::to_string(threads);
-          EXPECT_TRUE(bitwise_equal(out.logits, first.logits)) << w;
-          EXPECT_TRUE(bitwise_equal(out.final_hidden, first.final_hidden)) << w;
-          EXPECT_TRUE(bitwise_equal(out.aux_hidden, first.aux_hidden)) << w;
-          EXPECT_TRUE(cpu_cache(*cache).equals(cpu_cache(*first_cache))) << w;
-        }
+    // Precisions alternate over the configs: oversubscribed threads make every run slow.
+    const Dtype p = cpu_precisions()[ci % cpu_precisions().size()];
+    const auto twin = make_twin(cfg, kSeed, p);
+    const auto tokens = random_tokens(9, cfg.vocab_size, kSeed + 6);
+    const auto run = [&](LanguageModel& model, std::unique_ptr<KVCache>& cache) {
+      cache = model.new_cache(16);
+      model.forward(*cache, ForwardRequest::chain({tokens.begin(), tokens.begin() + 2}));
+      ForwardRequest r = ForwardRequest::chain({tokens.begin() + 2, tokens.end()});
+      r.final_hidden = true;
+      r.aux_layers = {1};
+      return model.forward(*cache, r);
+    };
+    std::unique_ptr<KVCache> ref_cache, first_cache;
+    const ForwardResult want = run(twin->reference, ref_cache);
+    for (int threads : {1, 2, 3}) {
+      ops::set_num_threads(threads);
+      std::unique_ptr<KVCache> cache;
+      const ForwardResult out = run(twin->cpu, cache);
+      const std::string w = where(name, p) + ", " + path() + ", threads " + std::to_string(threads);
+      EXPECT_TRUE(bitwise_equal(out.logits, want.logits)) << w;
+      EXPECT_TRUE(bitwise_equal(out.final_hidden, want.final_hidden)) << w;
+      EXPECT_TRUE(bitwise_equal(out.aux_hidden, want.aux_hidden)) << w;
+      if (threads == 1) {
+        first_cache = std::move(cache);
+      } else {
+        EXPECT_TRUE(cpu_cache(*cache).equals(cpu_cache(*first_cache))) << w;
       }
     }
   }

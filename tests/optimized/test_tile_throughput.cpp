@@ -17,7 +17,7 @@ TEST(TileThroughput, MeasuresEveryTileSizeInEveryMemoryLevel) {
   for (const std::string dtype : {"F32", "BF16"}) {
     const ProgramRun r = run("--dtype " + dtype + " --cols 64 --seconds 0.005");
     ASSERT_EQ(r.code, 0) << r.output;
-    EXPECT_NE(r.output.find("dot_tile, one thread, " + dtype + " weights, 64 columns"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(" path, one thread, " + dtype + " weights, 64 columns"), std::string::npos) << r.output;
     std::istringstream lines(r.output);
     std::string line;
     int rows = 0;

@@ -1,4 +1,4 @@
-// The AVX2 exp gives exact::exp's bits on every lane: a sweep over float bit patterns (every
+// The vector exp gives exact::exp's bits on every lane, on each kernel path: a sweep over float bit patterns (every
 // sign, exponent and a spread of mantissas, specials and both thresholds included), with and
 // without a shift, at lengths that leave a scalar tail.
 #include <gtest/gtest.h>
@@ -9,21 +9,12 @@
 #include <limits>
 #include <vector>
 
-#include "optimized/cpu/dot_kernels.hpp"
 #include "optimized/cpu/vector_exp.hpp"
 #include "reference/core/exact_math.hpp"
+#include "tests/optimized/cpu_fixtures.hpp"
 
 namespace specdec::cpu {
 namespace {
-
-class SimdOn {
- public:
-  SimdOn() : was_(simd_enabled()) { set_simd_enabled(true); }
-  ~SimdOn() { set_simd_enabled(was_); }
-
- private:
-  bool was_;
-};
 
 std::vector<float> sweep() {
   std::vector<float> x;
@@ -41,9 +32,10 @@ std::vector<float> sweep() {
   return x;
 }
 
-TEST(VectorExp, EqualsTheScalarExactExpBitwise) {
-  if (!simd_available()) GTEST_SKIP() << "this CPU has no AVX2";
-  SimdOn on;
+class VectorExp : public testing::KernelPathTest {};
+SPECDEC_INSTANTIATE_KERNEL_PATHS(VectorExp);
+
+TEST_P(VectorExp, EqualsTheScalarExactExpBitwise) {
   const std::vector<float> x = sweep();
   for (const float shift : {0.0f, 3.25f, -80.0f}) {
     std::vector<float> got(x.size());
@@ -51,18 +43,9 @@ TEST(VectorExp, EqualsTheScalarExactExpBitwise) {
     for (std::size_t i = 0; i + 3 < x.size(); ++i) {
       const float want = exact::exp(x[i] - shift);
       ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0)
-          << "x " << x[i] << " shift " << shift << ": AVX2 " << got[i] << ", scalar " << want << " (index " << i << ")";
+          << path() << ", x " << x[i] << " shift " << shift << ": vector " << got[i] << ", scalar " << want << " (index " << i << ")";
     }
   }
-}
-
-TEST(VectorExp, PortablePathIsTheScalarFunction) {
-  const bool was = simd_enabled();
-  set_simd_enabled(false);
-  std::vector<float> x = {-2.0f, 0.5f, 30.0f}, got(3);
-  exp_shifted(x.data(), 1.0f, 3, got.data());
-  set_simd_enabled(was);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], exact::exp(x[i] - 1.0f)) << i;
 }
 
 }  // namespace
