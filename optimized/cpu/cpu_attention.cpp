@@ -52,7 +52,9 @@ void attention(const ModelConfig& c, int layer, int window, const std::vector<At
   const bool parallel = work >= ops::parallel_work_threshold();
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> scores;  // (heads of the group, visible keys)
+    std::vector<float> scores;        // (heads of the group, visible keys)
+    std::vector<float> inv_sums;      // (heads of the group)
+    std::vector<const float*> values;  // (visible keys): the group's value rows
 #pragma omp for collapse(2) schedule(static)
     for (int i = 0; i < n_rows; ++i) {
       for (int g = 0; g < nkv; ++g) {
@@ -78,6 +80,7 @@ void attention(const ModelConfig& c, int layer, int window, const std::vector<At
                 scores[static_cast<std::size_t>(h0 + h) * n_keys + k0 + r] = block_out[r * TB + h] * scale;
           }
         }
+        inv_sums.resize(static_cast<std::size_t>(group));
         for (int h = 0; h < group; ++h) {
           float* s = scores.data() + static_cast<std::size_t>(h) * n_keys;
           float max_score = -std::numeric_limits<float>::infinity();
@@ -86,16 +89,14 @@ void attention(const ModelConfig& c, int layer, int window, const std::vector<At
           exp_shifted(s, max_score, n_keys, s);
           float sum = 0.0f;
           for (int j = 0; j < n_keys; ++j) sum += s[j];
-          float* o = row.out + static_cast<std::size_t>(g * group + h) * hd;
-          std::fill(o, o + hd, 0.0f);
-          for (int j = 0; j < n_keys; ++j) {
-            const float* v = cache.values(layer, keys[static_cast<std::size_t>(j)]) + g * hd;
-            const float p = s[j];
-            for (int d = 0; d < hd; ++d) o[d] += p * v[d];
-          }
-          const float inv = n_keys == 0 ? 0.0f : 1.0f / sum;
-          for (int d = 0; d < hd; ++d) o[d] *= inv;
+          inv_sums[static_cast<std::size_t>(h)] = n_keys == 0 ? 0.0f : 1.0f / sum;
         }
+        // o_h = (Σ_j e_hj · v_j) · (1/sum_h) for the group's heads at once: each value row is read
+        // once per group, not once per head.
+        values.resize(static_cast<std::size_t>(n_keys));
+        for (int j = 0; j < n_keys; ++j) values[static_cast<std::size_t>(j)] = cache.values(layer, keys[static_cast<std::size_t>(j)]) + g * hd;
+        weighted_sum(scores.data(), static_cast<std::size_t>(n_keys), group, values.data(), n_keys, hd, inv_sums.data(),
+                     row.out + static_cast<std::size_t>(g) * group * hd, static_cast<std::size_t>(hd));
       }
     }
   }

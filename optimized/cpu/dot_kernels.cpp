@@ -35,6 +35,11 @@ void dot_tile(Dtype dtype, const void* w, std::size_t stride, int R, const float
 
 void widen(Dtype dtype, const void* src, int n, float* dst) { active().widen[paths::dtype_index(dtype)](src, n, dst); }
 
+void weighted_sum(const float* p, std::size_t ldp, int G, const float* const* rows, int n, int m, const float* scale,
+                  float* out, std::size_t ldo) {
+  active().weighted_sum(p, ldp, G, rows, n, m, scale, out, ldo);
+}
+
 float dot(const float* a, const float* b, int n) {
   const void* rows[1] = {b};
   float out;

@@ -38,6 +38,13 @@ void dot_tile(Dtype dtype, const void* w, std::size_t stride, int R, const float
 // dst[i] = src[i] widened to fp32 (exact), i < n; src holds elements of `dtype` (F32, BF16, F16).
 void widen(Dtype dtype, const void* src, int n, float* dst);
 
+// Attention's weighted sum of value rows for G heads that share them (a KV group), in the contract's
+// order (reference/model/attention.hpp): out[h·ldo + d] = (Σ_j p[h·ldp + j] · rows[j][d]) · scale[h],
+// the sum per element starting from 0 and adding the rounded products in j order, then one
+// rounded multiply; h < G, j < n, d < m. Elements are independent, so vector lanes change no bit.
+void weighted_sum(const float* p, std::size_t ldp, int G, const float* const* rows, int n, int m, const float* scale,
+                  float* out, std::size_t ldo);
+
 // ops::dot(a, b, n) bitwise, on the fastest available path.
 float dot(const float* a, const float* b, int n);
 

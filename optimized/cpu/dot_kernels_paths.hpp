@@ -20,6 +20,8 @@ using BlockKernel = void (*)(const void* const* rows, const float* x, std::size_
 using TileKernel = void (*)(const std::byte*, std::size_t, const float*, std::size_t, int, int, float*,
                             const std::byte*);
 using WidenKernel = void (*)(const void* src, int n, float* dst);
+using WeightedSumKernel = void (*)(const float* p, std::size_t ldp, int G, const float* const* rows, int n, int m,
+                                   const float* scale, float* out, std::size_t ldo);
 
 constexpr int kDtypes = 3;  // F32, BF16, F16
 constexpr int dtype_index(Dtype d) { return d == Dtype::F32 ? 0 : d == Dtype::BF16 ? 1 : 2; }
@@ -29,6 +31,7 @@ struct KernelTable {
   std::array<std::array<std::array<BlockKernel, kMaxBlockTokens>, kMaxBlockRows>, kDtypes> block;  // [d][R-1][TB-1]
   std::array<std::array<TileKernel, kMaxBlockRows>, kDtypes> tile;                                  // [d][R-1]
   std::array<WidenKernel, kDtypes> widen;                                                           // [d]
+  WeightedSumKernel weighted_sum;
 };
 
 const KernelTable& portable_kernels();

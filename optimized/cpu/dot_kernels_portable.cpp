@@ -51,13 +51,26 @@ struct Portable {
   static void widen(const void* src, int n, float* dst) {
     for (int i = 0; i < n; ++i) dst[i] = widen_one<D>(src, i);
   }
+
+  static void weighted_sum(const float* p, std::size_t ldp, int G, const float* const* rows, int n, int m,
+                           const float* scale, float* out, std::size_t ldo) {
+    for (int h = 0; h < G; ++h) {
+      float* o = out + h * ldo;
+      std::fill(o, o + m, 0.0f);
+      for (int j = 0; j < n; ++j) {
+        const float pj = p[h * ldp + j];
+        for (int d = 0; d < m; ++d) o[d] += pj * rows[j][d];
+      }
+      for (int d = 0; d < m; ++d) o[d] *= scale[h];
+    }
+  }
 };
 
 }  // namespace
 
 const KernelTable& portable_kernels() {
   static constexpr KernelTable table{make_block_table<Portable>(), make_tile_table<Portable>(),
-                                     make_widen_table<Portable>()};
+                                     make_widen_table<Portable>(), &Portable::weighted_sum};
   return table;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,11 @@
 #include "optimized/cpu/dot_kernels.hpp"
 #include "reference/model/ops.hpp"
 #include "tests/reference/model_fixtures.hpp"
+
+namespace specdec::cpu {
+// gtest prints a kernel path parameter by name.
+inline void PrintTo(Isa isa, std::ostream* os) { *os << isa_name(isa); }
+}  // namespace specdec::cpu
 
 namespace specdec::testing {
 

@@ -127,6 +127,45 @@ TEST_P(DotKernels, TilesEqualReferenceDotForEveryShape) {
   }
 }
 
+// Attention's weighted sums of value rows for a group of heads: every width around the 8- and
+// 16-lane registers, no keys (zeros), negative zeros kept as the reference's order keeps them.
+TEST_P(DotKernels, WeightedSumEqualsTheAttentionOrder) {
+  std::mt19937_64 rng(kSeed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int m : {1, 7, 8, 15, 16, 17, 33, 64, 65, 100, 128}) {
+    for (int n : {0, 1, 5, 40}) {
+      for (int G : {1, 3}) {
+        std::vector<std::vector<float>> v(static_cast<std::size_t>(n), std::vector<float>(static_cast<std::size_t>(m)));
+        std::vector<const float*> rows;
+        for (auto& r : v) {
+          for (float& x : r) x = normal(rng);
+          r[0] = -0.0f;
+          rows.push_back(r.data());
+        }
+        const std::size_t ldp = static_cast<std::size_t>(n) + 2;
+        std::vector<float> p(G * ldp), scale(static_cast<std::size_t>(G));
+        for (float& x : p) x = std::abs(normal(rng));
+        for (float& x : scale) x = normal(rng);
+        const std::size_t ldo = static_cast<std::size_t>(m) + 3;
+        std::vector<float> out(G * ldo, 7.0f);
+        cpu::weighted_sum(p.data(), ldp, G, rows.data(), n, m, scale.data(), out.data(), ldo);
+        for (int h = 0; h < G; ++h)
+          for (int d = 0; d < m; ++d) {
+            float want = 0.0f;
+            for (int j = 0; j < n; ++j) want += p[h * ldp + j] * rows[j][d];
+            want *= scale[h];
+            ASSERT_EQ(std::bit_cast<uint32_t>(out[h * ldo + d]), std::bit_cast<uint32_t>(want))
+                << path() << ", m " << m << ", n " << n << ", G " << G << ", head " << h << ", element " << d
+                << ", seed " << kSeed;
+          }
+        for (int h = 0; h < G; ++h)
+          for (std::size_t d = static_cast<std::size_t>(m); d < ldo; ++d)
+            ASSERT_EQ(out[h * ldo + d], 7.0f) << path() << ": wrote past the row, m " << m;
+      }
+    }
+  }
+}
+
 // Activations at a row stride of 4 KiB (copied to a wider stride before the tiles read them),
 // with the input narrower than the stride, over 1, 2, 3 and 37 tokens and with a residual to add
 // into: ops::linear bitwise, on every code path.
