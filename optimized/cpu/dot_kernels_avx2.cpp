@@ -102,7 +102,7 @@ __attribute__((target("avx2,fma,f16c"), noinline)) void pass_avx2(const std::byt
     if (prefetch && i % (8 * L) == 0) {
       for (int r = next.first; r < next.last; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(next.rows + r * next.stride + static_cast<std::size_t>(i) * E),
-                     _MM_HINT_T0);
+                     _MM_HINT_T1);
     }
     pass_chunk<D, R, TB>(row_at, x, ldx, i, acc);
   }
@@ -126,7 +126,7 @@ __attribute__((target("avx2,fma,f16c"))) void pair_pass_avx2(int tb, const std::
 // - T > 2 (verify, prefill): passes of two rows by up to four tokens. A pair of rows comes from
 //   memory in its first pass and from cache in the others (two BF16/F16 rows are widened once per
 //   four tokens, where R = 4 rows by 2 tokens would widen every row once per two). Pass p of P
-//   prefetches rows [p·R/P, (p+1)·R/P) of the next tile, so the next tile streams in evenly over
+//   prefetches rows [p·R/P, (p+1)·R/P) of the `next` tile, so the next tile streams in evenly over
 //   all the passes while this one computes.
 // Every reduction runs over the chunks in order with its partial sums in registers: ops::dot,
 // bit for bit.

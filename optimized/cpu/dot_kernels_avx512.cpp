@@ -78,7 +78,7 @@ __attribute__((target(SPECDEC_AVX512_TARGET), noinline)) void pass_avx512(const 
     if (prefetch && i % (8 * L) == 0) {
       for (int r = next.first; r < next.last; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(next.rows + r * next.stride + static_cast<std::size_t>(i) * E),
-                     _MM_HINT_T0);
+                     _MM_HINT_T1);
     }
     __m512 wr[R];
     for (int r = 0; r < R; ++r) {
@@ -142,7 +142,7 @@ __attribute__((target(SPECDEC_AVX512_TARGET))) void weighted_sum_avx512(const fl
 struct Avx512 {
   // R rows by T tokens. T ≤ 2: the AVX2 path's decode pass. T > 2: passes of R rows by up to
   // eight tokens; the rows come from memory in the first pass and from cache in the others, and
-  // pass q of Q prefetches rows [q·R/Q, (q+1)·R/Q) of the next tile.
+  // pass q of Q prefetches rows [q·R/Q, (q+1)·R/Q) of the `next` tile.
   template <Dtype D, int R>
   static void tile(const std::byte* w, std::size_t stride, const float* x, std::size_t ldx, int T, int n, float* out,
                    const std::byte* next) {

@@ -41,7 +41,8 @@ void for_each_block(const PackedMatrix& w, const float* x, std::size_t ldx, int 
   for (int b = 0; b < blocks; ++b) {
     const int r0 = b * kRowsPerBlock;
     const int R = std::min(kRowsPerBlock, rows - r0);
-    const void* next = r0 + R < rows ? w.row(r0 + R) : nullptr;
+    const int ahead = r0 + 2 * kRowsPerBlock;  // the rows dot_tile prefetches: two blocks ahead
+    const void* next = ahead + R <= rows ? w.row(ahead) : nullptr;
     float out[kRowsPerBlock * kMaxTileTokens];
     for (int t0 = 0; t0 < T; t0 += kMaxTileTokens) {
       const int TB = std::min(kMaxTileTokens, T - t0);
