@@ -136,6 +136,10 @@ TEST(BenchCommand, WritesTablesCsvAndJson) {
   EXPECT_EQ(j["verify_cost"].size(), 3u * backends);
   EXPECT_EQ(j["methods"].size(), every_method * backends);
   EXPECT_EQ(j["options"]["tokens"], 6);
+  if (backend_available("cpu")) {  // the cpu kernels' path, printed and in bench.json
+    EXPECT_EQ(j["cpu_isa"], cpu_kernel_path());
+    EXPECT_NE(r.out.find("cpu path   " + cpu_kernel_path() + " kernels"), std::string::npos) << r.out;
+  }
   for (const auto& row : j["methods"]) EXPECT_TRUE(row["tokens_per_s"].is_number()) << row.dump();
   EXPECT_EQ(dir.entries_of(dir / "out"), (std::vector<std::string>{"bench.json", "decode.csv", "methods.csv", "verify_cost.csv"}));
 }
