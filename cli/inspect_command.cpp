@@ -18,6 +18,7 @@
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/presets.hpp"
 #include "traces/trace.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec::cli {
 
@@ -25,9 +26,10 @@ namespace {
 
 bool is_hdf5(const std::filesystem::path& p) {
   static const char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  if (!std::filesystem::is_regular_file(p)) return false;  // opening a FIFO would block
   std::ifstream in(p, std::ios::binary);
   char head[8] = {};
-  return std::filesystem::is_regular_file(p) && in.read(head, 8) && std::equal(head, head + 8, signature);
+  return in.read(head, 8) && std::equal(head, head + 8, signature);
 }
 
 std::string join(const std::vector<int32_t>& v, size_t limit) {
@@ -62,7 +64,7 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
       {"created_utc", t.meta.created_utc},
       {"method", t.meta.method},
       {"seed", t.meta.seed},
-      {"sampling", nlohmann::json::parse(t.meta.sampling_json)},
+      {"sampling", parse_json(t.meta.sampling_json, path.string() + ": /meta/sampling_json")},
       {"models", models},
       {"prompt_tokens", t.prompt.size()},
       {"steps", t.steps.size()},
@@ -101,10 +103,7 @@ int inspect_head(const std::filesystem::path& path, const TensorStore& store, bo
                  CommandIO& io) {
   const std::filesystem::path dir = std::filesystem::is_directory(path) ? path : path.parent_path();
   const std::filesystem::path config_path = dir / "config.json";
-  std::ifstream in(config_path);
-  if (!in) throw Error(config_path.string() + ": cannot read the head's config.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw Error(config_path.string() + ": not valid JSON");
+  const nlohmann::json j = read_json_file(config_path.string(), "head config");
   const EagleHeadConfig c = parse_eagle_config(j, store.names(), config_path.string());
   int64_t params = 0;
   nlohmann::json list = nlohmann::json::array();

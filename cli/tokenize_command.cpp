@@ -11,6 +11,8 @@
 #include "reference/core/error.hpp"
 #include "reference/model/model_config.hpp"
 #include "text/load_tokenizer.hpp"
+#include "reference/io/input_file.hpp"
+#include "reference/core/input_limits.hpp"
 
 namespace specdec::cli {
 
@@ -85,9 +87,7 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(file + ": cannot open");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    text = read_input_file(file, "--file", kMaxPromptBytes);
   }
   const std::vector<int32_t> ids = tokenizer->encode(text, !no_special);
   std::vector<std::string> tokens;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
 #include "reference/io/fingerprint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
@@ -81,7 +82,9 @@ GenerationOptions generation_options(const DecodeArgs& a) {
 }
 
 void apply_threads(int threads) {
-  if (threads < 0) throw Error("--threads must be >= 0");
+  if (threads < 0) throw Error("--threads must be >= 0 (0 = all cores), got " + std::to_string(threads));
+  if (threads > kMaxThreads)
+    throw Error("--threads is " + std::to_string(threads) + ", more than specdec supports (" + std::to_string(kMaxThreads) + ")");
   if (threads > 0) ops::set_num_threads(threads);
 }
 

@@ -15,6 +15,7 @@
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "runtime/drafter_fault.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 
@@ -221,8 +222,9 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
 }
 
 void decode_args_from_trace_config(const std::string& config_json, const std::string& source, DecodeArgs& a) {
-  const auto j = nlohmann::json::parse(config_json, nullptr, false);
   const std::string where = source + ": /meta/config_json";
+  check_json_depth(config_json, where);
+  const auto j = nlohmann::json::parse(config_json, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw Error(where + " is not a JSON object");
   if (!j.contains("method") || !j["method"].is_object()) {
     throw Error(where + " has no \"method\" object; was the trace written by specdec record?");

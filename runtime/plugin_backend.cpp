@@ -105,6 +105,9 @@ const LoadedPlugin& load_plugin(const std::string& backend) {
     throw Error("plugin " + path + ": no such file; expected a shared library (.so) exporting " SPECDEC_PLUGIN_ENTRY_SYMBOL);
   }
   if (std::filesystem::is_directory(path, ec)) throw Error("plugin " + path + ": is a directory; expected a shared library (.so)");
+  // dlopen of a FIFO blocks forever and of a device reads without end.
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error("plugin " + path + ": is not a regular file (a pipe, device or socket); expected a shared library (.so)");
   // dlopen searches the library path for a name without a slash; a path given is meant as a path.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
   dlerror();

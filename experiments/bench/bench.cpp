@@ -14,6 +14,7 @@
 #include "runtime/backend.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/io/atomic_file.hpp"
@@ -43,6 +44,7 @@ void check(const BenchOptions& o) {
   if (o.repeat < 1) throw Error("--repeat must be >= 1");
   if (o.max_verify < 1) throw Error("--max-verify must be >= 1");
   if (o.threads < 0) throw Error("--threads must be >= 0");
+  check_input_limit("bench", "--threads", o.threads, kMaxThreads);
   for (const MethodSpec& m : o.methods) check_method_spec(m);
   if (o.forced && !o.accepted.empty()) throw Error("--forced-acceptance and --acceptance-trace both set the acceptance; give one");
   if (o.forced) o.forced->validate();

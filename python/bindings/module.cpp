@@ -176,6 +176,11 @@ std::shared_ptr<Model> load_model(const std::filesystem::path& fs_path, const st
 
 std::shared_ptr<Cache> new_cache(const std::shared_ptr<Model>& model, int capacity) {
   if (capacity < 1) throw Error("cache capacity must be >= 1 (got " + std::to_string(capacity) + ")");
+  // A cache never holds more positions than the model has (and its size is allocated up front).
+  const int context = model->m.model->config().max_position_embeddings;
+  if (capacity > context)
+    throw Error("cache capacity " + std::to_string(capacity) + " is more than the model's context (max_position_embeddings " +
+                std::to_string(context) + ")");
   auto c = std::make_shared<Cache>();
   c->model = model;
   c->cache = model->m.forward_model().new_cache(capacity);

@@ -17,6 +17,7 @@
 #include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/tensor_store.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -37,15 +38,7 @@ std::string dtype_to_torch(Dtype dtype) {
 }  // namespace
 
 nlohmann::json read_drafter_config(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open drafter head config '" + path.string() + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string() + ": not valid JSON: " + e.what());
-  }
+  return read_json_file(path.string(), "drafter head config");
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include "reference/io/fingerprint.hpp"
 #include "reference/io/json_int.hpp"
 #include "reference/io/tensor_store.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -43,15 +44,9 @@ fs::path dir_of(const fs::path& path) {
 }
 
 std::optional<json> read_config(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return json::parse(buffer.str());
-  } catch (const json::exception& e) {
-    throw Error(file.string() + ": not valid JSON: " + e.what());
-  }
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::nullopt;
+  return read_json_file(file.string(), "Medusa head config");
 }
 
 bool is_vllm_config(const json& j) { return j.is_object() && j.contains("model_type") && j["model_type"] == "medusa"; }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -129,11 +130,16 @@ TreeChoices parse_tree_choices(const nlohmann::json& j, const std::string& sourc
 
 TreeChoices load_tree_choices(const std::filesystem::path& file) {
   const std::string source = file.string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(source + ": cannot open the tree choices file");
+  std::string text;
+  try {
+    text = read_input_file(source, "tree choices file");
+  } catch (const Error& e) {
+    throw Error(source + ": cannot open the tree choices file (" + e.what() + ")");
+  }
+  check_json_depth(text, source);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + ": not valid JSON (" + e.what() + "); expected " + kExample);
   }
@@ -143,13 +149,16 @@ TreeChoices load_tree_choices(const std::filesystem::path& file) {
 TreeChoices tree_choices_from_spec(const std::string& spec) {
   if (spec == "mc_sim_7b_63") return mc_sim_7b_63();
   if (!spec.empty() && spec.front() == '[') {  // inline JSON, e.g. [[0],[1],[0,0]]
+    // Messages quote at most the start of a long inline spec.
+    const std::string label = "tree choices '" + (spec.size() <= 80 ? spec : spec.substr(0, 80) + "...") + "'";
+    check_json_depth(spec, label);
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(spec);
     } catch (const nlohmann::json::exception& e) {
-      throw Error("tree choices '" + spec + "': not valid JSON (" + e.what() + ")");
+      throw Error(label + ": not valid JSON (" + e.what() + ")");
     }
-    return parse_tree_choices(j, "tree choices '" + spec + "'");
+    return parse_tree_choices(j, label);
   }
   return load_tree_choices(spec);
 }

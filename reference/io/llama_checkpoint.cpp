@@ -17,6 +17,7 @@
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/fingerprint.hpp"
 #include "reference/io/tensor_store.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -201,13 +202,7 @@ namespace {
 void apply_generation_config(const fs::path& file, ModelConfig& c) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return;
-  std::ifstream in(file);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
-  }
+  const nlohmann::json j = read_json_file(file.string(), "generation config");
   if (!j.is_object() || !j.contains("eos_token_id") || j.at("eos_token_id").is_null()) return;
   const nlohmann::json& v = j.at("eos_token_id");
   std::vector<int> ids;

@@ -18,6 +18,7 @@
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 
@@ -89,6 +90,7 @@ json parse_header(std::string_view text, const std::string& file) {
     }
     return true;
   };
+  check_json_depth(text, file + ": safetensors header");
   json header;
   try {
     header = json::parse(text.begin(), text.end(), callback);
@@ -198,7 +200,8 @@ int64_t TensorInfo::numel() const {
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path) {
   const std::string file = path.string();
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not a regular file below.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("cannot open safetensors file '" + file + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

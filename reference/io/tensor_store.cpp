@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -47,16 +48,7 @@ TensorStore::TensorStore(const std::filesystem::path& path) : source_(path) {
   }
 
   const std::string index_name = index.string();
-  std::ifstream in(index, std::ios::binary);
-  if (!in) throw Error("cannot open shard index '" + index_name + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(index_name + ": shard index is not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(index_name, "shard index");
   if (!j.is_object() || !j.contains("weight_map") || !j.at("weight_map").is_object()) {
     throw Error(index_name + ": shard index must be an object with a 'weight_map' object {tensor: file}");
   }

@@ -7,6 +7,7 @@
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_int.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 
@@ -35,14 +36,7 @@ Vocabulary Vocabulary::bytes(int byte_offset, std::map<std::string, int> special
 }
 
 Vocabulary Vocabulary::load(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path.string() + ": cannot open the vocabulary file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
-  }
+  const nlohmann::json j = read_json_file(path.string(), "vocabulary file");
   // A field of the wrong JSON type (e.g. "format": 1) is a bad field, like a missing one.
   auto field = [&](const char* name) { return j.contains(name) ? j.at(name) : nlohmann::json(); };
   if (!j.is_object() || field("format") != "specdec-vocab") {

@@ -8,6 +8,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -324,16 +325,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 }
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
-  std::ifstream in(config_json, std::ios::binary);
-  if (!in) throw Error("cannot open model config '" + config_json.string() + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(buffer.str());
-  } catch (const json::exception& e) {
-    throw Error(config_json.string() + ": not valid JSON: " + e.what());
-  }
+  const json j = read_json_file(config_json.string(), "model config");
   return parse_model_config(j, config_json.string());
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "reference/core/exact_math.hpp"
+#include "reference/core/input_limits.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -76,6 +77,8 @@ int num_threads() {
 }
 
 void set_num_threads(int n) {
+  // libgomp aborts or crashes when asked for tens of thousands of threads.
+  check_input_limit("worker threads", "the thread count", n, kMaxThreads);
 #ifdef _OPENMP
   omp_set_num_threads(n < 1 ? 1 : n);
 #else

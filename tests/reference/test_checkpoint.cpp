@@ -433,7 +433,7 @@ TEST(CheckpointErrors, BrokenShardIndex) {
 
   fresh();
   testing::write_text(index, "{\"weight_map\": ");
-  EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(m); }), "model.safetensors.index.json: shard index is not valid JSON");
+  EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(m); }), "model.safetensors.index.json: not valid JSON");
 
   fresh();
   testing::write_text(index, "{\"metadata\": {}}");

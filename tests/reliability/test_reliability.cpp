@@ -32,6 +32,7 @@
 #include "tests/reference/error_capture.hpp"
 #include "tests/reference/model_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
+#include "tests/reliability/child_process.hpp"
 #include "traces/trace.hpp"
 
 namespace specdec {
@@ -39,42 +40,15 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 using testing::ScratchDir;
+using testing::Child;
+using testing::quoted;
+using testing::run_shell;
+using testing::slurp;
+using testing::specdec_cmd;
 
 const fs::path kSource = SPECDEC_SOURCE_DIR;
 const fs::path kInputs = kSource / "tests/reliability/inputs";
 const std::string kModel = (kSource / "models/target").string();
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Child {
-  int code;  // exit status; 128 + signal when killed by a signal (as a shell reports it)
-  std::string out, err;
-};
-
-// Runs `shell` (bash) in a child process with a hard timeout (SIGKILL), capturing its output.
-Child run_shell(const std::string& shell, const ScratchDir& dir, int timeout_s = 60) {
-  const fs::path out = dir / ".child.out", err = dir / ".child.err";
-  const std::string cmd = "timeout -s KILL " + std::to_string(timeout_s) + " bash -c " + quoted(shell) + " >" +
-                          quoted(out.string()) + " 2>" + quoted(err.string());
-  const int status = std::system(cmd.c_str());
-  Child c{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
-  fs::remove(out);
-  fs::remove(err);
-  return c;
-}
-
-std::string specdec_cmd(const std::string& args) { return quoted(SPECDEC_BINARY) + " " + args; }
 
 // Entries of a directory other than the test's own capture files.
 std::vector<std::string> listing(const ScratchDir& dir) {
