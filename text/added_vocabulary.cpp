@@ -15,12 +15,10 @@ AddedVocabulary AddedVocabulary::parse(const json& list, const JsonPlace& place)
     const json& t = list[i];
     if (!t.is_object()) p.fail("must be an object");
     AddedToken a;
-    const json& id = required_member(t, "id", p);
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) p.at("id").fail("must be a token id");
-    a.id = static_cast<int32_t>(id.get<int64_t>());
+    a.id = token_id_value(required_member(t, "id", p), p.at("id"));
     a.content = string_member(t, "content", p);
     if (a.content.empty()) p.at("content").fail("is empty");
-    require_valid_utf8(a.content, p.file + ": field '" + p.path + ".content'");
+    require_valid_utf8(a.content, p.at("content").where());
     a.single_word = bool_member(t, "single_word", false, p);
     a.lstrip = bool_member(t, "lstrip", false, p);
     a.rstrip = bool_member(t, "rstrip", false, p);
@@ -35,8 +33,16 @@ AddedVocabulary AddedVocabulary::parse(const json& list, const JsonPlace& place)
 }
 
 void AddedVocabulary::normalize_patterns(const Normalizer& normalizer) {
+  // One limit for all the tokens together: a normalizer that grows each of 100,000 tokens a
+  // little would otherwise grow the whole list without bound.
+  uint64_t contents = 0;
+  for (const auto& [id, t] : by_id_) contents += t.content.size();
+  uint64_t left = expansion_limit(contents);
   for (auto& [id, t] : by_id_) {
-    if (t.normalized) t.pattern = normalizer.apply(t.content);
+    if (t.normalized) {
+      t.pattern = normalizer.apply(t.content, left);
+      left -= t.pattern.size();
+    }
     if (t.pattern.empty()) t.pattern = t.content;
   }
 }

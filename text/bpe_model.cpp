@@ -50,18 +50,21 @@ BpeModel::BpeModel(const json& j, const JsonPlace& place) {
   const json& vocab = required_member(j, "vocab", place);
   if (!vocab.is_object()) place.at("vocab").fail("must be an object of token: id");
   for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      place.at("vocab").fail("gives token '" + token + "' the id " + id.dump() + " (expected an integer in [0, 2^31))");
+    const bool in_range = (id.is_number_unsigned() && id.get<uint64_t>() <= uint64_t(kMaxTokenId)) ||
+                          (id.is_number_integer() && !id.is_number_unsigned() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= kMaxTokenId);
+    if (!in_range) {
+      place.at("vocab").fail("gives token '" + text_excerpt(token) + "' the id " + json_excerpt(id) + " (expected an integer in [0, " +
+                             std::to_string(kMaxTokenId) + "]: specdec supports vocabularies of up to 2^24 tokens)");
     }
     const auto i = static_cast<int32_t>(id.get<int64_t>());
     if (!tokens_.emplace(i, token).second) {
-      place.at("vocab").fail("gives the id " + std::to_string(i) + " to both '" + tokens_[i] + "' and '" + token + "'");
+      place.at("vocab").fail("gives the id " + std::to_string(i) + " to both '" + text_excerpt(tokens_[i]) + "' and '" + text_excerpt(token) + "'");
     }
     vocab_[token] = i;
   }
   if (const json* d = optional_member(j, "dropout")) {
     if (!d->is_number() || d->get<double>() != 0.0) {
-      place.at("dropout").fail("is " + d->dump() + ": BPE dropout makes encoding random; specdec needs it null or 0");
+      place.at("dropout").fail("is " + json_excerpt(*d) + ": BPE dropout makes encoding random; specdec needs it null or 0");
     }
   }
   if (optional_member(j, "continuing_subword_prefix")) prefix_ = string_member(j, "continuing_subword_prefix", place);
@@ -72,7 +75,7 @@ BpeModel::BpeModel(const json& j, const JsonPlace& place) {
   if (optional_member(j, "unk_token")) {
     const std::string unk = string_member(j, "unk_token", place);
     const auto it = vocab_.find(unk);
-    if (it == vocab_.end()) place.at("unk_token").fail("is '" + unk + "', which is not in model.vocab");
+    if (it == vocab_.end()) place.at("unk_token").fail("is '" + text_excerpt(unk) + "', which is not in model.vocab");
     unk_ = it->second;
   }
   const json& merges = required_member(j, "merges", place);
@@ -85,7 +88,7 @@ BpeModel::BpeModel(const json& j, const JsonPlace& place) {
       const std::string s = m.get<std::string>();
       const std::size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
-        mp.index(r).fail("is '" + s + "', expected two tokens separated by one space");
+        mp.index(r).fail("is '" + text_excerpt(s) + "', expected two tokens separated by one space");
       }
       a = s.substr(0, space);
       b = s.substr(space + 1);
@@ -97,11 +100,12 @@ BpeModel::BpeModel(const json& j, const JsonPlace& place) {
     }
     const auto ia = vocab_.find(a), ib = vocab_.find(b);
     if (ia == vocab_.end() || ib == vocab_.end()) {
-      mp.index(r).fail("merges '" + a + "' and '" + b + "', but '" + (ia == vocab_.end() ? a : b) + "' is not in model.vocab");
+      mp.index(r).fail("merges '" + text_excerpt(a) + "' and '" + text_excerpt(b) + "', but '" + text_excerpt(ia == vocab_.end() ? a : b) +
+                       "' is not in model.vocab");
     }
     const std::string merged = a + b.substr(b.compare(0, prefix_.size(), prefix_) == 0 ? prefix_.size() : 0);
     const auto im = vocab_.find(merged);
-    if (im == vocab_.end()) mp.index(r).fail("makes '" + merged + "', which is not in model.vocab");
+    if (im == vocab_.end()) mp.index(r).fail("makes '" + text_excerpt(merged) + "', which is not in model.vocab");
     merges_.emplace(std::make_pair(ia->second, ib->second), Merge{static_cast<int32_t>(r), im->second});
   }
 }

@@ -1,5 +1,7 @@
 #include "text/byte_tokenizer.hpp"
 
+#include "reference/core/input_limits.hpp"
+
 namespace specdec::text {
 
 ByteTokenizer::ByteTokenizer(Vocabulary vocabulary, std::filesystem::path file, int32_t bos)
@@ -13,6 +15,7 @@ std::string ByteTokenizer::description() const {
 }
 
 std::vector<int32_t> ByteTokenizer::encode(const std::string& text, bool add_special_tokens) const {
+  check_input_limit(file_.string(), "the text to encode (bytes)", static_cast<long long>(text.size()), kMaxPromptBytes);
   std::vector<int32_t> ids;
   if (add_special_tokens && bos_) ids.push_back(*bos_);
   const auto bytes = vocabulary_.encode(text);

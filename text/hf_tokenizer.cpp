@@ -1,23 +1,22 @@
 #include "text/hf_tokenizer.hpp"
 
 #include <algorithm>
-#include <fstream>
+
+#include "reference/core/input_limits.hpp"
+#include "reference/io/json_input.hpp"
 
 #include "text/byte_level.hpp"
+#include "text/regex.hpp"
 #include "text/utf8.hpp"
 
 namespace specdec::text {
 
 namespace {
 
-json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
-  }
+// A tokenizer's JSON file: a regular file of bounded size (never a pipe or a device), nested no
+// deeper than kMaxJsonDepth, so that nothing after parsing recurses without bound.
+json read_json(const std::filesystem::path& path, const char* what) {
+  return parse_json(read_input_file(path.string(), what), path.string());
 }
 
 // Whether a component (or any step of a Sequence of them) has the given type.
@@ -48,6 +47,15 @@ void parse_post_processor(const json& j, const JsonPlace& place, SpecialTemplate
     if (!single.is_array()) place.at("single").fail("must be a list");
     const json& specials = required_member(j, "special_tokens", place);
     bool after = false;
+    // A template repeats its special tokens around every text: refused at load when it adds more
+    // ids than any real one (a few), before they are built.
+    const auto add = [&](const json& ids, const JsonPlace& where) {
+      if (t.before.size() + t.after.size() + ids.size() > kMaxTemplateTokens) {
+        where.fail("makes the post-processor add more than " + std::to_string(kMaxTemplateTokens) +
+                   " token ids around a text, more than specdec supports; see docs/reliability.md");
+      }
+      for (std::size_t k = 0; k < ids.size(); ++k) (after ? t.after : t.before).push_back(token_id_value(ids[k], where.index(k)));
+    };
     for (std::size_t i = 0; i < single.size(); ++i) {
       const JsonPlace p = place.at("single").index(i);
       const json& piece = single[i];
@@ -56,13 +64,11 @@ void parse_post_processor(const json& j, const JsonPlace& place, SpecialTemplate
       } else if (piece.is_object() && piece.contains("SpecialToken")) {
         const std::string name = string_member(piece.at("SpecialToken"), "id", p.at("SpecialToken"));
         const json* s = optional_member(specials, name.c_str());
-        if (!s) p.fail("names the special token '" + name + "', which post_processor.special_tokens does not define");
-        const json& ids = required_member(*s, "ids", place.at("special_tokens").at(name));
-        if (!ids.is_array()) place.at("special_tokens").at(name).at("ids").fail("must be a list of ids");
-        for (const json& id : ids) {
-          if (!id.is_number_integer() || id.get<int64_t>() < 0) place.at("special_tokens").at(name).at("ids").fail("must be token ids");
-          (after ? t.after : t.before).push_back(static_cast<int32_t>(id.get<int64_t>()));
-        }
+        if (!s) p.fail("names the special token '" + text_excerpt(name) + "', which post_processor.special_tokens does not define");
+        const JsonPlace sp = place.at("special_tokens").at(text_excerpt(name));
+        const json& ids = required_member(*s, "ids", sp);
+        if (!ids.is_array()) sp.at("ids").fail("must be a list of ids");
+        add(ids, sp.at("ids"));
       } else {
         p.fail("must be {\"SpecialToken\": ...} or {\"Sequence\": ...}");
       }
@@ -70,13 +76,13 @@ void parse_post_processor(const json& j, const JsonPlace& place, SpecialTemplate
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
     const auto token = [&](const char* key) {
       const json& pair = required_member(j, key, place);
-      if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer()) place.at(key).fail("must be [token, id]");
-      return static_cast<int32_t>(pair[1].get<int64_t>());
+      if (!pair.is_array() || pair.size() != 2) place.at(key).fail("must be [token, id]");
+      return token_id_value(pair[1], place.at(key).index(1));
     };
     t.before.push_back(token("cls"));
     t.after.push_back(token("sep"));
   } else {
-    place.at("type").fail("is '" + type +
+    place.at("type").fail("is '" + text_excerpt(type) +
                           "', a post-processor specdec does not support (supported: TemplateProcessing, ByteLevel, "
                           "BertProcessing, RobertaProcessing, Sequence)");
   }
@@ -94,15 +100,11 @@ std::optional<std::string> special_token_name(const json& config, const char* ke
 std::vector<int32_t> id_list(const json& j, const char* key, const JsonPlace& place) {
   const json* v = optional_member(j, key);
   if (!v) return {};
-  const auto one = [&](const json& e) {
-    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > INT32_MAX) place.at(key).fail("must be a token id or a list of them");
-    return static_cast<int32_t>(e.get<int64_t>());
-  };
   std::vector<int32_t> ids;
   if (v->is_array()) {
-    for (const json& e : *v) ids.push_back(one(e));
+    for (std::size_t i = 0; i < v->size(); ++i) ids.push_back(token_id_value((*v)[i], place.at(key).index(i)));
   } else {
-    ids.push_back(one(*v));
+    ids.push_back(token_id_value(*v, place.at(key)));
   }
   return ids;
 }
@@ -113,10 +115,11 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir)
   std::unique_ptr<HfTokenizer> t(new HfTokenizer());
   const std::filesystem::path path = dir / "tokenizer.json";
   t->file_ = path.string();
-  const json j = read_json(path);
+  const json j = read_json(path, "tokenizer file");
   const JsonPlace top{path.string(), ""};
   if (!j.is_object()) top.fail("is not a JSON object");
-  const auto member = [&](const char* key) { return j.contains(key) ? j.at(key) : json(); };
+  static const json null_json;
+  const auto member = [&](const char* key) -> const json& { return j.contains(key) ? j.at(key) : null_json; };
   t->model_ = TokenModel::parse(required_member(j, "model", top), top.at("model"));
   t->added_ = AddedVocabulary::parse(member("added_tokens"), top.at("added_tokens"));
   t->normalizer_ = Normalizer::parse(member("normalizer"), top.at("normalizer"));
@@ -134,14 +137,14 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir)
   // says so explicitly, as older transformers files do, it overrides the post-processor).
   const std::filesystem::path config_path = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
-    const json c = read_json(config_path);
+    const json c = read_json(config_path, "tokenizer config");
     const JsonPlace cp{config_path.string(), ""};
     if (!c.is_object()) cp.fail("is not a JSON object");
     const auto resolve = [&](const char* key) -> std::optional<int32_t> {
       const auto name = special_token_name(c, key, cp);
       if (!name) return std::nullopt;
       const auto id = t->token_id(*name);
-      if (!id) cp.at(key).fail("is '" + *name + "', which is not a token of " + path.filename().string());
+      if (!id) cp.at(key).fail("is '" + text_excerpt(*name) + "', which is not a token of " + path.filename().string());
       return id;
     };
     t->bos_ = resolve("bos_token");
@@ -164,7 +167,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir)
   // generation_config.json: what generation starts and stops with.
   const std::filesystem::path gen_path = dir / "generation_config.json";
   if (std::filesystem::exists(gen_path)) {
-    const json g = read_json(gen_path);
+    const json g = read_json(gen_path, "generation config");
     const JsonPlace gp{gen_path.string(), ""};
     const auto bos = id_list(g, "bos_token_id", gp);
     if (!t->bos_ && !bos.empty()) t->bos_ = bos.front();
@@ -184,32 +187,42 @@ std::optional<int32_t> HfTokenizer::token_id(const std::string& token) const {
   return model_->token_to_id(token);
 }
 
-int32_t HfTokenizer::size() const { return std::max(model_->max_id(), added_.max_id()) + 1; }
+// Ids are at most kMaxTokenId (checked at load), so the size fits int32; computed in 64 bits all the same.
+int32_t HfTokenizer::size() const {
+  return static_cast<int32_t>(std::max<int64_t>(model_->max_id(), added_.max_id()) + 1);
+}
 
 std::string HfTokenizer::description() const {
   return file_ + " (" + model_->type() + (byte_level_ ? ", byte-level" : "") + ", " + std::to_string(size()) + " token ids)";
 }
 
-void HfTokenizer::encode_text(const std::string& text, std::size_t offset, std::vector<int32_t>& out) const {
-  const std::string normalized = normalizer_.apply(text);
+void HfTokenizer::encode_text(const std::string& text, std::size_t offset, std::vector<int32_t>& out, uint64_t& left) const {
+  const std::string normalized = normalizer_.apply(text, left);
+  const uint64_t pieces_limit = left;  // the pieces are this stretch's normalized text, regrouped
+  left -= normalized.size();
   for (const TextSegment& s : added_.split(normalized, true)) {
     if (s.id >= 0) {
       out.push_back(s.id);
       continue;
     }
-    for (const Piece& p : pre_tokenizer_.apply({Piece{s.text, offset == 0 && s.offset == 0}})) model_->tokenize(p.text, out);
+    for (const Piece& p : pre_tokenizer_.apply({Piece{s.text, offset == 0 && s.offset == 0}}, pieces_limit)) model_->tokenize(p.text, out);
   }
 }
 
 std::vector<int32_t> HfTokenizer::encode(const std::string& text, bool add_special_tokens) const {
+  check_input_limit(file_, "the text to encode (bytes)", static_cast<long long>(text.size()), kMaxPromptBytes);
   require_valid_utf8(text, "the text to encode");
+  // What the normalizer may make of the whole text, shared by the stretches between added tokens
+  // (each would otherwise get its own slack), and the time all its regex searches may take.
+  uint64_t left = expansion_limit(text.size());
+  const RegexTimeBudget regex_time(text.size());
   std::vector<int32_t> ids;
   if (add_special_tokens) ids = template_.before;
   for (const TextSegment& s : added_.split(text, false)) {
     if (s.id >= 0) {
       ids.push_back(s.id);
     } else {
-      encode_text(s.text, s.offset, ids);
+      encode_text(s.text, s.offset, ids, left);
     }
   }
   if (add_special_tokens) ids.insert(ids.end(), template_.after.begin(), template_.after.end());

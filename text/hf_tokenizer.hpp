@@ -38,7 +38,8 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   HfTokenizer() = default;
-  void encode_text(const std::string& text, std::size_t offset, std::vector<int32_t>& out) const;
+  // `left`: the bytes the normalizer may still produce in this encoding (see encode).
+  void encode_text(const std::string& text, std::size_t offset, std::vector<int32_t>& out, uint64_t& left) const;
   std::optional<std::string> token_string(int32_t id) const;  // the added token's content or the model's token
 
   std::string file_;

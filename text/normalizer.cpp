@@ -6,6 +6,8 @@
 
 #include <optional>
 
+#include "reference/core/input_limits.hpp"
+
 #include "text/regex.hpp"
 #include "text/utf8.hpp"
 
@@ -18,6 +20,7 @@ struct Normalizer::Step {
   std::string literal;              // replace (string pattern) / prepend
   std::optional<Regex> regex;       // replace (regex pattern)
   std::string content;              // replace
+  std::string where;                // the step in the file, for errors
 };
 
 Normalizer::Normalizer() = default;
@@ -39,7 +42,7 @@ void parse_pattern(const json& j, const JsonPlace& place, std::string& literal, 
     literal = j.at("String").get<std::string>();
     if (literal.empty()) place.fail("is an empty string pattern");
   } else if (j.is_object() && j.contains("Regex") && j.at("Regex").is_string()) {
-    regex.emplace(j.at("Regex").get<std::string>(), place.file + ": field '" + place.path + "'");
+    regex.emplace(j.at("Regex").get<std::string>(), place.where());
   } else {
     place.fail("must be {\"String\": ...} or {\"Regex\": ...}");
   }
@@ -120,14 +123,34 @@ void Normalizer::parse_into(const json& j, const JsonPlace& place, Normalizer& o
     step->kind = Step::Kind::prepend;
     step->literal = string_member(j, "prepend", place);
   } else {
-    place.at("type").fail("is '" + type +
+    place.at("type").fail("is '" + text_excerpt(type) +
                           "', a normalizer specdec does not support (supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, "
                           "Strip, Replace, Prepend)");
   }
+  step->where = place.where() + " (" + type + ")";
   out.steps_.push_back(std::move(step));
 }
 
+uint64_t expansion_limit(uint64_t input_bytes) {
+  if (input_bytes > (UINT64_MAX - kMaxTokenizerExpansionSlack) / kMaxTokenizerExpansion) return UINT64_MAX;
+  return input_bytes * kMaxTokenizerExpansion + kMaxTokenizerExpansionSlack;
+}
+
 std::string Normalizer::apply(std::string s) const {
+  const uint64_t limit = expansion_limit(s.size());
+  return apply(std::move(s), limit);
+}
+
+std::string Normalizer::apply(std::string s, uint64_t max_bytes) const {
+  const uint64_t input_bytes = s.size();
+  const auto check = [&](const Step& step, uint64_t bytes) {
+    if (bytes > max_bytes) {
+      throw Error(step.where + " makes the text " + (bytes == UINT64_MAX ? std::string("more than 2^64") : std::to_string(bytes)) +
+                  " bytes long from " + std::to_string(input_bytes) + ", more than specdec allows here (" + std::to_string(max_bytes) +
+                  " bytes: a tokenizer may make a text at most " + std::to_string(kMaxTokenizerExpansion) + " times longer, plus " +
+                  std::to_string(kMaxTokenizerExpansionSlack) + " bytes); see docs/reliability.md");
+    }
+  };
   for (const auto& step : steps_) {
     switch (step->kind) {
       case Step::Kind::unicode_form:
@@ -142,13 +165,25 @@ std::string Normalizer::apply(std::string s) const {
       case Step::Kind::strip:
         s = strip(s, step->left, step->right);
         break;
-      case Step::Kind::replace:
-        s = replace_all(s, step->regex ? step->regex->find_all(s) : find_all_literal(s, step->literal), step->content);
+      case Step::Kind::replace: {
+        const auto matches = step->regex ? step->regex->find_all(s) : find_all_literal(s, step->literal);
+        // The result's length, known before it is built (each match becomes the content), computed
+        // so that nothing wraps.
+        uint64_t matched = 0;
+        for (const auto& [b, e] : matches) matched += e - b;
+        uint64_t added = 0;
+        if (__builtin_mul_overflow(uint64_t(matches.size()), uint64_t(step->content.size()), &added)) added = UINT64_MAX;
+        const uint64_t kept = s.size() - matched;
+        check(*step, added > UINT64_MAX - kept ? UINT64_MAX : kept + added);
+        s = replace_all(s, matches, step->content);
         break;
+      }
       case Step::Kind::prepend:
+        check(*step, uint64_t(s.size()) + step->literal.size());
         if (!s.empty()) s = step->literal + s;
         break;
     }
+    check(*step, s.size());
   }
   return s;
 }

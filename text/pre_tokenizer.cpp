@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "reference/core/input_limits.hpp"
 #include "text/byte_level.hpp"
 #include "text/regex.hpp"
 #include "text/utf8.hpp"
@@ -23,7 +24,7 @@ Behavior parse_behavior(const json& j, const char* key, const JsonPlace& place) 
   if (b == "MergedWithPrevious") return Behavior::merged_with_previous;
   if (b == "MergedWithNext") return Behavior::merged_with_next;
   if (b == "Contiguous") return Behavior::contiguous;
-  place.at(key).fail("is '" + b + "' (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous)");
+  place.at(key).fail("is '" + text_excerpt(b) + "' (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous)");
 }
 
 using Range = std::pair<std::size_t, std::size_t>;
@@ -118,6 +119,7 @@ struct PreTokenizer::Step {
   std::string prepend_scheme = "always";             // metaspace: always | never | first
   bool split_on_replacement = true;                  // metaspace
   bool individual_digits = false;                    // digits
+  std::string where;                                 // the step in the file, for errors
 };
 
 PreTokenizer::PreTokenizer() = default;
@@ -134,7 +136,6 @@ PreTokenizer PreTokenizer::parse(const json& j, const JsonPlace& place) {
 void PreTokenizer::parse_into(const json& j, const JsonPlace& place, PreTokenizer& out) {
   const std::string type = component_type(j, place);
   auto step = std::make_unique<Step>();
-  const std::string where = place.file + ": field '" + place.path + "'";
   if (type == "Sequence") {
     const json& list = required_member(j, "pretokenizers", place);
     if (!list.is_array()) place.at("pretokenizers").fail("must be a list");
@@ -144,7 +145,7 @@ void PreTokenizer::parse_into(const json& j, const JsonPlace& place, PreTokenize
     step->kind = Step::Kind::byte_level;
     step->add_prefix_space = bool_member(j, "add_prefix_space", true, place);
     step->use_regex = bool_member(j, "use_regex", true, place);
-    if (step->use_regex) step->regex.emplace(kGpt2Pattern, where);
+    if (step->use_regex) step->regex.emplace(kGpt2Pattern, place.where());
   } else if (type == "Split") {
     step->kind = Step::Kind::split;
     const json& pattern = required_member(j, "pattern", place);
@@ -153,7 +154,7 @@ void PreTokenizer::parse_into(const json& j, const JsonPlace& place, PreTokenize
       step->literal = pattern.at("String").get<std::string>();
       if (step->literal.empty()) pp.fail("is an empty string pattern");
     } else if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
-      step->regex.emplace(pattern.at("Regex").get<std::string>(), pp.file + ": field '" + pp.path + "'");
+      step->regex.emplace(pattern.at("Regex").get<std::string>(), pp.where());
     } else {
       pp.fail("must be {\"String\": ...} or {\"Regex\": ...}");
     }
@@ -169,7 +170,7 @@ void PreTokenizer::parse_into(const json& j, const JsonPlace& place, PreTokenize
       if (!scheme->is_string()) place.at("prepend_scheme").fail("must be a string");
       step->prepend_scheme = scheme->get<std::string>();
       if (step->prepend_scheme != "always" && step->prepend_scheme != "never" && step->prepend_scheme != "first") {
-        place.at("prepend_scheme").fail("is '" + step->prepend_scheme + "' (expected always, never or first)");
+        place.at("prepend_scheme").fail("is '" + text_excerpt(step->prepend_scheme) + "' (expected always, never or first)");
       }
     } else if (optional_member(j, "add_prefix_space")) {  // the older spelling
       step->prepend_scheme = bool_member(j, "add_prefix_space", true, place) ? "always" : "never";
@@ -180,18 +181,19 @@ void PreTokenizer::parse_into(const json& j, const JsonPlace& place, PreTokenize
     step->individual_digits = bool_member(j, "individual_digits", false, place);
   } else if (type == "Whitespace") {
     step->kind = Step::Kind::whitespace;
-    step->regex.emplace(R"(\w+|[^\w\s]+)", where);
+    step->regex.emplace(R"(\w+|[^\w\s]+)", place.where());
   } else if (type == "WhitespaceSplit") {
     step->kind = Step::Kind::whitespace_split;
   } else {
-    place.at("type").fail("is '" + type +
+    place.at("type").fail("is '" + text_excerpt(type) +
                           "', a pre-tokenizer specdec does not support (supported: Sequence, ByteLevel, Split, Metaspace, "
                           "Digits, Whitespace, WhitespaceSplit)");
   }
+  step->where = place.where() + " (" + type + ")";
   out.steps_.push_back(std::move(step));
 }
 
-std::vector<Piece> PreTokenizer::apply(std::vector<Piece> pieces) const {
+std::vector<Piece> PreTokenizer::apply(std::vector<Piece> pieces, uint64_t max_bytes) const {
   for (const auto& step : steps_) {
     std::vector<Piece> next;
     for (Piece& piece : pieces) {
@@ -247,6 +249,13 @@ std::vector<Piece> PreTokenizer::apply(std::vector<Piece> pieces) const {
       for (Piece& p : parts) next.push_back(std::move(p));
     }
     pieces = std::move(next);
+    uint64_t bytes = 0;
+    for (const Piece& p : pieces) bytes += p.text.size();
+    if (bytes > max_bytes) {
+      throw Error(step->where + " makes the text " + std::to_string(bytes) + " bytes long, more than specdec allows here (" +
+                  std::to_string(max_bytes) + " bytes: a tokenizer may make a text at most " + std::to_string(kMaxTokenizerExpansion) +
+                  " times longer, plus " + std::to_string(kMaxTokenizerExpansionSlack) + " bytes); see docs/reliability.md");
+    }
   }
   return pieces;
 }

@@ -2,6 +2,7 @@
 // A tokenizer.json "pre_tokenizer": splits normalized text into the pieces ("words") the model
 // tokenizes one by one. Supported: ByteLevel, Split (string or regex; every delimiter behaviour;
 // invert), Metaspace, Digits, Whitespace, WhitespaceSplit, Sequence. Others are refused by name.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,9 @@ class PreTokenizer {
   PreTokenizer(PreTokenizer&&) noexcept;
   PreTokenizer& operator=(PreTokenizer&&) noexcept;
 
-  std::vector<Piece> apply(std::vector<Piece> pieces) const;
+  // The pieces after every step. Throws specdec::Error naming the step when they hold more than
+  // `max_bytes` bytes together (each step can prefix every piece, or double its bytes).
+  std::vector<Piece> apply(std::vector<Piece> pieces, uint64_t max_bytes = UINT64_MAX) const;
 
  private:
   struct Step;

@@ -2,7 +2,9 @@
 
 #include <oniguruma.h>
 
+#include <memory>
 #include <mutex>
+#include <new>
 
 #include "reference/core/error.hpp"
 #include "text/utf8.hpp"
@@ -26,6 +28,26 @@ void initialize_oniguruma() {
   });
 }
 
+// A pattern as error messages show it: at most 200 bytes.
+std::string excerpt(const std::string& s) { return s.size() <= 200 ? s : s.substr(0, 200) + "..."; }
+
+thread_local const RegexTimeBudget* current_budget = nullptr;
+
+// Oniguruma's match parameters with the retry limits for a text of `bytes` bytes.
+struct MatchParam {
+  OnigMatchParam* param = onig_new_match_param();
+  explicit MatchParam(std::size_t bytes) {
+    if (!param) throw std::bad_alloc();
+    onig_initialize_match_param(param);
+    const unsigned long limit = kRetriesBase + kRetriesPerByte * static_cast<unsigned long>(bytes);
+    onig_set_retry_limit_in_match_of_match_param(param, limit);
+    onig_set_retry_limit_in_search_of_match_param(param, limit);
+  }
+  ~MatchParam() { onig_free_match_param(param); }
+  MatchParam(const MatchParam&) = delete;
+  MatchParam& operator=(const MatchParam&) = delete;
+};
+
 std::string error_text(int code, OnigErrorInfo* info) {
   OnigUChar buffer[ONIG_MAX_ERROR_MESSAGE_LEN];
   onig_error_code_to_str(buffer, code, info);
@@ -34,7 +56,8 @@ std::string error_text(int code, OnigErrorInfo* info) {
 
 }  // namespace
 
-Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pattern), compiled_(std::make_unique<Compiled>()) {
+Regex::Regex(const std::string& pattern, const std::string& where)
+    : pattern_(pattern), where_(where), compiled_(std::make_unique<Compiled>()) {
   require_valid_utf8(pattern, where + ": the pattern");
   initialize_oniguruma();
   OnigErrorInfo info{};
@@ -42,7 +65,7 @@ Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pa
   const int r = onig_new(&compiled_->regex, p, p + pattern.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &info);
   if (r != ONIG_NORMAL) {
     compiled_->regex = nullptr;
-    throw Error(where + ": the regular expression does not compile (" + error_text(r, &info) + "): " + pattern);
+    throw Error(where + ": the regular expression does not compile (" + error_text(r, &info) + "): " + excerpt(pattern));
   }
 }
 
@@ -50,22 +73,54 @@ Regex::~Regex() = default;
 Regex::Regex(Regex&&) noexcept = default;
 Regex& Regex::operator=(Regex&&) noexcept = default;
 
+RegexTimeBudget::RegexTimeBudget(std::size_t input_bytes) : RegexTimeBudget(deadline_for(input_bytes) - std::chrono::steady_clock::now()) {}
+
+RegexTimeBudget::RegexTimeBudget(std::chrono::steady_clock::duration allowed)
+    : deadline_(std::chrono::steady_clock::now() + allowed), outer_(current_budget) {
+  if (outer_ && outer_->deadline_ < deadline_) deadline_ = outer_->deadline_;
+  current_budget = this;
+}
+
+RegexTimeBudget::~RegexTimeBudget() { current_budget = outer_; }
+
+std::chrono::steady_clock::time_point RegexTimeBudget::deadline_for(std::size_t input_bytes) {
+  const double seconds = kSearchSecondsBase + static_cast<double>(input_bytes) / kSearchBytesPerSecond;
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+const std::chrono::steady_clock::time_point* RegexTimeBudget::current() { return current_budget ? &current_budget->deadline_ : nullptr; }
+
 std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_view s) const {
   std::vector<std::pair<std::size_t, std::size_t>> matches;
-  OnigRegion* region = onig_region_new();
+  const auto* shared = RegexTimeBudget::current();
+  const auto deadline = shared ? *shared : RegexTimeBudget::deadline_for(s.size());
+  const MatchParam param(s.size());
+  const auto fail = [&](const std::string& why) {
+    throw Error(where_ + ": the regex exceeded its search limit on this input (" + why + "; pattern " + excerpt(pattern_) +
+                "); see docs/reliability.md");
+  };
+  std::unique_ptr<OnigRegion, void (*)(OnigRegion*)> region(onig_region_new(), [](OnigRegion* r) { onig_region_free(r, 1); });
+  if (!region) throw std::bad_alloc();
   const auto* begin = reinterpret_cast<const OnigUChar*>(s.data());
   const auto* end = begin + s.size();
   std::size_t at = 0;
   while (at <= s.size()) {
-    onig_region_clear(region);
-    const int r = onig_search(compiled_->regex, begin, end, begin + at, end, region, ONIG_OPTION_NONE);
-    if (r == ONIG_MISMATCH) break;
-    if (r < 0) {
-      onig_region_free(region, 1);
-      throw Error("regular expression search failed (" + error_text(r, nullptr) + "): " + pattern_);
+    // Checked between searches: a pattern that scans to the end from every position is quadratic
+    // over many cheap searches, none of which backtracks much.
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("it searched " + std::to_string(s.size()) + " bytes for longer than the time allowed for the text");
     }
-    const auto b = static_cast<std::size_t>(region->beg[0]);
-    const auto e = static_cast<std::size_t>(region->end[0]);
+    onig_region_clear(region.get());
+    const int r = onig_search_with_param(compiled_->regex, begin, end, begin + at, end, region.get(), ONIG_OPTION_NONE, param.param);
+    if (r == ONIG_MISMATCH) break;
+    if (r == ONIGERR_RETRY_LIMIT_IN_MATCH_OVER || r == ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER) {
+      fail("it backtracked more than " + std::to_string(kRetriesBase + kRetriesPerByte * s.size()) + " times over " +
+           std::to_string(s.size()) + " bytes");
+    }
+    if (r < 0) throw Error(where_ + ": regular expression search failed (" + error_text(r, nullptr) + "): " + excerpt(pattern_));
+    const OnigRegion* m = region.get();
+    const auto b = static_cast<std::size_t>(m->beg[0]);
+    const auto e = static_cast<std::size_t>(m->end[0]);
     if (e > b) {
       matches.emplace_back(b, e);
       at = e;
@@ -76,7 +131,6 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
       at = b + (n == 0 ? 1 : n);
     }
   }
-  onig_region_free(region, 1);
   return matches;
 }
 

@@ -2,8 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
-#include <fstream>
-
+#include "reference/core/input_limits.hpp"
+#include "reference/io/json_input.hpp"
 #include "text/json_fields.hpp"
 #include "text/token_model.hpp"
 #include "text/utf8.hpp"
@@ -17,19 +17,15 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::
   std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
   const std::filesystem::path path = dir / "tokenizer.model";
   t->file_ = path.string();
+  // libsentencepiece opens the path itself: a pipe there would block it, /dev/zero never end.
+  check_input_file(path.string(), "tokenizer model");
   const auto status = t->sp_->Load(path.string());
   if (!status.ok()) throw Error(path.string() + ": not a SentencePiece model (" + status.ToString() + ")");
   if (t->sp_->bos_id() >= 0) t->bos_ = t->sp_->bos_id();
   if (t->sp_->eos_id() >= 0) t->eos_.push_back(t->sp_->eos_id());
   const std::filesystem::path config_path = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
-    std::ifstream in(config_path);
-    json c;
-    try {
-      c = json::parse(in);
-    } catch (const json::exception& e) {
-      throw Error(config_path.string() + ": not valid JSON (" + e.what() + ")");
-    }
+    const json c = parse_json(read_input_file(config_path.string(), "tokenizer config"), config_path.string());
     const JsonPlace cp{config_path.string(), ""};
     t->add_bos_ = bool_member(c, "add_bos_token", true, cp);
     t->add_eos_ = bool_member(c, "add_eos_token", false, cp);
@@ -44,6 +40,7 @@ std::string SentencePieceTokenizer::description() const {
 }
 
 std::vector<int32_t> SentencePieceTokenizer::encode(const std::string& text, bool add_special_tokens) const {
+  check_input_limit(file_, "the text to encode (bytes)", static_cast<long long>(text.size()), kMaxPromptBytes);
   require_valid_utf8(text, "the text to encode");
   std::vector<int> pieces;
   const auto status = sp_->Encode(text, &pieces);

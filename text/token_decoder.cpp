@@ -57,7 +57,7 @@ void TokenDecoder::parse_into(const json& j, const JsonPlace& place, TokenDecode
       step->literal = pattern.at("String").get<std::string>();
       if (step->literal.empty()) place.at("pattern").fail("is an empty string pattern");
     } else if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
-      step->regex.emplace(pattern.at("Regex").get<std::string>(), place.file + ": field '" + place.path + ".pattern'");
+      step->regex.emplace(pattern.at("Regex").get<std::string>(), place.at("pattern").where());
     } else {
       place.at("pattern").fail("must be {\"String\": ...} or {\"Regex\": ...}");
     }
@@ -75,7 +75,7 @@ void TokenDecoder::parse_into(const json& j, const JsonPlace& place, TokenDecode
     step->start = start.get<int>();
     step->stop = stop.get<int>();
   } else {
-    place.at("type").fail("is '" + type +
+    place.at("type").fail("is '" + text_excerpt(type) +
                           "', a decoder specdec does not support (supported: Sequence, ByteLevel, Metaspace, Replace, "
                           "ByteFallback, Fuse, Strip)");
   }

@@ -20,7 +20,7 @@ std::unique_ptr<TokenModel> TokenModel::parse(const json& j, const JsonPlace& pl
   }
   if (type == "BPE") return make_bpe_model(j, place);
   if (type == "Unigram") return make_unigram_model(j, place);
-  place.at("type").fail("is '" + type + "', a model specdec does not support (supported: BPE, Unigram)");
+  place.at("type").fail("is '" + text_excerpt(type) + "', a model specdec does not support (supported: BPE, Unigram)");
 }
 
 std::string byte_fallback_token(unsigned char byte) {

@@ -45,6 +45,10 @@ UnigramModel::UnigramModel(const json& j, const JsonPlace& place) {
   const json& vocab = required_member(j, "vocab", place);
   const JsonPlace vp = place.at("vocab");
   if (!vocab.is_array() || vocab.empty()) vp.fail("must be a non-empty list of [piece, score]");
+  // A piece's id is its index: the list may not be longer than the ids specdec supports.
+  if (vocab.size() - 1 > uint64_t(kMaxTokenId)) {
+    vp.fail("has " + std::to_string(vocab.size()) + " pieces, more than specdec supports (2^24)");
+  }
   double min_score = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < vocab.size(); ++i) {
     const json& e = vocab[i];
@@ -59,7 +63,7 @@ UnigramModel::UnigramModel(const json& j, const JsonPlace& place) {
   unknown_score_ = min_score - kUnknownPenalty;
   if (const json* u = optional_member(j, "unk_id")) {
     if (!u->is_number_integer() || u->get<int64_t>() < 0 || u->get<int64_t>() >= static_cast<int64_t>(pieces_.size())) {
-      place.at("unk_id").fail("is " + u->dump() + " (expected an index into model.vocab)");
+      place.at("unk_id").fail("is " + json_excerpt(*u) + " (expected an index into model.vocab)");
     }
     unk_ = static_cast<int32_t>(u->get<int64_t>());
   }
@@ -131,7 +135,7 @@ void UnigramModel::tokenize(const std::string& piece, std::vector<int32_t>& out)
         continue;
       }
     }
-    if (!unk_) throw Error("Unigram: '" + text + "' is not in the vocabulary, which has no unk_id");
+    if (!unk_) throw Error("Unigram: '" + text_excerpt(text) + "' is not in the vocabulary, which has no unk_id");
     out.push_back(*unk_);
   }
 }

@@ -3,24 +3,35 @@
 // (lstrip, rstrip, single_word, normalized), post-processor templates, tokenizer_config.json and
 // generation_config.json, streaming decoding, and a clear error for every malformed field.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
 #include "reference/io/vocabulary.hpp"
+#include "tests/reference/error_capture.hpp"
 #include "text/byte_level.hpp"
+#include "text/byte_tokenizer.hpp"
 #include "text/hf_tokenizer.hpp"
 #include "text/load_tokenizer.hpp"
+#include "text/normalizer.hpp"
+#include "text/regex.hpp"
 #include "text/utf8.hpp"
 
 namespace specdec::text {
 namespace {
 
 namespace fs = std::filesystem;
+using specdec::testing::error_of;
 using Ids = std::vector<int32_t>;
 
 class TokenizerFiles : public ::testing::Test {
@@ -247,6 +258,212 @@ TEST_F(TokenizerFiles, LoadOrderAndSentencePieceErrors) {
   fs::remove_all(dir_ / "tokenizer.model");
   fs::remove_all(dir_ / "vocab.json");
   EXPECT_EQ(load_tokenizer(dir_, 0), nullptr);
+}
+
+// ---- hostile tokenizer files: limits that keep a file from multiplying memory or time ------------
+
+// `depth` Sequence normalizers around a Lowercase, as JSON text.
+std::string nested_normalizers(int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += "{\"type\": \"Sequence\", \"normalizers\": [";
+  s += "{\"type\": \"Lowercase\"}";
+  for (int i = 0; i < depth; ++i) s += "]}";
+  return s;
+}
+
+TEST_F(TokenizerFiles, NestedComponentsNeedMemoryLinearInTheirDepth) {
+  // Parsed directly (past the file's depth limit): each level used to spell out its whole field
+  // path, 2,500 levels about 100 MB. In a child process, whose peak memory starts afresh.
+  const nlohmann::json deep = nlohmann::json::parse(nested_normalizers(2500));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    try {
+      const Normalizer n = Normalizer::parse(deep, JsonPlace{"t.json", "normalizer"});
+      if (n.apply("ABC") != "abc") _exit(3);
+    } catch (...) {
+      _exit(2);
+    }
+    getrusage(RUSAGE_SELF, &after);
+    _exit(after.ru_maxrss - before.ru_maxrss > 40 * 1024 ? 1 : 0);  // KiB
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: parsing 2,500 nested normalizers took more than 40 MB; 2: it threw; 3: wrong text";
+
+  // Nesting within the limit still loads, and means what the flat component means.
+  nlohmann::json j = byte_level_bpe();
+  j["normalizer"] = nullptr;
+  std::string text = j.dump();
+  text.replace(text.find("\"normalizer\":null"), 17, "\"normalizer\":" + nested_normalizers(60));
+  write("tokenizer.json", text);
+  EXPECT_EQ(load()->encode("ABC", false), (Ids{6}));
+}
+
+TEST_F(TokenizerFiles, ErrorMessagesShowOnlyTheStartOfAHugeValue) {
+  const std::string huge(100000, 'x');
+  const std::vector<std::pair<const char*, std::function<void(nlohmann::json&)>>> cases = {
+      {"a vocab id that is a long list", [](nlohmann::json& j) { j["model"]["vocab"]["a"] = std::vector<int>(100000, 1); }},
+      {"a long dropout string", [&](nlohmann::json& j) { j["model"]["dropout"] = huge; }},
+      {"a long unk_token", [&](nlohmann::json& j) { j["model"]["unk_token"] = huge; }},
+      {"a long type", [&](nlohmann::json& j) { j["normalizer"] = {{"type", huge}}; }},
+      {"a long pattern", [&](nlohmann::json& j) {
+         j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(" + huge}}}, {"behavior", "Isolated"}};
+       }},
+      {"a long merge", [&](nlohmann::json& j) { j["model"]["merges"][0] = huge; }},
+  };
+  for (const auto& [what, edit] : cases) {
+    nlohmann::json j = byte_level_bpe();
+    edit(j);
+    write("tokenizer.json", j);
+    const std::string e = error_of_load();
+    EXPECT_NE(e.find("tokenizer.json: field '"), std::string::npos) << what << ": " << e.substr(0, 300);
+    EXPECT_LT(e.size(), 1000u) << what << ": a message of " << e.size() << " bytes";
+  }
+  EXPECT_EQ(json_excerpt(nlohmann::json::array({1, "two", nullptr})), "[1,\"two\",null]");
+  EXPECT_EQ(json_excerpt(nlohmann::json(huge), 10), "\"xxxxxxxxx...");
+}
+
+TEST_F(TokenizerFiles, TokenIdsAreAtMostTwoToTheTwentyFourMinusOne) {
+  const struct {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* expected;
+  } cases[] = {
+      {"vocab", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 2147483647; }, "field 'model.vocab' gives token 'c' the id 2147483647"},
+      {"vocab 2^24", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 1 << 24; }, "field 'model.vocab' gives token 'c' the id 16777216"},
+      {"added token", [](nlohmann::json& j) { j["added_tokens"][0]["id"] = 2147483647; }, "field 'added_tokens[0].id' must be a token id"},
+      {"added token 2^64-1", [](nlohmann::json& j) { j["added_tokens"][0]["id"] = UINT64_MAX; }, "field 'added_tokens[0].id' must be a token id"},
+      {"template", [](nlohmann::json& j) {
+         j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}},
+                                {"special_tokens", {{"<s>", {{"ids", {2147483647}}}}}}};
+       }, "field 'post_processor.special_tokens.<s>.ids[0]' must be a token id"},
+      {"bert", [](nlohmann::json& j) {
+         j["post_processor"] = {{"type", "BertProcessing"}, {"cls", {"<s>", int64_t(1) << 32}}, {"sep", {"<s>", 7}}};
+       }, "field 'post_processor.cls[1]' must be a token id"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = byte_level_bpe();
+    c.edit(j);
+    write("tokenizer.json", j);
+    const std::string e = error_of_load();
+    EXPECT_NE(e.find("tokenizer.json: "), std::string::npos) << c.what << ": " << e;
+    EXPECT_NE(e.find(c.expected), std::string::npos) << c.what << ": expected '" << c.expected << "' in: " << e;
+  }
+  write("tokenizer.json", byte_level_bpe());
+  write("generation_config.json", nlohmann::json{{"eos_token_id", {2, 2147483647}}});
+  EXPECT_NE(error_of_load().find("generation_config.json: field 'eos_token_id[1]' must be a token id"), std::string::npos);
+  fs::remove(dir_ / "generation_config.json");
+  // The largest id allowed: the size is 2^24.
+  nlohmann::json j = byte_level_bpe();
+  j["added_tokens"][0]["id"] = (1 << 24) - 1;
+  write("tokenizer.json", j);
+  EXPECT_EQ(load()->size(), 1 << 24);
+}
+
+TEST_F(TokenizerFiles, ATemplateMayAddAtMost4096Ids) {
+  nlohmann::json j = byte_level_bpe();
+  nlohmann::json single = nlohmann::json::array();
+  for (int i = 0; i < 5000; ++i) single.push_back({{"SpecialToken", {{"id", "<s>"}}}});
+  j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", {{"<s>", {{"ids", {7}}}}}}};
+  write("tokenizer.json", j);
+  const std::string e = error_of_load();
+  EXPECT_NE(e.find("field 'post_processor.special_tokens.<s>.ids' makes the post-processor add more than 4096 token ids"),
+            std::string::npos) << e;
+  single.erase(single.begin() + 4096, single.end());
+  j["post_processor"]["single"] = single;
+  write("tokenizer.json", j);
+  EXPECT_EQ(load()->encode("a").size(), 4097u);
+}
+
+// Six Replace steps "a" -> 100 x "a" and an added token <s> matched before normalization.
+nlohmann::json multiplying_tokenizer(int steps, int copies) {
+  nlohmann::json j = byte_level_bpe();
+  nlohmann::json list = nlohmann::json::array();
+  for (int i = 0; i < steps; ++i) list.push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(size_t(copies), 'a')}});
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", list}};
+  return j;
+}
+
+TEST_F(TokenizerFiles, NormalizedTextMayGrowOnlySoFar) {
+  write("tokenizer.json", multiplying_tokenizer(6, 100));
+  const auto t = load();
+  // 4 bytes: 400, 40,000, then 4,000,000 is refused before it is built.
+  const std::string e = error_of([&] { t->encode("aaaa", false); });
+  EXPECT_NE(e.find("tokenizer.json: field 'normalizer.normalizers[2]' (Replace) makes the text 4000000 bytes long from 4"),
+            std::string::npos) << e;
+  // The limit covers the whole text, not each stretch between added tokens: 2,000 stretches of
+  // "a" (1,000 bytes each once normalized) exceed 16 times the text plus 1 MiB together.
+  write("tokenizer.json", multiplying_tokenizer(1, 1000));
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "a<s>";
+  EXPECT_NE(error_of([&] { load()->encode(text, false); }).find("(Replace) makes the text"), std::string::npos);
+  EXPECT_EQ(load()->encode(text.substr(0, 400), false).size(), 100u * 1000 + 100);  // within the limit: 100 x (1,000 a's, <s>)
+}
+
+TEST_F(TokenizerFiles, AddedTokensShareOneNormalizationLimit) {
+  // 3,000 normalized added tokens "a<i>" grown to 1,000 bytes each: 3 MB from 15 KB.
+  nlohmann::json j = multiplying_tokenizer(1, 1000);
+  for (int i = 0; i < 3000; ++i) j["added_tokens"].push_back({{"id", 100 + i}, {"content", "a" + std::to_string(i)}, {"normalized", true}});
+  write("tokenizer.json", j);
+  EXPECT_NE(error_of_load().find("field 'normalizer.normalizers[0]' (Replace) makes the text"), std::string::npos);
+}
+
+TEST_F(TokenizerFiles, TextLongerThanThePromptLimitIsRefusedBeforeTokenizing) {
+  write("tokenizer.json", byte_level_bpe());
+  const std::string text(kMaxPromptBytes + 1, 'a');
+  EXPECT_NE(error_of([&] { load()->encode(text); }).find("the text to encode (bytes) is 67108865, more than specdec supports (67108864)"),
+            std::string::npos);
+  Vocabulary::bytes(3, {{"<bos>", 0}}).save(dir_ / "vocab.json");
+  const ByteTokenizer bytes(Vocabulary::load(dir_ / "vocab.json"), dir_ / "vocab.json", 0);
+  EXPECT_NE(error_of([&] { bytes.encode(text); }).find("more than specdec supports"), std::string::npos);
+}
+
+TEST(Regex, RealTokenizersPatternsPassTheSearchLimitsOnHostileText) {
+  const char* patterns[] = {
+      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",  // GPT-2
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",  // Llama-3
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",  // Qwen2
+  };
+  std::mt19937 rng(7);
+  const char* pieces[] = {" ", "\n", "\r\n", "\t", "a", "B", "1", "!", "'s", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x99\x82", "\xC2\xA0"};
+  std::string mixed;
+  while (mixed.size() < 100000) mixed += pieces[rng() % (sizeof(pieces) / sizeof(*pieces))];
+  const std::pair<const char*, std::string> texts[] = {
+      {"100,000 spaces then x", std::string(100000, ' ') + "x"},
+      {"100,000 spaces then a newline", std::string(100000, ' ') + "\n"},
+      {"digits", std::string(100000, '7')},
+      {"apostrophes", std::string(100000, '\'')},
+      {"random mix", mixed},
+  };
+  for (const char* p : patterns) {
+    const Regex re(p, "test");
+    for (const auto& [what, text] : texts) {
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::pair<std::size_t, std::size_t>> m;
+      EXPECT_NO_THROW(m = re.find_all(text)) << what << " / " << p;
+      std::size_t covered = 0;
+      for (const auto& [b, e] : m) covered += e - b;
+      EXPECT_EQ(covered, text.size()) << what << ": every byte is in some match";
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0) << what;
+    }
+  }
+}
+
+TEST(Regex, ExponentialBacktrackingIsAnErrorNamingThePattern) {
+  // (a|aa)+c over runs of 26 a's: each run backtracks through Fibonacci(26) ways to split it, and
+  // without a limit per search the runs add up (about 6 s for these 11 KB).
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += std::string(26, 'a') + "x";
+  const Regex re("(a|aa)+c", "t.json: field 'pre_tokenizer.pattern'");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = error_of([&] { re.find_all(text); });
+  EXPECT_NE(e.find("t.json: field 'pre_tokenizer.pattern': the regex exceeded its search limit on this input (it backtracked more than"),
+            std::string::npos) << e;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
 }
 
 TEST(Utf8, LossyReplacesMaximalSubparts) {
