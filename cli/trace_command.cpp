@@ -51,8 +51,9 @@ int check(const std::vector<std::string>& files, bool as_json, CommandIO& io) {
 int diff(const std::string& a_path, const std::string& b_path, bool as_json, CommandIO& io) {
   Trace a, b;
   try {
-    a = read_trace(a_path);
-    b = read_trace(b_path);
+    // Both pass every check of `trace check` first: diff compares only what check accepts.
+    a = read_checked_trace(a_path);
+    b = read_checked_trace(b_path);
   } catch (const std::exception& e) {
     io.err << "specdec trace diff: error: " << e.what() << " (run specdec trace check for every problem)\n";
     return 2;
@@ -91,10 +92,11 @@ int diff(const std::string& a_path, const std::string& b_path, bool as_json, Com
     }
   }
   io.out << "steps compared " << r.steps_compared << " of " << r.steps_a << " (B has " << r.steps_b << "), tokens equal "
-         << r.tokens_equal << "\n";
+         << r.tokens_equal;
+  io.out << validation::summary_text(r.drafter_rows) << "\n";  // B's drafter rows, when both traces record them
   for (const validation::QuantitySummary& q : r.quantities) {
     io.out << "  " << q.quantity << ": worst " << q.worst << (q.worst_at.empty() ? "" : " at " + q.worst_at) << " (bound "
-           << q.bound << ", " << q.compared << " rows) " << (q.pass ? "ok" : "FAIL") << "\n";
+           << q.bound << ", " << q.compared << " rows, " << q.passed << " within) " << (q.pass ? "ok" : "FAIL") << "\n";
   }
   return r.same ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -30,7 +31,12 @@ std::string id_list(const BatchedTrace& b) {
 // and what a replay of it alone is given.
 void check_sequence_key(const TraceSequence& q) {
   const std::string where = "sequence " + std::to_string(q.id) + ": meta.config_json";
-  const auto j = nlohmann::json::parse(q.trace.meta.config_json, nullptr, false);
+  nlohmann::json j;
+  try {
+    j = parse_json(q.trace.meta.config_json, where);
+  } catch (const Error& e) {
+    invalid(where, std::string("not a JSON object: ") + e.what());
+  }
   if (!j.is_object()) invalid(where, "not a JSON object");
   if (!j.contains("sequence")) {
     invalid(where, "has no \"sequence\" key, expected " + std::to_string(q.id) + " (its sequence id)");

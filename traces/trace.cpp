@@ -4,6 +4,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -26,7 +27,11 @@ bool valid_name(const std::string& s) {
 }
 
 void check_json(const std::string& where, const std::string& text) {
-  if (!nlohmann::json::accept(text)) invalid(where, "not valid JSON (expected a JSON document, e.g. \"{}\")");
+  try {
+    (void)parse_json(text, "invalid trace: " + where);  // nesting bounded: readers walk it later
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (expected a JSON document, e.g. \"{}\")");
+  }
 }
 
 // All rows of one logits group share form, V and k.

@@ -15,11 +15,13 @@
 
 #include "reference/core/error.hpp"
 #include "reference/core/format.hpp"
+#include "reference/io/json_input.hpp"
 #include "traces/batched_trace.hpp"
 #include "traces/contained_read.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 #include "traces/trace_diagnostics.hpp"
+#include "traces/trace_file.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
@@ -286,10 +288,34 @@ class Checker {
   void check_batch(const h5::File& f);
   // Literal "/steps/..." places of problems found in a sequence group, under that group.
   void rebase(std::size_t first_problem, const std::string& group);
+  // /output/stop_reason against the run's configuration and its output: what ends a run
+  // (reference/decoding/sequence_decoder.cpp) is the first eos when stop_at_eos, else
+  // max_new_tokens tokens.
+  void check_stop_reason(const std::string& stop, const std::vector<int32_t>& output);
+
+  // An embedded JSON document (config_json, sampling_json): parsed under the depth limit of
+  // reference/io/json_input.hpp; a problem at `where` (and nullopt) unless it is a JSON object.
+  std::optional<json> json_object(const std::string& where, const std::string& text, const std::string& expected) {
+    try {
+      json j = parse_json(text, where);
+      if (j.is_object()) return j;
+      add(where, "is not a JSON object, expected " + expected);
+    } catch (const std::exception& e) {
+      std::string m = e.what();
+      if (m.rfind(where + ": ", 0) == 0) m = m.substr(where.size() + 2);
+      add(where, m + ", expected " + expected);
+    }
+    return std::nullopt;
+  }
 
   std::string file_;
   std::optional<int64_t> vocab_;      // the target's vocabulary
   std::optional<std::string> method_;
+  // Of the run being checked, when its configuration gives them: max_new_tokens, stop_at_eos and
+  // the target's eos token ids (its config.json's eos_token_id; none when that is null).
+  std::optional<int64_t> max_new_tokens_;
+  std::optional<bool> stop_at_eos_;
+  std::optional<std::vector<int64_t>> eos_ids_;
 };
 
 void Checker::run(const h5::File& f) {
@@ -431,6 +457,9 @@ void Checker::check_batch(const h5::File& f) {
 }
 
 void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
+  max_new_tokens_.reset();
+  stop_at_eos_.reset();
+  eos_ids_.reset();
   method_ = string_attr(f, L::kMethod);
   // A trace names its method by its registry name (never an alias), which says whether it has a drafter.
   const MethodEntry* entry = nullptr;
@@ -454,16 +483,22 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
     } else {
       attempt("/meta @seed", [&] { seed = meta.read_uint64_attribute(L::kSeed); });
     }
-    if (const auto cj = string_dataset(meta, L::kConfigJson)) {
-      const json j = json::parse(*cj, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        add("/meta/config_json", "is not a JSON object, expected the run configuration");
-      } else {
+    const auto cj = string_dataset(meta, L::kConfigJson);
+    if (const auto parsed = cj ? json_object("/meta/config_json", *cj, "the run configuration") : std::nullopt) {
+      const json& j = *parsed;
+      {
         check_keys("/meta/config_json", j, run_config_keys(), "run-config");
-        if (j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer() &&
-            (j["max_new_tokens"].get<int64_t>() < 1 || j["max_new_tokens"].get<int64_t>() > INT32_MAX)) {
-          add("/meta/config_json", "max_new_tokens is " + j["max_new_tokens"].dump() + ", expected 1 <= max_new_tokens <= 2^31-1");
+        if (j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer()) {
+          const json& m = j["max_new_tokens"];
+          const bool in_range = m.is_number_unsigned() ? m.get<uint64_t>() >= 1 && m.get<uint64_t>() <= INT32_MAX
+                                                       : m.get<int64_t>() >= 1 && m.get<int64_t>() <= INT32_MAX;
+          if (!in_range) {
+            add("/meta/config_json", "max_new_tokens is " + m.dump() + ", expected 1 <= max_new_tokens <= 2^31-1");
+          } else {
+            max_new_tokens_ = m.get<int64_t>();
+          }
         }
+        if (j.contains("stop_at_eos") && j["stop_at_eos"].is_boolean()) stop_at_eos_ = j["stop_at_eos"].get<bool>();
         if (sequence && !j.contains("sequence")) {
           add("/meta/config_json", "missing run-config key 'sequence', expected " + std::to_string(*sequence) + " (the sequence's id)");
         } else if (j.contains("sequence") && j["sequence"].is_number_integer()) {
@@ -524,11 +559,10 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
         }
       }
     }
-    if (const auto sj = string_dataset(meta, L::kSamplingJson)) {
-      const json j = json::parse(*sj, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        add("/meta/sampling_json", "is not a JSON object, expected the sampling configuration");
-      } else {
+    const auto sj = string_dataset(meta, L::kSamplingJson);
+    if (const auto parsed = sj ? json_object("/meta/sampling_json", *sj, "the sampling configuration") : std::nullopt) {
+      const json& j = *parsed;
+      {
         check_keys("/meta/sampling_json", j, sampling_config_keys(), "sampling");
         if (j.contains("mode") && j["mode"] != "greedy" && j["mode"] != "sample" && j["mode"] != "coupled") {
           add("/meta/sampling_json", "mode is " + j["mode"].dump() + ", expected \"greedy\", \"sample\" or \"coupled\"");
@@ -562,17 +596,27 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
             add(attr_where(w, L::kFingerprint), "is \"" + *fp + "\", expected \"fnv1a64:\" and 16 lower-case hex digits (SCHEMA.md, \"Fingerprints\")");
           }
         }
-        if (const auto cj = string_dataset(g, L::kConfigJson)) {
-          const json j = json::parse(*cj, nullptr, false);
-          if (j.is_discarded() || !j.is_object()) {
-            add(w + "/config_json", "is not a JSON object, expected the model's config.json");
-          } else if (role == "target") {
-            if (!j.contains("vocab_size") || !j["vocab_size"].is_number_integer() || j["vocab_size"].get<int64_t>() < 1 ||
-                j["vocab_size"].get<int64_t>() > INT32_MAX) {
-              add(w + "/config_json", "has no positive integer 'vocab_size', expected the model's config.json");
-            } else {
-              vocab_ = j["vocab_size"].get<int64_t>();
+        const auto cj = string_dataset(g, L::kConfigJson);
+        if (const auto parsed = cj ? json_object(w + "/config_json", *cj, "the model's config.json") : std::nullopt; parsed && role == "target") {
+          const json& j = *parsed;
+          if (!j.contains("vocab_size") || !j["vocab_size"].is_number_integer() || j["vocab_size"].get<int64_t>() < 1 ||
+              j["vocab_size"].get<int64_t>() > INT32_MAX) {
+            add(w + "/config_json", "has no positive integer 'vocab_size', expected the model's config.json");
+          } else {
+            vocab_ = j["vocab_size"].get<int64_t>();
+          }
+          // The eos ids as the model config reads them: an id, a list of ids, or null (none). A
+          // config without the key leaves them unknown (its model type's default is not read here).
+          if (j.contains("eos_token_id")) {
+            const json& e = j["eos_token_id"];
+            std::vector<int64_t> ids;
+            bool ok = e.is_null() || e.is_number_integer() || e.is_array();
+            if (e.is_number_integer()) ids.push_back(e.get<int64_t>());
+            for (std::size_t i = 0; ok && e.is_array() && i < e.size(); ++i) {
+              ok = e[i].is_number_integer();
+              if (ok) ids.push_back(e[i].get<int64_t>());
             }
+            if (ok) eos_ids_ = std::move(ids);
           }
         }
       }
@@ -600,6 +644,7 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
     if (output) token_range("/output/tokens", *output, vocab_);
     if (const auto stop = string_dataset(o, "stop_reason")) {
       if (*stop != "max_tokens" && *stop != "eos") add("/output/stop_reason", "is \"" + *stop + "\", expected \"max_tokens\" or \"eos\"");
+      else if (output) check_stop_reason(*stop, *output);
     }
   }
 
@@ -850,6 +895,51 @@ void Checker::check_run(const h5::Group& f, std::optional<int64_t> sequence) {
   }
 }
 
+void Checker::check_stop_reason(const std::string& stop, const std::vector<int32_t>& output) {
+  const std::string w = "/output/stop_reason";
+  const std::string is = "is \"" + stop + "\", but ";
+  const auto n = static_cast<int64_t>(output.size());
+  auto eos = [&](int32_t id) { return eos_ids_ && std::find(eos_ids_->begin(), eos_ids_->end(), id) != eos_ids_->end(); };
+  std::string eos_text;  // "eos_token_id 1" or "eos_token_id [1, 2]"
+  if (eos_ids_) {
+    for (std::size_t i = 0; i < eos_ids_->size(); ++i) eos_text += (i ? ", " : "") + std::to_string((*eos_ids_)[i]);
+    eos_text = "the target's eos_token_id " + (eos_ids_->size() == 1 ? eos_text : "[" + eos_text + "]");
+  }
+  if (max_new_tokens_ && n > *max_new_tokens_) {
+    add(w, is + "the output has " + std::to_string(n) + " tokens, more than max_new_tokens " + std::to_string(*max_new_tokens_) +
+               " of /meta/config_json (a run stops when it has generated max_new_tokens)");
+    return;
+  }
+  // With stop_at_eos a run ends at its first eos: one before the last token means it went on.
+  if (stop_at_eos_.value_or(false)) {
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      if (eos(output[static_cast<std::size_t>(i)])) {
+        add(w, is + "output token " + std::to_string(i) + " (id " + std::to_string(output[static_cast<std::size_t>(i)]) + ") is " + eos_text +
+                   " and stop_at_eos is true, yet " + std::to_string(n - 1 - i) + " more tokens follow (a run stops at its first eos)");
+        return;
+      }
+    }
+  }
+  if (stop == "eos") {
+    if (stop_at_eos_ && !*stop_at_eos_) {
+      add(w, is + "/meta/config_json stop_at_eos is false (the run does not stop at eos), expected \"max_tokens\"");
+    } else if (n == 0) {
+      add(w, is + "the output is empty, expected its last token to be the target's eos token");
+    } else if (eos_ids_ && !eos(output.back())) {
+      add(w, is + "the last output token (id " + std::to_string(output.back()) + ") is not " + eos_text +
+                 (eos_ids_->empty() ? " (null: no eos token)" : "") + ", expected \"max_tokens\" or an output ending in eos");
+    }
+  } else {  // max_tokens
+    if (max_new_tokens_ && n < *max_new_tokens_) {
+      add(w, is + "the output has " + std::to_string(n) + " tokens, fewer than max_new_tokens " + std::to_string(*max_new_tokens_) +
+                 " of /meta/config_json (a run stops at max_tokens only when it has generated max_new_tokens)");
+    } else if (stop_at_eos_.value_or(false) && n > 0 && eos(output.back())) {
+      add(w, is + "the last output token (id " + std::to_string(output.back()) + ") is " + eos_text +
+                 " and stop_at_eos is true, expected \"eos\"");
+    }
+  }
+}
+
 void Checker::check_draft_sources(const h5::Group& g, std::optional<long> S, const std::optional<std::vector<int64_t>>& positions,
                                   const std::optional<std::vector<std::vector<int32_t>>>& drafts) {
   const std::string w = std::string("/steps/") + L::kDraftSources;
@@ -915,7 +1005,9 @@ void Checker::check_draft_sources(const h5::Group& g, std::optional<long> S, con
   if (bad > 3) add(w, std::to_string(bad - 3) + " more problems in the sources");
 }
 
-TraceCheckResult check_here(const std::filesystem::path& path) {
+// The checks in this process; `read` (if given) receives the file as read by the last check. The
+// readers run uncontained: check_here runs in a contained child first (check_and_read).
+TraceCheckResult check_here(const std::filesystem::path& path, CheckedTraceFile* read = nullptr) {
   const std::string name = path.string();
   TraceCheckResult r;
   std::error_code ec;
@@ -952,9 +1044,11 @@ TraceCheckResult check_here(const std::filesystem::path& path) {
     // reader's: a file passes check exactly when read_trace accepts it as well.
     try {
       if (r.sequences >= 0) {
-        (void)read_batched_trace(path);
+        BatchedTrace b = trace_file::read_batched_trace_uncontained(path);
+        if (read) read->batch = std::move(b);
       } else {
-        (void)read_trace(path);
+        Trace t = trace_file::read_trace_uncontained(path);
+        if (read) read->trace = std::move(t);
       }
     } catch (const std::exception& e) {
       std::string m = e.what();
@@ -980,9 +1074,7 @@ TraceCheckResult check_here(const std::filesystem::path& path) {
   return r;
 }
 
-}  // namespace
-
-TraceCheckResult check_trace_file(const std::filesystem::path& path) {
+TraceCheckResult check_and_read(const std::filesystem::path& path, CheckedTraceFile* read) {
   try {
     // A file that crashes or hangs libhdf5 must not take the checker down: try it in a child.
     contain_read(path, [&] { (void)check_here(path); });
@@ -995,7 +1087,47 @@ TraceCheckResult check_trace_file(const std::filesystem::path& path) {
     r.problems.push_back({"/", "reading the file failed: " + m + ", expected a well-formed HDF5 file"});
     return r;
   }
-  return check_here(path);
+  return check_here(path, read);
+}
+
+}  // namespace
+
+TraceCheckResult check_trace_file(const std::filesystem::path& path) { return check_and_read(path, nullptr); }
+
+namespace {
+
+// The file's problems as one Error: the first (where and what) and how many more there are.
+void refuse_problems(const std::filesystem::path& path, const TraceCheckResult& r) {
+  if (r.problems.empty()) return;
+  const std::string name = path.string();
+  const TraceProblem& p = r.problems.front();
+  std::string more;
+  if (r.problems.size() > 1) {
+    more = " (and " + std::to_string(r.problems.size() - 1) + " more problem" + (r.problems.size() == 2 ? "" : "s") +
+           "; `specdec trace check " + name + "` lists them all)";
+  }
+  throw Error(name + ": " + (r.opened ? "not a valid trace: " : "") + p.where + ": " + p.what + more);
+}
+
+}  // namespace
+
+CheckedTraceFile read_checked_trace_file(const std::filesystem::path& path) {
+  CheckedTraceFile out;
+  refuse_problems(path, check_and_read(path, &out));
+  if (!out.trace && !out.batch) throw Error(path.string() + ": the trace passed its checks but was not read");
+  return out;
+}
+
+Trace read_checked_trace(const std::filesystem::path& path) {
+  CheckedTraceFile out;
+  const TraceCheckResult r = check_and_read(path, &out);
+  // A batched file is named as such before its problems, if any: it is the wrong kind of file.
+  if (r.sequences >= 0 || r.schema_version.rfind(std::to_string(kBatchedTraceSchemaMajor) + ".", 0) == 0) {
+    throw Error(trace_file::batched_where_one_expected(path.string(), r.schema_version));
+  }
+  refuse_problems(path, r);
+  if (!out.trace) throw Error(path.string() + ": the trace passed its checks but was not read");
+  return std::move(*out.trace);
 }
 
 }  // namespace specdec

@@ -3,8 +3,12 @@
 // reported as a list of every problem found rather than the first error. For engines outside
 // specdec that write traces themselves (e.g. python/specdec/trace_writer.py).
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "traces/batched_trace.hpp"
+#include "traces/trace.hpp"
 
 namespace specdec {
 
@@ -25,6 +29,18 @@ struct TraceCheckResult {
 // Never throws for a bad file; a file that crashes or hangs libhdf5 is read in a contained
 // child process first (traces/contained_read.hpp) and reported as a problem.
 TraceCheckResult check_trace_file(const std::filesystem::path& path);
+
+// A trace file as the tools that compare traces load it (specdec validate --trace / --candidate,
+// specdec trace diff): every check of check_trace_file, then read. A file with any problem is
+// refused with a specdec::Error naming the file, the first problem (where and what) and how many
+// more there are, so that those tools never compare what `specdec trace check` rejects.
+struct CheckedTraceFile {
+  std::optional<Trace> trace;         // a one-sequence (1.x) file
+  std::optional<BatchedTrace> batch;  // a batched (2.x) file
+};
+CheckedTraceFile read_checked_trace_file(const std::filesystem::path& path);
+// The same for where one sequence's trace is expected: a batched file is refused as such.
+Trace read_checked_trace(const std::filesystem::path& path);
 
 // The run-configuration keys of /meta/config_json and /meta/config_json "method", as checked.
 struct ConfigKey {

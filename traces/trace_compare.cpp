@@ -5,10 +5,13 @@
 #include <bit>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
+#include "reference/core/error.hpp"
 #include "reference/core/format.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec {
 namespace {
@@ -217,9 +220,16 @@ class Comparer {
   }
   void json(const std::string& where, const std::string& a, const std::string& b) {
     if (done()) return;
-    const auto ja = nlohmann::json::parse(a, nullptr, false);
-    const auto jb = nlohmann::json::parse(b, nullptr, false);
-    const bool equal = (ja.is_discarded() || jb.is_discarded()) ? a == b : ja == jb;
+    // Compared as JSON values where both parse (within the depth limit), else as text.
+    auto parse = [](const std::string& text) -> std::optional<nlohmann::json> {
+      try {
+        return parse_json(text, "trace JSON");
+      } catch (const Error&) {
+        return std::nullopt;
+      }
+    };
+    const auto ja = parse(a), jb = parse(b);
+    const bool equal = (!ja || !jb) ? a == b : *ja == *jb;
     if (!equal) diff_ = where + ": " + a + " vs " + b;
   }
   void logits(const std::string& where, const std::vector<LogitRecord>& a, const std::vector<LogitRecord>& b) {

@@ -3,9 +3,13 @@
 #include "traces/trace_diagnostics.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "reference/core/error.hpp"
+#include "reference/drafting/draft_limits.hpp"
 #include "traces/trace_layout.hpp"
 
 namespace specdec {
@@ -64,6 +68,57 @@ std::vector<int64_t> read_row_offsets(const h5::Group& g, std::size_t S, uint64_
     ds.fail("last offset is " + std::to_string(off.back()) + ", expected " + std::to_string(R) + " (the number of rows)");
   }
   return off;
+}
+
+// Step s's drafter rows are rows a drafter can have run, each recorded once. A step drafts from its
+// context (positions before the step's) up to the deepest draft specdec supports past it, so a row
+// beyond that was fed nothing of this run; a row repeated exactly (same forward, token, position,
+// and every recorded input and output) is one forward's row counted twice. Either would be passed
+// over by validation without being compared, and so must not be in a trace.
+void check_drafter_rows(const Trace& t, std::size_t s) {
+  const StepRecord& st = t.steps[s];
+  const DrafterIOLayout& d = t.drafter_io;
+  const int64_t last = st.position + kMaxDraftDepth;
+  for (std::size_t i = 0; i < st.drafter_positions.size(); ++i) {
+    const int64_t p = st.drafter_positions[i];
+    if (p < 0 || p > last) {
+      invalid(step_field(s, "drafter_positions"), "entry " + std::to_string(i) + " is position " + std::to_string(p) + ", expected 0 <= position <= " +
+                                                      std::to_string(last) + " (the step's position " + std::to_string(st.position) + " plus " +
+                                                      std::to_string(kMaxDraftDepth) + ", the deepest draft specdec supports)");
+    }
+  }
+  // Rows keyed by a hash of everything recorded about them; equal hashes compared in full.
+  auto row_bytes = [](const std::vector<float>& block, int64_t width, std::size_t i) {
+    return std::string_view(reinterpret_cast<const char*>(block.data() + i * static_cast<std::size_t>(width)),
+                            static_cast<std::size_t>(width) * sizeof(float));
+  };
+  auto same = [&](std::size_t i, std::size_t j) {
+    return st.drafter_calls[i] == st.drafter_calls[j] && st.drafter_tokens[i] == st.drafter_tokens[j] &&
+           st.drafter_positions[i] == st.drafter_positions[j] &&
+           row_bytes(st.drafter_features, d.feature_size, i) == row_bytes(st.drafter_features, d.feature_size, j) &&
+           row_bytes(st.drafter_hidden, d.hidden_size, i) == row_bytes(st.drafter_hidden, d.hidden_size, j) &&
+           row_bytes(st.drafter_logits, d.vocab_size, i) == row_bytes(st.drafter_logits, d.vocab_size, j);
+  };
+  std::unordered_map<std::size_t, std::vector<std::size_t>> seen;
+  for (std::size_t i = 0; i < st.drafter_tokens.size(); ++i) {
+    std::size_t h = std::hash<int64_t>()(st.drafter_positions[i]);
+    auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    mix(std::hash<int32_t>()(st.drafter_tokens[i]));
+    mix(std::hash<int32_t>()(st.drafter_calls[i]));
+    mix(std::hash<std::string_view>()(row_bytes(st.drafter_features, d.feature_size, i)));
+    mix(std::hash<std::string_view>()(row_bytes(st.drafter_hidden, d.hidden_size, i)));
+    mix(std::hash<std::string_view>()(row_bytes(st.drafter_logits, d.vocab_size, i)));
+    std::vector<std::size_t>& earlier = seen[h];
+    for (std::size_t j : earlier) {
+      if (same(i, j)) {
+        invalid(step_field(s, "drafter_tokens"), "entry " + std::to_string(i) + " repeats entry " + std::to_string(j) + " (drafter forward " +
+                                                     std::to_string(st.drafter_calls[i]) + ", token " + std::to_string(st.drafter_tokens[i]) +
+                                                     " at position " + std::to_string(st.drafter_positions[i]) +
+                                                     ", every recorded value equal), expected each row a drafter forward ran once");
+      }
+    }
+    earlier.push_back(i);
+  }
 }
 
 }  // namespace
@@ -145,6 +200,7 @@ void validate_trace_diagnostics(const Trace& t) {
     check_block(s, "drafter_features", st.drafter_features, n, d.feature_size, "drafter_io.feature_size");
     check_block(s, "drafter_hidden", st.drafter_hidden, n, d.hidden_size, "drafter_io.hidden_size");
     check_block(s, "drafter_logits", st.drafter_logits, n, d.vocab_size, "drafter_io.vocab_size");
+    check_drafter_rows(t, s);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "traces/batched_trace.hpp"
 #include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 
@@ -33,5 +34,15 @@ void write_run(h5::Group& run, const Trace& t);
 void save_file(const std::filesystem::path& path, const std::function<void()>& check,
                const std::function<void(h5::File&)>& fill);
 void read_run(const h5::Group& run, Trace& t);
+
+// read_trace and read_batched_trace without their containment (traces/contained_read.hpp): only for
+// a file that has just been read in a contained child (check_trace_file does so), where the same
+// read is safe to repeat in this process.
+Trace read_trace_uncontained(const std::filesystem::path& path);
+BatchedTrace read_batched_trace_uncontained(const std::filesystem::path& path);
+
+// "<file>: a batched trace (schema <version>, ...) where one sequence's trace is expected ...": the
+// one message for a batched file given where one sequence's is read.
+std::string batched_where_one_expected(const std::string& file, const std::string& version);
 
 }  // namespace specdec::trace_file

@@ -312,11 +312,18 @@ void read_run(const h5::Group& run, Trace& t) {
   }
 }
 
+std::string batched_where_one_expected(const std::string& file, const std::string& version) {
+  return file + ": a batched trace (schema " + version + ", several sequences, traces/SCHEMA.md) where one sequence's trace (schema " +
+         trace_schema_version() + ") is expected; specdec trace check and specdec validate read batched traces";
+}
+
 }  // namespace trace_file
 
 namespace {
 Trace read_trace_here(const std::filesystem::path& path);
 }  // namespace
+
+Trace trace_file::read_trace_uncontained(const std::filesystem::path& path) { return read_trace_here(path); }
 
 Trace read_trace(const std::filesystem::path& path) {
   // Once in a child first: a corrupt file may crash or hang libhdf5 before any check of ours.
@@ -331,11 +338,7 @@ Trace read_trace_here(const std::filesystem::path& path) {
   const h5::File f = h5::File::open_read_only(path);
   Trace t;
   const auto [major, minor] = trace_file::read_format_and_version(f, &t.meta.schema_version);
-  if (major == kBatchedTraceSchemaMajor) {
-    throw Error(name + ": a batched trace (schema " + t.meta.schema_version + ", several sequences, traces/SCHEMA.md) where " +
-                "one sequence's trace (schema " + trace_schema_version() + ") is expected; specdec trace check and " +
-                "specdec validate read batched traces");
-  }
+  if (major == kBatchedTraceSchemaMajor) throw Error(trace_file::batched_where_one_expected(name, t.meta.schema_version));
   if (major > kTraceSchemaMajor) {
     throw Error(name + ": trace schema version " + t.meta.schema_version + " is newer than this specdec reads (" +
                 trace_schema_version() + ", major version " + std::to_string(kTraceSchemaMajor) +

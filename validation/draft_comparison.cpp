@@ -136,6 +136,11 @@ std::optional<StepOutcome> StepComparer::compare_drafter_rows_of(int s, const St
                                                      [&](const std::string& q, double v, const std::string& at) {
                                                        stats_.add(q, s, v, "step " + std::to_string(s) + " " + at);
                                                      });
+  DrafterRowCounts counts;
+  counts.compared = cmp.rows_compared;
+  counts.passed = cmp.rows_passed;
+  counts.passed_over = cmp.unpaired;
+  stats_.drafter_rows(s, counts);
   if (cmp.mismatch) {
     const DrafterMismatch& m = *cmp.mismatch;
     Divergence d = base_;

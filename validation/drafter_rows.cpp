@@ -121,7 +121,6 @@ DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate,
   };
   for (size_t i = 0; i < candidate.size(); ++i) {
     const DrafterRow& c = candidate[i];
-    out.rows_compared = static_cast<int>(i);
     const DrafterRow* found = counterpart(c);
     if (!found) {
       if (!diverged_tokens) {
@@ -135,6 +134,7 @@ DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate,
                                  "shown to come from the same inputs");
     }
     const DrafterRow& r = *found;
+    ++out.rows_compared;
     if (c.features && r.features) {
       // A fed-back row of the reference (projected) carries its H-wide state in the first columns.
       const int width = r.projected ? std::min(c.feature_width, r.feature_width) : r.feature_width;
@@ -177,8 +177,8 @@ DrafterComparison compare_drafter_rows(const std::vector<DrafterRow>& candidate,
                             ", while its inputs agree (the drafter computes differently)");
       }
     }
+    ++out.rows_passed;
   }
-  out.rows_compared = static_cast<int>(candidate.size());
   return out;
 }
 

@@ -52,9 +52,11 @@ struct DrafterMismatch {
 
 struct DrafterComparison {
   std::optional<DrafterMismatch> mismatch;
-  // Candidate rows gone through before the comparison stopped: all of them, or, when the drafts
-  // differ, those before the first one fed a token of the candidate's own (diverged) draft.
+  // Candidate rows paired with a reference row and compared (the failing one included), and of
+  // those the rows within tolerance. Rows after the comparison stopped (a mismatch, or the first
+  // row fed a token of the candidate's own diverged draft) are neither.
   int rows_compared = 0;
+  int rows_passed = 0;
   int unpaired = 0;  // candidate rows without a counterpart, passed over because the drafts agree
 };
 

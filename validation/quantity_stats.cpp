@@ -32,15 +32,26 @@ void QuantityStats::clear_step(int step, bool keep_target_logits) {
     const bool logits = q == "target logits" || q == "target logits (top-k)" || q == "top-k membership" || q == "logsumexp";
     if (!(keep_target_logits && logits)) steps.erase(step);
   }
+  drafter_rows_.erase(step);
+}
+
+DrafterRowCounts QuantityStats::drafter_rows() const {
+  DrafterRowCounts sum;
+  for (const auto& [step, c] : drafter_rows_) {
+    sum.compared += c.compared;
+    sum.passed += c.passed;
+    sum.passed_over += c.passed_over;
+  }
+  return sum;
 }
 
 void QuantityStats::add(const std::string& quantity, int step, double value, const std::string& at) {
   Entry& e = data_[quantity][step];
-  if (e.count == 0 || value > e.worst || std::isnan(value)) {
+  if (e.values.empty() || value > e.worst || std::isnan(value)) {
     e.worst = value;
     e.at = at;
   }
-  ++e.count;
+  e.values.push_back(value);
 }
 
 std::vector<QuantitySummary> QuantityStats::summary(const TolerancePolicy& policy) const {
@@ -54,7 +65,8 @@ std::vector<QuantitySummary> QuantityStats::summary(const TolerancePolicy& polic
     q.bound = info.bound;
     bool first = true;
     for (const auto& [step, e] : it->second) {
-      q.compared += e.count;
+      q.compared += static_cast<long>(e.values.size());
+      for (double v : e.values) q.passed += v <= info.bound ? 1 : 0;  // NaN is never within
       if (first || e.worst > q.worst || std::isnan(e.worst)) {
         q.worst = e.worst;
         q.worst_at = e.at;

@@ -20,14 +20,19 @@ class QuantityStats {
   void add(const std::string& quantity, int step, double value, const std::string& at);
   // Every measured quantity, in report order, with its worst value against its bound.
   std::vector<QuantitySummary> summary(const TolerancePolicy& policy) const;
+  // What became of step `step`'s candidate drafter rows (recorded is not kept: the caller's).
+  void drafter_rows(int step, const DrafterRowCounts& counts) { drafter_rows_[step] = counts; }
+  // Summed over the steps compared.
+  DrafterRowCounts drafter_rows() const;
 
  private:
   struct Entry {
     double worst = 0;
     std::string at;
-    long count = 0;
+    std::vector<double> values;  // every measurement, to count those within the bound
   };
   std::map<std::string, std::map<int, Entry>> data_;
+  std::map<int, DrafterRowCounts> drafter_rows_;
 };
 
 }  // namespace specdec::validation

@@ -65,6 +65,10 @@ class Differ {
     if (!r_.first_divergence && a_.prompt != b_.prompt) fail(-1, "step field", "prompts differ: " + list(a_.prompt) + " vs " + list(b_.prompt));
     if (!r_.first_divergence && a_.output != b_.output) fail(-1, "step field", "outputs differ");
     if (!r_.first_divergence && a_.stop_reason != b_.stop_reason) fail(-1, "step field", "stop reasons differ: " + a_.stop_reason + " vs " + b_.stop_reason);
+    if (a_.drafter_io.present && b_.drafter_io.present) {
+      for (const StepRecord& step : b_.steps) r_.drafter_rows.recorded += static_cast<long>(step.drafter_tokens.size());
+      if (!r_.first_divergence) r_.first_divergence = all_passed_over(r_.drafter_rows);
+    }
     for (QuantitySummary* q : {&q_logits_, &q_topk_, &q_lse_, &q_draft_, &q_features_, &q_drafter_hidden_, &q_drafter_logits_}) {
       if (q->compared > 0) r_.quantities.push_back(*q);
     }
@@ -103,6 +107,7 @@ class Differ {
   void measure(QuantitySummary& q, double v, int s, int row) { measure_at(q, v, "step " + std::to_string(s) + " row " + std::to_string(row)); }
   void measure_at(QuantitySummary& q, double v, const std::string& at) {
     ++q.compared;
+    if (v <= q.bound) ++q.passed;
     if (!(v <= q.worst) && !std::isnan(q.worst)) {  // a NaN is the worst and stays so
       q.worst = v;
       q.worst_at = at;
@@ -125,6 +130,9 @@ class Differ {
                                                                                                              : q_drafter_logits_;
                                                        measure_at(sum, v, "step " + std::to_string(s) + " " + at);
                                                      });
+    r_.drafter_rows.compared += c.rows_compared;
+    r_.drafter_rows.passed += c.rows_passed;
+    r_.drafter_rows.passed_over += c.unpaired;
     if (!c.mismatch) return true;
     const DrafterMismatch& m = *c.mismatch;
     fail(s, m.what, m.detail, m.value, m.bound, m.row);
@@ -259,10 +267,11 @@ nlohmann::json to_json(const TraceDiffReport& r) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"result", r.same ? "same" : "divergent"}, {"steps_a", r.steps_a}, {"steps_b", r.steps_b},
                       {"steps_compared", r.steps_compared}, {"tokens_equal", r.tokens_equal}};
+  j["drafter_rows"] = to_json(r.drafter_rows);
   j["quantities"] = nlohmann::json::array();
   for (const QuantitySummary& q : r.quantities) {
     j["quantities"].push_back({{"quantity", q.quantity}, {"rule", q.rule}, {"bound", q.bound}, {"worst", num(q.worst)},
-                               {"worst_at", q.worst_at}, {"compared", q.compared}, {"pass", q.pass}});
+                               {"worst_at", q.worst_at}, {"compared", q.compared}, {"passed", q.passed}, {"pass", q.pass}});
   }
   if (r.first_divergence) {
     const Divergence& d = *r.first_divergence;

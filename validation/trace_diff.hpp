@@ -19,6 +19,7 @@ struct TraceDiffReport {
   int tokens_equal = 0;    // tokens those steps emitted
   std::optional<Divergence> first_divergence;  // reference = A, candidate = B
   std::vector<QuantitySummary> quantities;     // worst logit error per compared quantity
+  DrafterRowCounts drafter_rows;  // B's drafter rows, when both traces record them
 };
 
 // A is the reference, B the candidate. Compares until the first divergence.

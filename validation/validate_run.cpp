@@ -10,6 +10,8 @@
 #include "runtime/method_runner.hpp"
 #include "traces/batched_trace.hpp"
 #include "traces/trace.hpp"
+#include "traces/trace_check.hpp"
+#include "reference/io/json_input.hpp"
 #include "validation/draft_rule.hpp"
 #include "validation/validator.hpp"
 
@@ -91,11 +93,12 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
       recorded_drafts = true;
       a.drafter.clear();
     }
-    const auto sj = nlohmann::json::parse(trace->meta.sampling_json, nullptr, false);
-    if (sj.is_discarded()) throw Error(trace_path + ": /meta/sampling_json is not JSON");
+    const nlohmann::json sj = parse_json(trace->meta.sampling_json, trace_path + ": /meta/sampling_json");
     try {
       sampling = sj.get<SamplingParams>();
     } catch (const Error& e) {
+      throw Error(trace_path + ": /meta/sampling_json: " + e.what());
+    } catch (const nlohmann::json::exception& e) {
       throw Error(trace_path + ": /meta/sampling_json: " + e.what());
     }
     if (trace->meta.method != a.method.name) {
@@ -215,9 +218,8 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
 
 // Every sequence of a batched trace validated alone, under its own sequence id (its random
 // streams are keyed by it, so it decodes as it did in the batch).
-ValidateOutcome validate_batch(const ValidateRequest& r, const std::string& path, bool candidate_mode, const TolerancePolicy& policy,
-                               TargetCache& targets) {
-  const BatchedTrace batch = read_batched_trace(path);
+ValidateOutcome validate_batch(const ValidateRequest& r, const BatchedTrace& batch, const std::string& path, bool candidate_mode,
+                               const TolerancePolicy& policy, TargetCache& targets) {
   // One contract for the whole file: checked once, as for a one-sequence trace.
   if (!candidate_mode) check_exactness_contract(sequence_trace(batch, 0), path);
   BatchedValidationReport b;
@@ -264,8 +266,10 @@ ValidateOutcome run_validation(ValidateRequest r, const TolerancePolicy& policy)
   TargetCache targets;
   if (trace_path.empty()) return validate_one(a, r, nullptr, "", false, policy, targets);
   if (!a.prompt.empty() || !a.prompt_ids.empty()) throw Error(trace_option + ": the prompt comes from the trace; drop --prompt / --prompt-ids");
-  if (trace_schema_major(trace_path) == kBatchedTraceSchemaMajor) return validate_batch(r, trace_path, candidate_mode, policy, targets);
-  const Trace trace = read_trace(trace_path);
+  // Every check of `specdec trace check` first: a trace it rejects is never compared.
+  const CheckedTraceFile file = read_checked_trace_file(trace_path);
+  if (file.batch) return validate_batch(r, *file.batch, trace_path, candidate_mode, policy, targets);
+  const Trace& trace = *file.trace;
   if (!candidate_mode) check_exactness_contract(trace, trace_path);
   return validate_one(a, r, &trace, trace_path, candidate_mode, policy, targets);
 }

@@ -26,6 +26,27 @@ nlohmann::json tokens_or_null(int32_t t) { return t < 0 ? nlohmann::json(nullptr
 
 }  // namespace
 
+nlohmann::json to_json(const DrafterRowCounts& c) {
+  return {{"recorded", c.recorded}, {"compared", c.compared}, {"passed", c.passed}, {"passed_over", c.passed_over},
+          {"not_compared", c.not_compared()}};
+}
+
+std::string summary_text(const DrafterRowCounts& c) {
+  if (c.recorded == 0) return "";
+  return ", drafter rows: " + std::to_string(c.compared) + " of " + std::to_string(c.recorded) + " compared (" + std::to_string(c.passed) +
+         " passed), " + std::to_string(c.passed_over) + " passed over";
+}
+
+std::optional<Divergence> all_passed_over(const DrafterRowCounts& c) {
+  if (c.compared > 0 || c.passed_over == 0) return std::nullopt;
+  Divergence d;
+  d.what = "drafter rows";
+  d.detail = "none of the candidate's drafter rows was compared: the " + std::to_string(c.passed_over) +
+             " rows of the compared steps were each fed a token at a position where the reference's drafter ran no such row, so "
+             "nothing of the candidate's drafter was validated (are its drafter_io positions absolute positions in the sequence?)";
+  return d;
+}
+
 nlohmann::json to_json(const ValidationReport& r) {
   nlohmann::json j;
   j["result"] = r.passed ? "pass" : "fail";
@@ -36,6 +57,7 @@ nlohmann::json to_json(const ValidationReport& r) {
   j["steps_compared"] = r.steps_compared;
   j["tokens_compared"] = r.tokens_compared;
   j["candidate_runs"] = r.candidate_runs;
+  j["drafter_rows"] = to_json(r.drafter_rows);
   j["near_ties"] = nlohmann::json::array();
   for (const NearTie& t : r.near_ties) {
     j["near_ties"].push_back({{"step", t.step},
@@ -58,6 +80,7 @@ nlohmann::json to_json(const ValidationReport& r) {
                                {"worst", number(q.worst)},
                                {"worst_at", q.worst_at},
                                {"compared", q.compared},
+                               {"passed", q.passed},
                                {"pass", q.pass}});
   }
   if (r.failure) {
@@ -139,7 +162,7 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
   out << (r.passed ? "PASS" : "FAIL") << "  " << r.candidate << " against " << r.reference << ", method " << r.method << ": "
       << r.steps_compared << "/" << r.reference_steps << " steps, " << r.tokens_compared << " tokens equal, "
       << r.near_ties.size() << " near-tie" << (r.near_ties.size() == 1 ? "" : "s") << ", " << r.candidate_runs << " candidate run"
-      << (r.candidate_runs == 1 ? "" : "s") << "\n";
+      << (r.candidate_runs == 1 ? "" : "s") << summary_text(r.drafter_rows) << "\n";
   if (r.failure) {
     const Divergence& d = *r.failure;
     out << "first divergence: " << d.what;
@@ -198,11 +221,11 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
         << ", logit error " << g(t.logit_error) << "; forced the reference's and continued\n";
   }
   if (!r.quantities.empty()) {
-    out << "quantity                              worst        bound        compared  where\n";
+    out << "quantity                              worst        bound        compared    passed  where\n";
     for (const QuantitySummary& q : r.quantities) {
       char line[256];
-      std::snprintf(line, sizeof line, "%-36s  %-11s  %-11s  %8ld  %s%s\n", q.quantity.c_str(), g(q.worst).c_str(), g(q.bound).c_str(),
-                    q.compared, q.worst_at.c_str(), q.pass ? "" : "  OUT OF TOLERANCE");
+      std::snprintf(line, sizeof line, "%-36s  %-11s  %-11s  %8ld  %8ld  %s%s\n", q.quantity.c_str(), g(q.worst).c_str(), g(q.bound).c_str(),
+                    q.compared, q.passed, q.worst_at.c_str(), q.pass ? "" : "  OUT OF TOLERANCE");
       out << line;
     }
   }

@@ -53,7 +53,8 @@ struct Divergence {
   int32_t position = -1;
   std::string what;               // "token", "target logits", "hidden states", "draft LM logits",
                                   // "draft distributions", "draft", "drafter inputs", "drafter hidden",
-                                  // "drafter logits", "draft rule", "step field", "steps", "near-ties"
+                                  // "drafter logits", "drafter rows", "draft rule", "step field", "steps",
+                                  // "near-ties"
   std::string detail;             // one line in words
   int row = -1;                   // target logits row; for "drafter ..." the step's drafter row
   int drafter_call = -1;          // "drafter ...": the reference's drafter forward of that row
@@ -83,7 +84,22 @@ struct QuantitySummary {
   double worst = 0;
   std::string worst_at;  // "step 3 row 1"
   long compared = 0;     // rows (or entries) compared
+  long passed = 0;       // of those, within the bound
   bool pass = true;
+};
+
+// A candidate trace's drafter rows (traces/SCHEMA.md, "Drafter inputs and outputs"): what became of
+// them. A row is compared when the reference's drafter ran a row fed the same token at the same
+// position, and passes when it agrees within tolerance; a row without such a counterpart while
+// the drafts agree is passed over (another engine's drafting schedule, or a row of nothing the
+// reference ran). The rest were not compared: steps the comparison did not reach or whose drafts
+// were forced, rows after the point where the drafts part.
+struct DrafterRowCounts {
+  long recorded = 0;     // every drafter row of the candidate's trace
+  long compared = 0;
+  long passed = 0;
+  long passed_over = 0;
+  long not_compared() const { return recorded - compared - passed_over; }
 };
 
 struct ValidationReport {
@@ -97,9 +113,18 @@ struct ValidationReport {
   int candidate_runs = 0;  // 1 + reruns after near-ties
   std::vector<NearTie> near_ties;
   std::vector<QuantitySummary> quantities;
+  DrafterRowCounts drafter_rows;  // a candidate trace with drafter rows (validate --candidate)
   std::optional<Divergence> failure;
   TolerancePolicy policy;
 };
+
+// JSON of the counts: recorded, compared, passed, passed_over, not_compared.
+nlohmann::json to_json(const DrafterRowCounts& counts);
+// ", drafter rows: C of R compared (P passed), O passed over" for a summary line; empty without rows.
+std::string summary_text(const DrafterRowCounts& counts);
+// The failure when a candidate's drafter rows were all passed over: nothing of its drafter was
+// validated ("drafter rows"); none otherwise.
+std::optional<Divergence> all_passed_over(const DrafterRowCounts& counts);
 
 nlohmann::json to_json(const ValidationReport& report);
 // Human-readable: verdict, the first divergence in full, near-ties, the quantity table. With the

@@ -102,6 +102,12 @@ ValidationReport run_validation(const ValidationSetup& setup, const Backend& liv
   for (int s = 0; s < report.steps_compared; ++s)
     report.tokens_compared += static_cast<int>(recorded.trace->steps[static_cast<size_t>(s)].emitted_tokens.size());
   report.quantities = stats.summary(policy);
+  if (drafter_rows) {
+    report.drafter_rows = stats.drafter_rows();
+    for (const StepRecord& step : recorded.trace->steps) report.drafter_rows.recorded += static_cast<long>(step.drafter_tokens.size());
+    // Rows were recorded and the steps compared, but none had a counterpart: nothing was validated.
+    if (!report.failure) report.failure = all_passed_over(report.drafter_rows);
+  }
   report.passed = !report.failure.has_value();
   return report;
 }

@@ -20,11 +20,12 @@ namespace {
 namespace fs = std::filesystem;
 using trace_test::TempDir;
 
-// A fixture trace with the run configuration trace check asks for, keyed by `id`.
+// A fixture trace with the run configuration trace check asks for, keyed by `id`; its output ends
+// at max_new_tokens, as its stop_reason says.
 Trace keyed(Trace t, uint32_t id) {
   nlohmann::json method = {{"method", t.meta.method}};
   if (t.meta.method != "sequential") method["drafter"] = "models/tiny-eagle", method["tree"] = "[[0],[1],[0,0],[0,1],[0,0,0]]";
-  t.meta.config_json = nlohmann::json{{"method", method}, {"max_new_tokens", 16}, {"stop_at_eos", true}, {"sequence", id}}.dump();
+  t.meta.config_json = nlohmann::json{{"method", method}, {"max_new_tokens", int(t.output.size())}, {"stop_at_eos", true}, {"sequence", id}}.dump();
   return t;
 }
 

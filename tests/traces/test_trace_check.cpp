@@ -4,6 +4,7 @@
 // per-layer and drafter tensors of schema 1.2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -290,6 +291,107 @@ TEST(TraceCheck, ListsEveryProblemNotTheFirst) {
   EXPECT_TRUE(j[0].contains("where") && j[0].contains("what"));
 }
 
+// /output/stop_reason must be what ends the run: the first eos when stop_at_eos, else
+// max_new_tokens tokens. The golden run, given a configuration where it stopped at max_tokens,
+// passes; each inconsistent stop reason is a problem that names it and says why.
+TEST(TraceCheck, StopReasonMustFitTheRun) {
+  TempDir dir;
+  std::vector<int32_t> out;
+  {
+    const h5::File f = h5::File::open_read_only(kGolden / kSpec);
+    out = f.open_group("output").read_vector<int32_t>("tokens");
+  }
+  ASSERT_GE(out.size(), 3u);
+  const auto n = static_cast<int64_t>(out.size());
+  int32_t absent = 0;  // an id the output does not hold: an eos token it never emitted
+  while (std::find(out.begin(), out.end(), absent) != out.end()) ++absent;
+  struct Run {
+    std::string stop = "max_tokens";
+    int64_t max_new_tokens;
+    bool stop_at_eos = true;
+    nlohmann::json eos;
+  };
+  auto check = [&](const Run& run) {
+    return check_trace_file(edited(dir, [&](h5::File& f) {
+      rewrite_config(f, [&](nlohmann::json& j) {
+        j["max_new_tokens"] = run.max_new_tokens;
+        j["stop_at_eos"] = run.stop_at_eos;
+      });
+      h5::Group target = f.open_group("meta/models/target");
+      nlohmann::json c = nlohmann::json::parse(target.read_string("config_json"));
+      c["eos_token_id"] = run.eos;
+      target.remove("config_json");
+      target.write_string("config_json", c.dump());
+      h5::Group o = f.open_group("output");
+      o.remove("stop_reason");
+      o.write_string("stop_reason", run.stop);
+    }));
+  };
+  const TraceCheckResult ok = check({"max_tokens", n, true, absent});
+  ASSERT_TRUE(ok.valid()) << problems(ok);
+  EXPECT_TRUE(check({"max_tokens", n, false, out[0]}).valid()) << "without stop_at_eos an eos token is any other token";
+  EXPECT_PROBLEM(check({"eos", n, true, absent}), "/output/stop_reason",
+                 "is \"eos\", but the last output token (id " + std::to_string(out.back()) + ") is not the target's eos_token_id " +
+                     std::to_string(absent));
+  EXPECT_PROBLEM(check({"eos", n, false, out.back()}), "/output/stop_reason", "is \"eos\", but /meta/config_json stop_at_eos is false");
+  EXPECT_PROBLEM(check({"max_tokens", n + 5, true, absent}), "/output/stop_reason",
+                 "is \"max_tokens\", but the output has " + std::to_string(n) + " tokens, fewer than max_new_tokens " + std::to_string(n + 5));
+  EXPECT_PROBLEM(check({"max_tokens", n - 1, true, absent}), "/output/stop_reason",
+                 "the output has " + std::to_string(n) + " tokens, more than max_new_tokens " + std::to_string(n - 1));
+  // An eos inside the output: the run would have stopped there (a list of eos ids as well).
+  const std::size_t inside = 1;
+  if (std::find(out.begin(), out.begin() + inside, out[inside]) == out.begin() + inside) {
+    EXPECT_PROBLEM(check({"max_tokens", n, true, nlohmann::json::array({absent, out[inside]})}), "/output/stop_reason",
+                   "output token 1 (id " + std::to_string(out[inside]) + ") is the target's eos_token_id [" + std::to_string(absent) + ", " +
+                       std::to_string(out[inside]) + "] and stop_at_eos is true, yet ");
+  }
+  if (std::find(out.begin(), out.end() - 1, out.back()) == out.end() - 1) {  // the last token only once
+    EXPECT_PROBLEM(check({"max_tokens", n, true, out.back()}), "/output/stop_reason",
+                   "the last output token (id " + std::to_string(out.back()) + ") is the target's eos_token_id " +
+                       std::to_string(out.back()) + " and stop_at_eos is true, expected \"eos\"");
+    EXPECT_TRUE(check({"eos", n + 3, true, out.back()}).valid());
+  }
+  // Refused on load by the tools that compare traces, naming the file and the stop reason.
+  const fs::path bad = edited(dir, [&](h5::File& f) {
+    h5::Group o = f.open_group("output");
+    o.remove("stop_reason");
+    o.write_string("stop_reason", "eos");
+    rewrite_config(f, [](nlohmann::json& j) { j["stop_at_eos"] = false; });
+  }, kSpec, "stop.h5");
+  const auto diff = testing::run({"trace", "diff", (kGolden / kSpec).string(), bad.string()});
+  EXPECT_EQ(diff.code, 2) << diff.out << diff.err;
+  EXPECT_NE(diff.err.find(bad.string() + ": not a valid trace: /output/stop_reason: is \"eos\", but /meta/config_json stop_at_eos is false"),
+            std::string::npos) << diff.err;
+}
+
+// JSON embedded in a trace is parsed under the depth limit (reference/io/json_input.hpp): nesting
+// that would overflow the stack of whatever walks the value is a problem naming the dataset.
+TEST(TraceCheck, EmbeddedJsonNestingIsBounded) {
+  TempDir dir;
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1";
+  deep += std::string(100000, '}');
+  const auto r = check_trace_file(edited(dir, [&](h5::File& f) {
+    h5::Group meta = f.open_group("meta");
+    meta.remove("config_json");
+    meta.write_string("config_json", deep);
+    meta.remove("sampling_json");
+    meta.write_string("sampling_json", "[" + std::string(200, '[') + std::string(201, ']'));
+  }));
+  EXPECT_PROBLEM(r, "/meta/config_json", "JSON nests deeper than 128 levels (at byte 640)");
+  EXPECT_PROBLEM(r, "/meta/sampling_json", "JSON nests deeper than 128 levels");
+  // The reader's own check of the JSON documents (write_trace, read_trace) bounds them too.
+  Trace t = trace_test::speculative_trace(3);
+  t.meta.sampling_json = deep;
+  try {
+    write_trace(dir / "deep.h5", t);
+    ADD_FAILURE() << "a trace with JSON nested 100000 deep was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("meta.sampling_json: JSON nests deeper than 128 levels"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TraceCheck, InvariantsOfTheReaderAreProblemsToo) {
   TempDir dir;
   // Parents that do not precede their children: found by read_trace's invariants.
@@ -380,8 +482,10 @@ TEST(TraceDiff, FindsTheTamperedStep) {
 }
 
 // Schema 1.2: per-layer target tensors and drafter inputs/outputs round-trip and are checked.
+// The run configuration is a valid one: trace diff compares only traces that pass trace check.
 Trace with_diagnostics() {
   Trace t = trace_test::speculative_trace(11);
+  t.meta.config_json = R"({"method":{"method":"eagle","drafter":"models/tiny-eagle","tree":"dynamic"},"max_new_tokens":16,"stop_at_eos":true})";
   t.target_layers = {3, 4, {"attention", "mlp"}};
   t.drafter_io = {true, 8, 4, 40};
   float x = 0.5f;
@@ -480,6 +584,125 @@ TEST(TraceDiagnostics, TraceDiffNamesTheDrafterRowAndTheLayer) {
     EXPECT_EQ(j["layer_row"], 0);
     const auto text = testing::run({"trace", "diff", (dir / "a.h5").string(), (dir / "b.h5").string()});
     EXPECT_NE(text.out.find("first out of tolerance inside the target forward: layer 1, mlp"), std::string::npos) << text.out;
+  }
+}
+
+// Drafter rows a drafter cannot have run in the step (beyond its position plus the deepest draft),
+// and rows recorded twice, are refused: validation would pass over them without comparing.
+TEST(TraceDiagnostics, DrafterRowsBeyondTheRunOrRepeatedAreRefused) {
+  TempDir dir;
+  auto refused = [&](const Trace& t) {
+    try {
+      write_trace(dir / "x.h5", t);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(written)");
+  };
+  Trace t = with_diagnostics();
+  t.steps[2].drafter_positions[1] = 1000000000;
+  EXPECT_NE(refused(t).find("steps[2].drafter_positions: entry 1 is position 1000000000, expected 0 <= position <= " +
+                            std::to_string(t.steps[2].position + 64)),
+            std::string::npos) << refused(t);
+  t = with_diagnostics();
+  t.steps[1].drafter_positions[0] = -1;
+  EXPECT_NE(refused(t).find("steps[1].drafter_positions: entry 0 is position -1"), std::string::npos) << refused(t);
+  // Row 1 of step 3 a copy of row 0: the same forward, token, position and values.
+  t = with_diagnostics();
+  StepRecord& s = t.steps[3];
+  s.drafter_tokens[1] = s.drafter_tokens[0];
+  s.drafter_positions[1] = s.drafter_positions[0];
+  s.drafter_calls[1] = 0;
+  EXPECT_NE(refused(t).find("steps[3].drafter_tokens: entry 1 repeats entry 0 (drafter forward 0, token " + std::to_string(s.drafter_tokens[0]) +
+                            " at position " + std::to_string(s.position)),
+            std::string::npos) << refused(t);
+  // The same token and position fed with other features (tree siblings under other parents) is
+  // another row; so is the same row again in a later forward (a recomputation).
+  s.drafter_features[8] += 1.0f;
+  EXPECT_EQ(refused(t), "(written)");
+  s.drafter_features[8] -= 1.0f;
+  s.drafter_calls[1] = 1;
+  EXPECT_EQ(refused(t), "(written)");
+
+  // A file an engine wrote with 2,000 copies of a row: trace check names it.
+  write_trace(dir / "d.h5", with_diagnostics());
+  {
+    h5::File f = h5::File::open_read_write(dir / "d.h5");
+    h5::Group io = f.open_group("steps/drafter_io");
+    auto tokens = io.read_vector<int32_t>("tokens");
+    auto positions = io.read_vector<int64_t>("positions");
+    auto calls = io.read_vector<int32_t>("calls");
+    auto off = io.read_vector<int64_t>("row_offsets");
+    for (const char* m : {"tokens", "positions", "calls", "row_offsets", "features", "hidden", "logits"}) io.remove(m);
+    const std::size_t at = static_cast<std::size_t>(off[1]);  // step 1's first row
+    tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), 2000, tokens[at]);
+    positions.insert(positions.begin() + static_cast<std::ptrdiff_t>(at), 2000, positions[at]);
+    calls.insert(calls.begin() + static_cast<std::ptrdiff_t>(at), 2000, calls[at]);
+    for (std::size_t i = 2; i < off.size(); ++i) off[i] += 2000;
+    io.write_vector<int32_t>("tokens", tokens);
+    io.write_vector<int64_t>("positions", positions);
+    io.write_vector<int32_t>("calls", calls);
+    io.write_vector<int64_t>("row_offsets", off);
+    f.close();
+  }
+  const auto r = check_trace_file(dir / "d.h5");
+  EXPECT_PROBLEM(r, "/", "steps[1].drafter_tokens: entry 1 repeats entry 0");
+}
+
+// trace diff states what became of B's drafter rows, and fails when none could be compared.
+TEST(TraceDiagnostics, TraceDiffCountsTheDrafterRows) {
+  TempDir dir;
+  const Trace a = with_diagnostics();
+  write_trace(dir / "a.h5", a);
+  const std::string pa = (dir / "a.h5").string(), pb = (dir / "b.h5").string();
+  auto diff_json = [&](int code) {
+    const auto run = testing::run({"trace", "diff", "--json", pa, pb});
+    EXPECT_EQ(run.code, code) << run.out << run.err;
+    return run.code == 2 ? nlohmann::json() : nlohmann::json::parse(run.out);
+  };
+  write_trace(dir / "b.h5", a);
+  auto j = diff_json(0);
+  EXPECT_EQ(j["drafter_rows"], nlohmann::json::parse(R"({"recorded":8,"compared":8,"passed":8,"passed_over":0,"not_compared":0})")) << j.dump();
+  for (const auto& q : j["quantities"]) EXPECT_EQ(q["passed"], q["compared"]) << q.dump();
+  const auto text = testing::run({"trace", "diff", pa, pb});
+  EXPECT_NE(text.out.find("drafter rows: 8 of 8 compared (8 passed), 0 passed over"), std::string::npos) << text.out;
+  // One extra row of B at a position A's drafter did not run: passed over, and counted.
+  {
+    Trace b = a;
+    StepRecord& s = b.steps[2];
+    s.drafter_tokens.push_back(7);
+    s.drafter_positions.push_back(s.position + 5);
+    s.drafter_calls.push_back(2);
+    s.drafter_features.resize(s.drafter_features.size() + 8, 0.5f);
+    s.drafter_hidden.resize(s.drafter_hidden.size() + 4, 0.5f);
+    s.drafter_logits.resize(s.drafter_logits.size() + 40, 0.5f);
+    write_trace(dir / "b.h5", b);
+    j = diff_json(0);
+    EXPECT_EQ(j["drafter_rows"]["passed_over"], 1) << j.dump();
+    EXPECT_EQ(j["drafter_rows"]["compared"], 8) << j.dump();
+  }
+  // Every row of B shifted: none has a counterpart, so nothing of B's drafter was compared.
+  {
+    Trace b = a;
+    for (StepRecord& s : b.steps)
+      for (int64_t& p : s.drafter_positions) p += 10;
+    write_trace(dir / "b.h5", b);
+    j = diff_json(1);
+    EXPECT_EQ(j["result"], "divergent");
+    EXPECT_EQ(j["first_divergence"]["what"], "drafter rows") << j.dump();
+    EXPECT_EQ(j["drafter_rows"]["passed_over"], 8) << j.dump();
+    EXPECT_EQ(j["drafter_rows"]["compared"], 0) << j.dump();
+  }
+  // A row of B fed a token outside the target's vocabulary: refused on load, as trace check does.
+  {
+    Trace b = a;
+    b.steps[1].drafter_tokens[1] = 999;
+    write_trace(dir / "b.h5", b);
+    const auto run = testing::run({"trace", "diff", pa, pb});
+    EXPECT_EQ(run.code, 2) << run.out << run.err;
+    EXPECT_NE(run.err.find(pb + ": not a valid trace: /steps/drafter_io/tokens: entry 3 is token id 999, expected 0 <= id < vocab_size 50"),
+              std::string::npos) << run.err;
+    EXPECT_EQ(check_trace_file(pb).valid(), false);
   }
 }
 

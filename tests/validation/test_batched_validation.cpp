@@ -197,7 +197,7 @@ TEST_F(BatchedTraces, MalformedOnesAreClearErrors) {
   for (const char* mode : {"--trace", "--candidate"}) {
     const CliRun r = run({"validate", "--model", kModels + "target", mode, trace});
     EXPECT_EQ(r.code, 2) << r.out << r.err;
-    EXPECT_CONTAINS(r.err, "/sequences/1: group missing for sequence 1");
+    EXPECT_CONTAINS(r.err, trace + ": not a valid trace: /sequences/1: missing, expected the group of sequence 1");
   }
   const CliRun check = run({"trace", "check", trace});
   EXPECT_EQ(check.code, 1);

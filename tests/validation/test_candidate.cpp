@@ -17,6 +17,7 @@
 #include "reference/model/transformer.hpp"
 #include "tests/cli/cli_runner.hpp"
 #include "tests/reference/scratch_dir.hpp"
+#include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 
 namespace specdec {
@@ -250,6 +251,83 @@ TEST(CandidateLocalisation, TheFirstLayerAndSubStepOutOfToleranceAreNamed) {
     validation::print_report(r, text);
     EXPECT_NE(text.str().find("first out of tolerance inside the target forward: layer " + std::to_string(c.layer) + ", " + c.substep),
               std::string::npos) << text.str();
+  }
+}
+
+// A candidate is loaded as trace check reads it: whatever check rejects (drafter token ids outside
+// the vocabulary, drafter rows at positions the run never reached, a row recorded 2,000 times, a
+// stop reason its run cannot have had) is refused before anything runs, naming the file and the
+// problem, by validate --candidate and trace diff alike.
+TEST_F(CandidateTraces, WhatTraceCheckRejectsIsRefusedOnLoad) {
+  const std::string clean = record("eagle.h5", {"--method", "eagle", "--drafter", kModels + "eagle1", "--k", "3"}, 16);
+  Trace t = read_trace(clean);
+  t.drafter_io = {true, 0, 0, 0};  // tokens, positions and calls only
+  for (std::size_t s = 1; s < t.steps.size(); ++s) {
+    StepRecord& r = t.steps[s];
+    for (std::size_t j = 0; j < r.draft_tokens.size(); ++j) {
+      r.drafter_tokens.push_back(r.draft_tokens[j]);
+      r.drafter_positions.push_back(r.position + static_cast<int64_t>(j));
+      r.drafter_calls.push_back(static_cast<int32_t>(j));
+    }
+  }
+  const std::string rows = path("rows.h5");
+  write_trace(rows, t);
+  ASSERT_EQ(run({"trace", "check", rows}).code, 0) << run({"trace", "check", rows}).out;
+
+  // Each file: one edit of rows.h5, made in memory or (where the writer refuses it) in the file.
+  auto edited = [&](const std::string& name, const std::function<void(h5::File&)>& edit) {
+    const std::string p = path(name);
+    std::filesystem::copy_file(rows, p, std::filesystem::copy_options::overwrite_existing);
+    h5::File f = h5::File::open_read_write(p);
+    edit(f);
+    f.close();
+    return p;
+  };
+  auto rewrite = []<class T>(h5::File& f, const char* name, const std::function<void(std::vector<T>&)>& change) {
+    h5::Group io = f.open_group("steps/drafter_io");
+    std::vector<T> v = io.read_vector<T>(name);
+    change(v);
+    io.remove(name);
+    io.write_vector<T>(name, v);
+  };
+  Trace bad_token = t;
+  bad_token.steps[2].drafter_tokens[0] = 999;
+  write_trace(path("token.h5"), bad_token);
+  const std::string far = edited("far.h5", [&](h5::File& f) {
+    rewrite(f, "positions", std::function<void(std::vector<int64_t>&)>([](auto& v) { std::fill(v.begin(), v.end(), int64_t{1000000000}); }));
+  });
+  const std::string copies = edited("copies.h5", [&](h5::File& f) {
+    rewrite(f, "tokens", std::function<void(std::vector<int32_t>&)>([](auto& v) { v.insert(v.begin(), 2000, v[0]); }));
+    rewrite(f, "positions", std::function<void(std::vector<int64_t>&)>([](auto& v) { v.insert(v.begin(), 2000, v[0]); }));
+    rewrite(f, "calls", std::function<void(std::vector<int32_t>&)>([](auto& v) { v.insert(v.begin(), 2000, v[0]); }));
+    rewrite(f, "row_offsets", std::function<void(std::vector<int64_t>&)>([](auto& v) {
+      for (std::size_t i = 2; i < v.size(); ++i) v[i] += 2000;  // step 1's rows grow
+    }));
+  });
+  const std::string stop = edited("stop.h5", [](h5::File& f) {
+    h5::Group o = f.open_group("output");
+    o.remove("stop_reason");
+    o.write_string("stop_reason", "eos");
+  });
+  struct Case {
+    std::string file, fragment;
+  };
+  const std::vector<Case> cases = {
+      {path("token.h5"), ": not a valid trace: /steps/drafter_io/tokens: entry "},
+      {path("token.h5"), "is token id 999, expected 0 <= id < vocab_size 259"},
+      {far, "drafter_positions: entry 0 is position 1000000000, expected 0 <= position <= "},
+      {copies, "steps[1].drafter_tokens: entry 1 repeats entry 0"},
+      {stop, ": not a valid trace: /output/stop_reason: is \"eos\", but /meta/config_json stop_at_eos is false"},
+  };
+  for (const Case& c : cases) {
+    const CliRun v = run({"validate", "--model", kModels + "target", "--drafter", kModels + "eagle1", "--candidate", c.file});
+    EXPECT_EQ(v.code, 2) << c.file << "\n" << v.out << v.err;
+    EXPECT_NE(v.err.find(c.file), std::string::npos) << v.err;
+    EXPECT_NE(v.err.find(c.fragment), std::string::npos) << c.fragment << "\n" << v.err;
+    const CliRun d = run({"trace", "diff", clean, c.file});
+    EXPECT_EQ(d.code, 2) << c.file << "\n" << d.out << d.err;
+    EXPECT_NE(d.err.find(c.fragment), std::string::npos) << c.fragment << "\n" << d.err;
+    EXPECT_EQ(run({"trace", "check", c.file}).code, 1) << c.file;
   }
 }
 

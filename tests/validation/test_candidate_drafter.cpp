@@ -223,6 +223,59 @@ TEST_F(CandidateDrafter, RowsOfAnotherDraftingSchedulePassWhileTheDraftsAgree) {
   EXPECT_EQ(w.failure->position, clean.steps.at(2).drafter_positions[1]);
 }
 
+// What became of the candidate's drafter rows is in the report: how many were compared and passed,
+// and how many were passed over (no reference row fed the same token at the same position) — in
+// the summary line and the JSON. Rows that were all passed over validated nothing: a failure.
+TEST_F(CandidateDrafter, TheReportCountsTheRowsComparedAndPassedOver) {
+  const Trace clean = record(*head_);
+  long rows = 0;
+  for (const StepRecord& s : clean.steps) rows += static_cast<long>(s.drafter_tokens.size());
+  ASSERT_GT(rows, 40);
+  const validation::ValidationReport r = validate(clean);
+  ASSERT_TRUE(r.passed) << report_text(r);
+  EXPECT_EQ(r.drafter_rows.recorded, rows);
+  EXPECT_EQ(r.drafter_rows.compared, rows);
+  EXPECT_EQ(r.drafter_rows.passed, rows);
+  EXPECT_EQ(r.drafter_rows.passed_over, 0);
+  for (const auto& q : r.quantities) EXPECT_EQ(q.passed, q.compared) << q.quantity;
+  const std::string n = std::to_string(rows);
+  EXPECT_NE(report_text(r).find("1 candidate run, drafter rows: " + n + " of " + n + " compared (" + n + " passed), 0 passed over"),
+            std::string::npos) << report_text(r);
+
+  // One row the reference never ran (a later position): passed over, and counted.
+  const int H = head_->config().hidden();
+  Trace extra = clean;
+  StepRecord& step = extra.steps.at(3);
+  step.drafter_tokens.push_back(step.drafter_tokens.back());
+  step.drafter_positions.push_back(step.drafter_positions.back() + 30);
+  step.drafter_calls.push_back(step.drafter_calls.back() + 1);
+  step.drafter_features.insert(step.drafter_features.end(), step.drafter_features.end() - H, step.drafter_features.end());
+  step.drafter_hidden.insert(step.drafter_hidden.end(), step.drafter_hidden.end() - H, step.drafter_hidden.end());
+  const validation::ValidationReport v = validate(extra);
+  ASSERT_TRUE(v.passed) << report_text(v);
+  EXPECT_EQ(v.drafter_rows.passed_over, 1);
+  EXPECT_EQ(v.drafter_rows.compared, rows);
+  EXPECT_NE(report_text(v).find("drafter rows: " + n + " of " + std::to_string(rows + 1) + " compared (" + n + " passed), 1 passed over"),
+            std::string::npos) << report_text(v);
+  const nlohmann::json j = validation::to_json(v);
+  EXPECT_EQ(j["drafter_rows"]["passed_over"], 1) << j.dump();
+  EXPECT_EQ(j["drafter_rows"]["compared"], rows) << j.dump();
+  EXPECT_EQ(j["drafter_rows"]["not_compared"], 0) << j.dump();
+
+  // Every row at a position the reference's drafter did not run (an engine that numbers its
+  // positions otherwise): nothing was compared, and the validation fails saying so.
+  Trace shifted = clean;
+  for (StepRecord& s : shifted.steps)
+    for (int64_t& p : s.drafter_positions) p += 1000;
+  const validation::ValidationReport w = validate(shifted);
+  ASSERT_FALSE(w.passed) << report_text(w);
+  EXPECT_EQ(w.failure->what, "drafter rows") << report_text(w);
+  EXPECT_EQ(w.drafter_rows.compared, 0);
+  EXPECT_EQ(w.drafter_rows.passed_over, rows);
+  EXPECT_NE(w.failure->detail.find("nothing of the candidate's drafter was validated"), std::string::npos) << w.failure->detail;
+  EXPECT_NE(report_text(w).find("0 of " + n + " compared (0 passed), " + n + " passed over"), std::string::npos) << report_text(w);
+}
+
 // The candidate drafted the runner-up where the reference drafter's choice is closest: with its
 // drafter rows agreeing, that is a near-tie when the margin is below the threshold, a wrong choice
 // when it is not, and a failure without the rows.
