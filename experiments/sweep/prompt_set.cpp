@@ -1,23 +1,25 @@
 #include "experiments/sweep/prompt_set.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/io/input_file.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec::sweep {
 
 namespace {
 
-std::string read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(what + " '" + path + "' cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A regular file of bounded size (a FIFO or /dev/zero is refused before it is opened).
+std::string read_text(const std::string& path, const std::string& what) { return read_input_file(path, what); }
+
+// A prompt longer than any tokenizer should be given is refused where it is read.
+void check_prompt_size(const std::string& text, const std::string& where) {
+  check_input_limit(where, "the prompt's text (bytes)", static_cast<long long>(text.size()), kMaxPromptBytes);
 }
 
 // Keeps at most `per_category` prompts of each category (0 = all), in file order.
@@ -54,8 +56,13 @@ std::vector<Prompt> load_bundled_prompts(const std::string& name, int per_catego
 
 std::vector<Prompt> load_category_prompts(const std::string& path, const std::string& set, int per_category) {
   // Ordered: categories keep the file's order (prose before code in the bundled set).
-  const auto j = nlohmann::ordered_json::parse(read_text(path, "prompt file"), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.empty()) {
+  nlohmann::ordered_json j;
+  try {
+    j = parse_ordered_json(read_text(path, "prompt file"), path);  // nesting bounded: see json_input.hpp
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; expected a JSON object of category -> list of prompt texts");
+  }
+  if (!j.is_object() || j.empty()) {
     throw Error(path + ": expected a JSON object of category -> list of prompt texts");
   }
   std::vector<Prompt> all;
@@ -66,6 +73,7 @@ std::vector<Prompt> load_category_prompts(const std::string& path, const std::st
       if (!t.is_string() || t.get<std::string>().empty()) {
         throw Error(path + ": " + category + "[" + std::to_string(i) + "] is not a non-empty string");
       }
+      check_prompt_size(t.get_ref<const std::string&>(), path + ": " + category + "[" + std::to_string(i) + "]");
       all.push_back({set, category + "-" + std::to_string(i), category, 0, t.get<std::string>()});
       ++i;
     }
@@ -84,8 +92,14 @@ std::vector<Prompt> parse_question_jsonl(const std::string& text, const std::str
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = source + ":" + std::to_string(number);
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    nlohmann::json j;
+    try {
+      j = parse_json(line, where);  // nesting bounded: see json_input.hpp
+    } catch (const Error& e) {
+      throw Error(where + ": not a JSON object; expected {\"question_id\": ..., \"category\": ..., \"turns\": [\"...\"]} (" +
+                  e.what() + ")");
+    }
+    if (!j.is_object()) {
       throw Error(where + ": not a JSON object; expected {\"question_id\": ..., \"category\": ..., \"turns\": [\"...\"]}");
     }
     const char* id_field = j.contains("question_id") ? "question_id" : j.contains("id") ? "id" : nullptr;
@@ -105,6 +119,7 @@ std::vector<Prompt> parse_question_jsonl(const std::string& text, const std::str
     for (const auto& t : j["turns"]) {
       if (!t.is_string() || t.get<std::string>().empty()) throw Error(where + ": every turn must be a non-empty string");
     }
+    check_prompt_size(j["turns"][0].get_ref<const std::string&>(), where);
     all.push_back({source, id, category, 0, j["turns"][0].get<std::string>()});
   }
   if (all.empty()) throw Error(source + ": no questions (expected one JSON object per line)");

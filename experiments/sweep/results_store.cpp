@@ -4,15 +4,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "experiments/sweep/cell_summary.hpp"
+#include "experiments/sweep/dir_lock.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/fingerprint.hpp"
+#include "reference/io/input_file.hpp"
+#include "reference/io/json_input.hpp"
 
 namespace specdec::sweep {
 
@@ -29,12 +32,42 @@ std::string text_hash(const std::string& text) {
   return h.str();
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + " cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// rows.jsonl is specdec's own output, read whole on resume and merge: bounded only so that a
+// device or a runaway file is refused (kMaxSweepRuns rows of even large inline trees stay below).
+constexpr uint64_t kMaxRowsFileBytes = uint64_t(64) << 30;
+
+// Whether `v` is an integer in [0, limit) (a row's or manifest's numbers may have been edited).
+bool index_below(const json& v, int64_t limit);
+
+// Whether a row has the fields, of the types, that resuming, merging and the summaries read.
+bool well_formed_row(const json& r) {
+  const auto is = [&](const char* k, bool (json::*type)() const noexcept) { return r.contains(k) && (r[k].*type)(); };
+  if (!is("run", &json::is_number_integer) || !is("cell", &json::is_number_integer) || !is("prompt_id", &json::is_string) ||
+      !is("label", &json::is_string) || !is("category", &json::is_string)) {
+    return false;
+  }
+  if (r.contains("depth_attempts") || r.contains("depth_accepts")) {
+    if (!is("depth_attempts", &json::is_array) || !is("depth_accepts", &json::is_array) ||
+        r["depth_attempts"].size() != r["depth_accepts"].size()) {
+      return false;
+    }
+    for (const char* k : {"depth_attempts", "depth_accepts"})
+      for (const json& v : r[k])
+        if (!v.is_number_integer()) return false;
+  }
+  const json::json_pointer batch("/timing/batch");
+  if (r.contains(batch)) {
+    const json& b = r[batch];
+    if (!b.is_object()) return false;
+    for (const char* k : {"first_run", "generated_tokens", "requests", "wall_s"})
+      if (!b.contains(k) || !b[k].is_number()) return false;
+  }
+  return true;
+}
+
+bool index_below(const json& v, int64_t limit) {
+  return v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) && v.get<int64_t>() >= 0 &&
+         v.get<int64_t>() < limit;
 }
 
 // Values of the summarized metrics of a row; absent ones (no prediction) are skipped.
@@ -108,6 +141,7 @@ json summarize_group(const std::vector<const json*>& rows) {
   for (const json* r : rows) {
     steps += r->value("steps", 0);
     emitted += r->value("emitted_in_steps", 0);
+    if (!r->contains("depth_attempts")) continue;  // read_rows checked both arrays when present
     const auto& at = (*r)["depth_attempts"];
     const auto& ac = (*r)["depth_accepts"];
     for (size_t d = 0; d < at.size(); ++d) {
@@ -148,11 +182,52 @@ json make_manifest(const SweepSpec& spec, const Shard& shard) {
 json read_manifest(const fs::path& dir) {
   const fs::path p = dir / "manifest.json";
   if (!fs::exists(p)) throw Error(dir.string() + " holds no sweep results (no manifest.json)");
-  const auto j = json::parse(read_file(p), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kFormat) {
-    throw Error(p.string() + " is not a sweep manifest (format " + kFormat + ")");
+  json j;
+  try {
+    j = read_json_file(p.string(), "sweep manifest");  // a regular file, nesting bounded
+  } catch (const Error& e) {
+    throw Error(p.string() + " is not a sweep manifest (" + e.what() + ")");
+  }
+  const std::string bad = p.string() + " is not a sweep manifest (format " + kFormat + ")";
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormat) throw Error(bad);
+  // What the resume and merge code reads from it: a shard, the prompts by id, the cells, the run count.
+  const auto field = [&](const char* name, bool ok) {
+    if (!ok) throw Error(p.string() + ": field \"" + name + "\" is missing or malformed; the file was changed by something else than specdec sweep");
+  };
+  field("shard", j.contains("shard") && j["shard"].is_string());
+  field("prompts", j.contains("prompts") && j["prompts"].is_array() && !j["prompts"].empty());
+  for (const json& pr : j["prompts"]) field("prompts", pr.is_object() && pr.contains("id") && pr["id"].is_string());
+  field("cells", j.contains("cells") && j["cells"].is_array() && !j["cells"].empty());
+  for (const json& c : j["cells"]) field("cells", c.is_object() && (!c.contains("concurrency") || c["concurrency"].is_number_integer()));
+  const int64_t runs = static_cast<int64_t>(j["cells"].size() * j["prompts"].size());
+  field("runs", j.contains("runs") && index_below(j["runs"], runs + 1) && j["runs"].get<int64_t>() == runs);
+  try {
+    parse_shard(j["shard"].get<std::string>());
+  } catch (const Error&) {
+    field("shard", false);
   }
   return j;
+}
+
+namespace {
+
+void refuse_other_contents(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != kLockFileName) {  // the lock a sweep holds on it (dir_lock.hpp)
+      throw Error(dir.string() + " is not empty and holds no sweep manifest; give a new --out directory");
+    }
+  }
+}
+
+}  // namespace
+
+void check_results_dir(const fs::path& dir) {
+  if (!fs::exists(dir)) return;
+  if (!fs::is_directory(dir)) throw Error(dir.string() + " exists and is not a directory");
+  // A sweep creates the lock file before anything else: a directory with one is (being) a results
+  // directory, checked again under the lock.
+  if (fs::exists(dir / "manifest.json") || fs::exists(lock_file_path(dir))) return;
+  refuse_other_contents(dir);
 }
 
 void open_results_dir(const fs::path& dir, const json& manifest) {
@@ -173,7 +248,10 @@ void open_results_dir(const fs::path& dir, const json& manifest) {
                 " changed since they were started. Resume with the spec they were started with, or give a new --out directory");
   }
   if (fs::exists(dir) && !fs::is_directory(dir)) throw Error(dir.string() + " exists and is not a directory");
-  if (fs::exists(dir) && !fs::is_empty(dir)) throw Error(dir.string() + " is not empty and holds no sweep manifest; give a new --out directory");
+  if (fs::exists(dir)) {
+    remove_stale_temporaries(dir / "manifest.json");  // of a writer killed while it wrote the manifest
+    refuse_other_contents(dir);
+  }
   fs::create_directories(dir);
   write_file_atomically(dir / "manifest.json", manifest.dump(2) + "\n");
 }
@@ -182,7 +260,7 @@ std::vector<json> read_rows(const fs::path& dir, bool repair) {
   const fs::path p = dir / "rows.jsonl";
   std::vector<json> rows;
   if (!fs::exists(p)) return rows;
-  const std::string text = read_file(p);
+  const std::string text = read_input_file(p.string(), "sweep rows file", kMaxRowsFileBytes);
   size_t start = 0;
   int line = 0;
   while (start < text.size()) {
@@ -192,10 +270,15 @@ std::vector<json> read_rows(const fs::path& dir, bool repair) {
       break;
     }
     ++line;
-    const auto j = json::parse(text.substr(start, end - start), nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("run")) {
-      throw Error(p.string() + ":" + std::to_string(line) + ": not a result row; the file was changed by something else than specdec sweep");
+    const std::string where = p.string() + ":" + std::to_string(line);
+    const std::string bad = where + ": not a result row; the file was changed by something else than specdec sweep";
+    json j;
+    try {
+      j = parse_json(std::string_view(text).substr(start, end - start), where);  // nesting bounded
+    } catch (const Error& e) {
+      throw Error(bad + " (" + e.what() + ")");
     }
+    if (!j.is_object() || !well_formed_row(j) || !index_below(j["run"], INT64_MAX)) throw Error(bad);
     rows.push_back(j);
     start = end + 1;
   }

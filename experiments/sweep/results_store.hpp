@@ -17,6 +17,10 @@ namespace specdec::sweep {
 // prompt by set, id, category and a hash of its text) and the shard.
 nlohmann::json make_manifest(const SweepSpec& spec, const Shard& shard);
 
+// Refuses a `dir` that is not a results directory: a file, or a directory holding other things
+// and no manifest (only a sweep's lock file may be there). A missing one is fine.
+void check_results_dir(const std::filesystem::path& dir);
+
 // Creates `dir` with `manifest`, or checks that the manifest already there equals it. A
 // different one (the spec changed since the results were started) is refused with an error
 // naming the fields that differ.

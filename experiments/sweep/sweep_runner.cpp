@@ -7,10 +7,14 @@
 #include "runtime/batch_job.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/backend.hpp"
+#include "experiments/sweep/dir_lock.hpp"
 #include "experiments/sweep/progress.hpp"
 #include "experiments/sweep/results_store.hpp"
 #include "reference/core/error.hpp"
+#include "reference/decoding/sequence_decoder.hpp"
 #include "reference/drafting/tree_choices.hpp"
+#include "reference/methods/registry.hpp"
+#include "reference/policies/registry.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/fingerprint.hpp"
 #include "reference/methods/draft_schedule.hpp"
@@ -101,12 +105,72 @@ std::string drafter_key(const std::string& method, const std::string& drafter, c
   return "drafter|" + method + "|" + drafter + "|" + backend;
 }
 
+// The weights each checkpoint had when rows were computed: target_key / drafter_key -> the
+// fingerprint of its weights. Resume (rows already in --out against the checkpoints loaded now)
+// and merge (shard against shard) compare these maps with first_conflict, so both refuse the same
+// thing.
+using Fingerprints = std::map<std::string, std::string>;
+
+// What a key names, for messages: "the target model[ on backend B]", "drafter D of method M[ on backend B]".
+std::string checkpoint_of(const std::string& key) {
+  std::vector<std::string> part;
+  for (size_t start = 0;;) {
+    const size_t bar = key.find('|', start);
+    part.push_back(key.substr(start, bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  const auto on = [](const std::string& backend) { return backend == "reference" ? std::string() : " on backend " + backend; };
+  if (part.size() == 2) return "the target model" + on(part[1]);
+  if (part.size() == 4) return "drafter " + part[2] + " of method " + part[1] + on(part[3]);
+  return key;
+}
+
+// The fingerprints `rows` (of results directory `dir`) record. Rows of one directory that disagree
+// were not written by specdec sweep, which refuses to mix them.
+Fingerprints row_fingerprints(const std::vector<json>& rows, const fs::path& dir) {
+  Fingerprints out;
+  const auto add = [&](const std::string& key, const json& fingerprint) {
+    if (!fingerprint.is_string()) throw Error((dir / "rows.jsonl").string() + ": a row's fingerprint of " + checkpoint_of(key) + " is not a string");
+    const auto [it, added] = out.emplace(key, fingerprint.get<std::string>());
+    if (!added && it->second != fingerprint.get<std::string>()) {
+      throw Error((dir / "rows.jsonl").string() + ": its rows were computed with two different weights of " + checkpoint_of(key) + " (" +
+                  it->second + " and " + fingerprint.get<std::string>() + "); the file was changed by something else than specdec sweep");
+    }
+  };
+  for (const json& r : rows) {
+    const std::string backend = r.value("backend", std::string("reference"));
+    if (r.contains("model_fingerprint")) add(target_key(backend), r["model_fingerprint"]);
+    if (r.contains("drafter_fingerprint")) {
+      add(drafter_key(r.value("method", std::string()), r.value("drafter", std::string()), backend), r["drafter_fingerprint"]);
+    }
+  }
+  return out;
+}
+
+// A checkpoint both maps record, with different weights.
+struct FingerprintConflict {
+  std::string key, earlier, later;
+};
+std::optional<FingerprintConflict> first_conflict(const Fingerprints& earlier, const Fingerprints& later) {
+  for (const auto& [key, fingerprint] : later) {
+    const auto it = earlier.find(key);
+    if (it != earlier.end() && it->second != fingerprint) return FingerprintConflict{key, it->second, fingerprint};
+  }
+  return std::nullopt;
+}
+
 // Models and drafters are loaded once per backend and reused by every run. A checkpoint whose
-// weights differ from those the results directory's rows were computed with is refused.
+// weights differ from those the results directory's rows were computed with (expect()) is refused.
 class ModelCache {
  public:
-  ModelCache(std::string model, std::map<std::string, std::string> known, fs::path out)
-      : model_(std::move(model)), known_(std::move(known)), out_(std::move(out)) {}
+  ModelCache(std::string model, fs::path out) : model_(std::move(model)), out_(std::move(out)) {}
+  // The fingerprints of the rows already in --out: checkpoints loaded now and later must match them.
+  void expect(Fingerprints known) {
+    known_ = std::move(known);
+    for (const auto& [backend, m] : targets_) check(target_key(backend), model_, m.fingerprint);
+    for (const auto& [k, d] : drafters_) check(drafter_key(std::get<0>(k), std::get<1>(k), std::get<2>(k)), d.path, d.fingerprint);
+  }
   const LoadedModel& target(const std::string& backend) {
     auto it = targets_.find(backend);
     if (it == targets_.end()) {
@@ -128,15 +192,14 @@ class ModelCache {
 
  private:
   void check(const std::string& key, const std::string& path, const std::string& fingerprint) const {
-    const auto k = known_.find(key);
-    if (k != known_.end() && k->second != fingerprint) {
-      throw Error(path + ": the checkpoint changed since the rows in " + out_.string() + " were computed (" + k->second +
-                  " then, " + fingerprint + " now); results of two different models are not mixed: give a new --out directory");
+    if (const auto c = first_conflict(known_, {{key, fingerprint}})) {
+      throw Error(path + ": the checkpoint changed since the rows in " + out_.string() + " were computed (" + c->earlier +
+                  " then, " + c->later + " now); results of two different models are not mixed: give a new --out directory");
     }
   }
 
   std::string model_;
-  std::map<std::string, std::string> known_;
+  Fingerprints known_;
   fs::path out_;
   std::map<std::string, LoadedModel> targets_;
   std::map<std::tuple<std::string, std::string, std::string>, LoadedDrafter> drafters_;
@@ -326,9 +389,9 @@ std::set<int64_t> done_runs(const std::vector<json>& rows, const json& manifest,
   const int64_t runs = manifest["runs"].get<int64_t>();
   const int64_t prompts = static_cast<int64_t>(manifest["prompts"].size());
   for (const json& r : rows) {
-    const int64_t run = r["run"].get<int64_t>();
-    if (run < 0 || run >= runs || r.value("cell", int64_t(-1)) != run / prompts ||
-        r.value("prompt_id", std::string()) != manifest["prompts"][run % prompts]["id"].get<std::string>()) {
+    const int64_t run = r["run"].get<int64_t>();  // read_rows checked the types of run, cell and prompt_id
+    if (run < 0 || run >= runs || r["cell"].get<int64_t>() != run / prompts ||
+        r["prompt_id"].get<std::string>() != manifest["prompts"][run % prompts]["id"].get<std::string>()) {
       throw Error((dir / "rows.jsonl").string() + ": row of run " + std::to_string(run) + " does not belong to this sweep's manifest");
     }
     if (!done.insert(run).second) throw Error((dir / "rows.jsonl").string() + ": run " + std::to_string(run) + " appears twice");
@@ -341,8 +404,8 @@ std::vector<json> sorted_by_run(std::vector<json> rows) {
   return rows;
 }
 
-// What can be checked before the first run, so that a typo fails now rather than hours in: the
-// target and drafter directories, the backends and the simulator's specs.
+// What can be checked before anything is loaded, so that a typo fails now rather than hours in:
+// the target and drafter directories, the backends and the simulator's specs.
 void check_before_running(const SweepSpec& spec, const std::optional<sim::SpecLibrary>& lib) {
   if (!fs::is_directory(spec.model)) throw Error(spec.source + ": model '" + spec.model + "' is not a directory");
   std::set<std::string> checked;
@@ -359,23 +422,88 @@ void check_before_running(const SweepSpec& spec, const std::optional<sim::SpecLi
   }
 }
 
+// f(), its errors prefixed with `where`.
+template <class F>
+auto named(const std::string& where, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    throw Error(where + ": " + e.what());
+  }
+}
+
+// Every cell as its runs will meet it, before the first run and before --out is touched, so that
+// no error waits behind hours of earlier rows: the target (per backend) and the drafters load, each
+// distinct method shape builds its proposer (K, depth and top-k limits, tree files and their ranks
+// against the drafter's vocabulary, method parameters, the head's trained depth), the policy and
+// sampling settings are made, and every prompt is tokenized: the longest, with max_new_tokens and
+// the cell's draft headroom, must fit the model's context. Errors name the spec and the cell.
+void check_every_cell(const SweepSpec& spec, ModelCache& cache) {
+  const LoadedModel* first = nullptr;
+  try {
+    first = &cache.target(spec.cells.front().backend);
+  } catch (const std::exception& e) {
+    throw Error(spec.source + ": model '" + spec.model + "': " + e.what());
+  }
+  // The prompts as the runs tokenize them (the checkpoint's tokenizer, whatever the backend).
+  std::size_t longest = 0;
+  const Prompt* longest_prompt = &spec.prompts.front();
+  for (const Prompt& p : spec.prompts) {
+    std::size_t n = 0;
+    try {
+      n = prompt_tokens(decode_args(spec, spec.cells.front(), p), *first).size();
+    } catch (const std::exception& e) {
+      throw Error(spec.source + ": prompt " + p.set + "/" + p.id + ": " + e.what());
+    }
+    if (n > longest) longest = n, longest_prompt = &p;
+  }
+  std::set<std::string> shapes;  // method shape, drafter and backend: one proposer each
+  for (std::size_t i = 0; i < spec.cells.size(); ++i) {
+    const Cell& c = spec.cells[i];
+    const std::string cell = spec.source + ": cell " + std::to_string(i) + " (" + c.label() + ")";
+    const std::string at_prompt = cell + ", prompt " + longest_prompt->set + "/" + longest_prompt->id + " (" +
+                                  std::to_string(longest) + " tokens, the longest)";
+    const DecodeArgs a = decode_args(spec, c, *longest_prompt);
+    named(cell, [&] {
+      check_method_args(a);
+      sampling_params(a);
+      make_policy(a.policy);
+      check_concurrency(c.concurrency, "concurrency");
+    });
+    if (!shapes.insert(a.method.to_json().dump() + "|" + a.drafter + "|" + a.backend).second) continue;
+    const LoadedModel& target = named(cell, [&]() -> const LoadedModel& { return cache.target(a.backend); });
+    // The positions a run needs: the longest prompt, max_new_tokens, and the draft slots below.
+    const int capacity =
+        named(at_prompt, [&] { return checked_capacity(longest, a.max_new_tokens, 1, target.model->config().max_position_embeddings); });
+    std::optional<LoadedDrafter> context_drafter;  // draft-free methods: what run_method makes per run
+    std::unique_ptr<Proposer> proposer;            // (destroyed before what it drafts from)
+    named(cell, [&] {
+      const LoadedDrafter* drafter = cache.drafter(a);
+      if (!method_entry(a.method.name).make_proposer) return;
+      if (!drafter) drafter = &context_drafter.emplace(*load_drafter(a, target));
+      proposer = make_proposer(a, target, drafter, capacity);
+    });
+    named(at_prompt, [&] { return decoder_cache_capacity(target.forward_model(), proposer.get(), longest, generation_options(a)); });
+  }
+}
+
 }  // namespace
 
 int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream& log, bool log_is_terminal) {
   std::optional<sim::SpecLibrary> lib;
   if (spec.predict_enabled) lib.emplace();
   check_before_running(spec, lib);
+  apply_threads(spec.threads);
+  ModelCache cache(spec.model, o.out);
+  check_every_cell(spec, cache);  // nothing is written to --out when a cell cannot run
   const json manifest = make_manifest(spec, o.shard);
+  // One writer per results directory (dir_lock.hpp), held until the summary is written.
+  check_results_dir(o.out);  // not even a lock file goes into a directory of other things
+  const ResultsDirLock lock(o.out, "sweep");
   open_results_dir(o.out, manifest);
   const std::vector<json> existing = read_rows(o.out, /*repair=*/true);
   const std::set<int64_t> done = done_runs(existing, manifest, o.out);
-  std::map<std::string, std::string> fingerprints;  // of the checkpoints the existing rows used
-  for (const json& r : existing) {
-    if (r.contains("model_fingerprint")) fingerprints[target_key(r["backend"])] = r["model_fingerprint"];
-    if (r.contains("drafter_fingerprint")) {
-      fingerprints[drafter_key(r["method"], r["drafter"], r["backend"])] = r["drafter_fingerprint"];
-    }
-  }
+  cache.expect(row_fingerprints(existing, o.out));  // the checkpoints the existing rows used
   std::vector<int64_t> todo;
   int64_t owned = 0;
   for (int64_t r = 0; r < spec.run_count(); ++r) {
@@ -383,8 +511,6 @@ int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream
     ++owned;
     if (!done.count(r)) todo.push_back(r);
   }
-  apply_threads(spec.threads);
-  ModelCache cache(spec.model, std::move(fingerprints), o.out);
   RowWriter writer(o.out);
   Progress progress(log, log_is_terminal, static_cast<int64_t>(todo.size()), owned - static_cast<int64_t>(todo.size()),
                            o.progress_interval_s);
@@ -422,7 +548,10 @@ void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out
   std::map<int, fs::path> seen;
   int count = 0;
   std::vector<json> all;
+  Fingerprints weights;                    // of the shards read so far
+  std::map<std::string, fs::path> weighed;  // the shard each of those came from
   for (const fs::path& d : shards) {
+    check_not_being_written(d, "merge");  // a shard still running is not complete
     json m = read_manifest(d);
     const Shard sh = parse_shard(m["shard"].get<std::string>());
     json general = m;
@@ -446,6 +575,18 @@ void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out
     }
     for (const json& r : rows)
       if (!owns(sh, m, r["run"].get<int64_t>())) throw Error("merge: " + d.string() + " holds run " + r["run"].dump() + " of another shard");
+    // Equal manifests name the same checkpoint paths; what was at a path may have changed between
+    // shards, which resume refuses within one directory and merge refuses across them.
+    const Fingerprints own = row_fingerprints(rows, d);
+    if (const auto c = first_conflict(weights, own)) {
+      throw Error("merge: " + weighed[c->key].string() + " and " + d.string() + " were computed with different weights of " +
+                  checkpoint_of(c->key) + " (" + c->earlier + " in " + weighed[c->key].string() + ", " + c->later + " in " + d.string() +
+                  "): the checkpoint changed between the shards; results of two different models are not mixed: rerun the shards "
+                  "of the wrong weights into new directories");
+    }
+    for (const auto& [key, fingerprint] : own) {
+      if (weights.emplace(key, fingerprint).second) weighed[key] = d;
+    }
     all.insert(all.end(), rows.begin(), rows.end());
   }
   for (int i = 1; i <= count; ++i)
@@ -453,6 +594,8 @@ void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out
   json merged = base;
   merged["shard"] = "1/1";
   const std::vector<json> rows = sorted_by_run(std::move(all));
+  check_results_dir(out);
+  const ResultsDirLock lock(out, "merge");  // one writer per results directory (dir_lock.hpp)
   if (fs::exists(out / "rows.jsonl")) throw Error("merge: " + out.string() + " already holds rows; give a new --out directory");
   open_results_dir(out, merged);
   std::string text;

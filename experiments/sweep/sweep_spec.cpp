@@ -1,12 +1,16 @@
 #include "experiments/sweep/sweep_spec.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/decoding/generation.hpp"
+#include "reference/drafting/draft_limits.hpp"
+#include "reference/drafting/tree_choices.hpp"
+#include "reference/io/json_input.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/sampling/sampling_params.hpp"
 #include "runtime/batch_job.hpp"
@@ -108,9 +112,29 @@ Cell normalized(Cell c) {
   return c;
 }
 
-void check_cell(const Cell& c, const std::string& where) {
+// The draft limits (reference/drafting/draft_limits.hpp) of the shape fields, checked here so that a
+// grid's K list fails when the spec is read rather than when its cell's run starts. A static tree
+// is read and laid out once per distinct spec (`trees`: those already checked). Draft-free methods
+// bound K by the nodes of a step (suffix decoding's K is a token budget); their proposers check
+// the exact limit, which the runner does for every cell before the first run.
+void check_draft_shape(const MethodSpec& m, std::set<std::string>& trees) {
+  const MethodEntry& e = method_entry(m.name);
+  if (!e.make_proposer) return;
+  if (m.tree == "chain") {
+    check_draft_limit("k", "K", m.k, e.drafter.loads_checkpoint() ? kMaxDraftDepth : kMaxDraftNodes);
+  } else if (m.tree == "dynamic") {
+    check_draft_limit("depth", "the expansion depth", m.depth, kMaxDraftDepth);
+    check_draft_limit("tree_top_k", "top-k", m.tree_top_k, kMaxDraftTopK);
+    check_draft_limit("total_tokens", "total_tokens - 1 (draft nodes per step)", m.total_tokens - 1LL, kMaxDraftNodes);
+  } else if (trees.insert(m.tree).second) {
+    make_tree_shape(tree_choices_from_spec(m.tree), "tree");  // the file is read, its limits checked
+  }
+}
+
+void check_cell(const Cell& c, const std::string& where, std::set<std::string>& trees) {
   try {
     check_method_spec(c.method);
+    check_draft_shape(c.method, trees);
     SamplingParams p;
     p.mode = parse_sampling_mode(c.sampling);
     p.temperature = c.temperature;
@@ -203,6 +227,7 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
   s.model = as_string(j["model"], source + ": model");
   if (j.contains("max_new_tokens")) s.max_new_tokens = as_int(j["max_new_tokens"], source + ": max_new_tokens");
   if (s.max_new_tokens < 1) throw Error(source + ": max_new_tokens must be >= 1");
+  check_input_limit(source, "max_new_tokens", s.max_new_tokens, static_cast<unsigned long long>(kMaxPositions));
   if (j.contains("ignore_eos")) {
     if (!j["ignore_eos"].is_boolean()) throw Error(source + ": ignore_eos must be true or false");
     s.ignore_eos = j["ignore_eos"].get<bool>();
@@ -211,6 +236,7 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
   if (s.repeats < 1) throw Error(source + ": repeats must be >= 1");
   if (j.contains("threads")) s.threads = as_int(j["threads"], source + ": threads");
   if (s.threads < 0) throw Error(source + ": threads must be >= 0 (0 = all cores)");
+  check_input_limit(source, "threads", s.threads, kMaxThreads);  // libgomp crashes on tens of thousands
 
   const json drafters = j.value("drafters", json::object());
   if (!drafters.is_object()) throw Error(source + ": drafters must be an object of method -> drafter directory");
@@ -233,7 +259,12 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
 
   if (!j.contains("grid")) throw Error(source + ": no \"grid\" (an object of axis -> values, or a list of them)");
   const json blocks = j["grid"].is_array() ? j["grid"] : json::array({j["grid"]});
-  std::set<std::string> keys;
+  // Each block's axes (a Cartesian product over those present, outermost first), and the cells they
+  // make, counted before any is built: a few kilobytes of spec can name 10^9 cells.
+  std::vector<std::vector<std::pair<std::string, json>>> block_axes;
+  std::vector<std::string> block_where;
+  uint64_t total_cells = 0;
+  std::string block_counts;
   for (size_t b = 0; b < blocks.size(); ++b) {
     const std::string where = source + ": grid" + (j["grid"].is_array() ? index_suffix(b) : std::string());
     const json& block = blocks[b];
@@ -243,8 +274,10 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
         throw Error(where + ": unknown axis '" + axis + "'; known axes: " + known(axes()));
       }
     }
-    // Cartesian product over the axes present, outermost first.
     std::vector<std::pair<std::string, json>> present;
+    uint64_t cells = 1;
+    bool overflow = false;
+    std::string sizes;
     for (const auto& axis : axes()) {
       if (!block.contains(axis)) continue;
       const json& v = block[axis];
@@ -252,13 +285,34 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
       const bool one_tree = axis == "tree" && v.is_array() && !v.empty() && v[0].is_array() && !v[0].empty() && v[0][0].is_number();
       const json values = v.is_array() && !one_tree ? v : json::array({v});
       if (values.empty()) throw Error(where + "." + axis + ": empty list of values");
+      overflow = overflow || __builtin_mul_overflow(cells, static_cast<uint64_t>(values.size()), &cells);
+      sizes += (sizes.empty() ? "" : " x ") + std::to_string(values.size()) + " " + axis;
       present.emplace_back(axis, values);
     }
+    if (overflow || cells > kMaxSweepCells) {
+      throw Error(where + ": " + sizes + " make " + (overflow ? std::string("more than 2^64") : std::to_string(cells)) +
+                  " cells, more than specdec supports (" + std::to_string(kMaxSweepCells) +
+                  "); split the grid into several sweeps (see docs/reliability.md)");
+    }
+    total_cells += cells;  // at most blocks x kMaxSweepCells: no overflow
+    block_counts += (block_counts.empty() ? "" : " + ") + std::to_string(cells);
+    block_axes.push_back(std::move(present));
+    block_where.push_back(where);
+  }
+  if (total_cells > kMaxSweepCells) {
+    throw Error(source + ": grid: its blocks make " + block_counts + " = " + std::to_string(total_cells) +
+                " cells, more than specdec supports (" + std::to_string(kMaxSweepCells) + "); split the grid into several sweeps");
+  }
+  std::set<std::string> keys, trees;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const std::string& where = block_where[b];
+    const json& block = blocks[b];
+    const std::vector<std::pair<std::string, json>>& present = block_axes[b];
     std::function<void(size_t, Cell)> expand = [&](size_t a, Cell c) {
       if (a == present.size()) {
         if (needs_drafter(c) && !block.contains("drafter")) c.drafter = default_drafter(canonical_drafters, s.model, c.method.name);
         c = normalized(c);
-        check_cell(c, where);
+        check_cell(c, where, trees);
         if (keys.insert(c.key()).second) s.cells.push_back(c);  // a repeated configuration runs once
         return;
       }
@@ -271,6 +325,11 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
     expand(0, Cell{});
   }
   if (s.cells.empty()) throw Error(source + ": the grid has no cells");
+  if (static_cast<uint64_t>(s.run_count()) > kMaxSweepRuns) {
+    throw Error(source + ": " + std::to_string(s.cells.size()) + " cells x " + std::to_string(s.prompts.size()) + " prompts make " +
+                std::to_string(s.run_count()) + " runs, more than specdec supports (" + std::to_string(kMaxSweepRuns) +
+                "); take fewer prompts (per_category) or split the sweep");
+  }
 
   if (j.contains("predict")) {
     const json& p = j["predict"];
@@ -304,13 +363,9 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
 }
 
 SweepSpec load_sweep_spec(const std::string& path, const std::string& prompts_override) {
-  std::ifstream in(path);
-  if (!in) throw Error("sweep spec '" + path + "' cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw Error(path + ": not valid JSON");
-  return parse_sweep_spec(j, path, prompts_override);
+  // A regular file of bounded size, nested at most kMaxJsonDepth deep (deeper values overflow the
+  // stack when copied or compared).
+  return parse_sweep_spec(read_json_file(path, "sweep spec"), path, prompts_override);
 }
 
 bool shard_owns(const Shard& s, int64_t run, int64_t prompts, bool batched_cell) {
