@@ -13,6 +13,10 @@
 #include "cli/cli.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
+#include "reference/io/json_input.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/drafting/draft_limits.hpp"
+#include "reference/decoding/generation.hpp"
 #include "simulator/batching.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/capacity.hpp"
@@ -62,14 +66,33 @@ int parse_int(const std::string& s, const std::string& option) {
   return int(v);
 }
 
-// "1,2,4" or "1-8" (or a mix: "1-4,8").
-std::vector<int> parse_int_list(const std::string& s, const std::string& option) {
+// "1,2,4" or "1-8" (or a mix: "1-4,8"). Every value must be at most `max_value`, and the list holds
+// at most kMaxSweepCells values: both are checked on a range's ends before it is enumerated.
+std::vector<int> parse_int_list(const std::string& s, const std::string& option, long long max_value) {
   std::vector<int> out;
+  auto bounded = [&](int v) {
+    if (v > max_value)
+      throw Error("--" + option + ": " + std::to_string(v) + " is more than specdec supports (" +
+                  std::to_string(max_value) + "); see docs/reliability.md");
+    return v;
+  };
+  long long count = 0;
+  for (const auto& item : split_list(s)) {
+    const auto dash = item.find('-', 1);
+    if (dash != std::string::npos) {
+      const int a = parse_int(item.substr(0, dash), option), b = bounded(parse_int(item.substr(dash + 1), option));
+      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
+      count += (long long)b - a + 1;
+    } else {
+      bounded(parse_int(item, option));
+      count += 1;
+    }
+    check_input_limit("--" + option, "the number of values", count, kMaxSweepCells);
+  }
   for (const auto& item : split_list(s)) {
     const auto dash = item.find('-', 1);
     if (dash != std::string::npos) {
       const int a = parse_int(item.substr(0, dash), option), b = parse_int(item.substr(dash + 1), option);
-      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
       for (int v = a; v <= b; ++v) out.push_back(v);
     } else {
       out.push_back(parse_int(item, option));
@@ -79,6 +102,13 @@ std::vector<int> parse_int_list(const std::string& s, const std::string& option)
   return out;
 }
 
+// One value of an option, at most `max_value` (named in the error).
+int parse_bounded_int(const std::string& s, const std::string& option, long long max_value, const std::string& what) {
+  const int v = parse_int(s, option);
+  check_input_limit("--" + option, what, v, (unsigned long long)max_value);
+  return v;
+}
+
 std::vector<double> parse_double_list(const std::string& s, const std::string& option) {
   std::vector<double> out;
   for (const auto& item : split_list(s)) out.push_back(parse_double(item, option));
@@ -86,13 +116,15 @@ std::vector<double> parse_double_list(const std::string& s, const std::string& o
   return out;
 }
 
+// Inline JSON (a list or an object) or the path of a JSON file; both through the shared reader
+// (bounded nesting; a device or pipe at the path is refused, not read).
 nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
-  try {
-    return nlohmann::json::parse(s);
-  } catch (const nlohmann::json::parse_error&) {
-    if (std::filesystem::is_regular_file(s)) return read_json_file(s);
-    throw Error("--" + option + ": '" + s + "' is neither JSON nor a readable JSON file");
-  }
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (s[first] == '[' || s[first] == '{')) return parse_json(s, "--" + option);
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(s, ec)))
+    return read_json_file(s, "--" + option + " file");
+  throw Error("--" + option + ": '" + s + "' is neither JSON nor a readable JSON file");
 }
 
 // The acceptance model from whichever option was given (at most one).
@@ -144,22 +176,17 @@ void tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc, Dr
                 "by depth (--acceptance-by-depth) with --tree, or per-rank probabilities (--tree-acceptance)");
   if (vm.count("tree")) {
     const std::string t = vm["tree"].as<std::string>();
-    if (!t.empty() && (t[0] == '[' || std::filesystem::is_regular_file(t))) {
+    std::error_code ec;
+    if (!t.empty() && (t[0] == '[' || std::filesystem::exists(std::filesystem::symlink_status(t, ec)))) {
       const auto j = parse_json_arg(t, "tree");
-      std::vector<std::vector<int>> choices;
-      try {
-        choices = j.get<std::vector<std::vector<int>>>();
-      } catch (const nlohmann::json::exception&) {
-        throw Error("--tree: expected a list of rank paths, e.g. [[0],[1],[0,0]]");
-      }
-      plan.tree = make_tree_shape(choices, "--tree");
+      plan.tree = make_tree_shape(get_rank_paths(j, "--tree"), "--tree");
     } else {
       plan.tree = builtin_tree(t);
     }
     return;
   }
   if (vm.count("dynamic-tree")) {
-    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree");
+    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
     if (v.size() != 3) throw Error("--dynamic-tree: expected TOTAL_TOKENS,DEPTH,TOP_K (e.g. 60,7,10)");
     if (!acc || vm.count("acceptance-by-depth"))
       throw Error("--dynamic-tree chooses its tree from per-rank acceptance probabilities (--alpha, --tree-acceptance, "
@@ -499,11 +526,11 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   spec.models = split_list(vm["model"].as<std::string>());
   spec.hardware = split_list(vm["hardware"].as<std::string>());
   spec.drafters = vm.count("drafter") ? split_list(vm["drafter"].as<std::string>()) : std::vector<std::string>{"none"};
-  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k");
-  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch");
-  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp");
-  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len");
-  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len");
+  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k", kMaxDraftDepth);
+  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch);
+  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
+  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions);
+  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len", kMaxPositions);
   if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
   for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
     if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
@@ -800,12 +827,13 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   s.hardware = specs.hardware(vm["hardware"].as<std::string>());
   s.engine = specs.engine_for(vm.count("engine") ? vm["engine"].as<std::string>() : "", s.hardware);
   const bool policy_mode = vm.count("policy") || vm.count("recommend-policy");
-  const std::vector<int> batches = policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch")
-                                               : std::vector<int>{parse_int(vm["batch"].as<std::string>(), "batch")};
+  const std::vector<int> batches =
+      policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
+                  : std::vector<int>{parse_bounded_int(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch, "the batch size")};
   s.workload.batch = batches.front();
-  s.workload.tp = parse_int(vm["tp"].as<std::string>(), "tp");
-  s.workload.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
-  s.workload.output_len = parse_int(vm["output-len"].as<std::string>(), "output-len");
+  s.workload.tp = parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
+  s.workload.prompt_len = parse_bounded_int(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions, "the prompt length");
+  s.workload.output_len = parse_bounded_int(vm["output-len"].as<std::string>(), "output-len", kMaxPositions, "the output length");
   if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
   if (s.workload.tp > s.hardware.devices_per_instance)
     throw Error("--tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
@@ -840,7 +868,14 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                   (fitting.empty() ? std::string() : " (bundled " + method_name(m) + " drafters: " + fitting + ")"));
     }
     s.plan.method = m;
-    if (ms.params.contains("nodes")) s.plan.nodes = ms.params.at("nodes").get<int>();
+    if (ms.params.contains("nodes")) {
+      // Parameters are numbers (16 arrives as 16.0): a whole number within the decoder's node bound.
+      const nlohmann::json& n = ms.params.at("nodes");
+      const double v = n.is_number() ? n.get<double>() : -1.0;
+      if (!(v >= 1 && v <= kMaxDraftNodes && v == std::floor(v)))
+        throw Error("--method: nodes must be an integer in [1, " + std::to_string(kMaxDraftNodes) + "], got " + n.dump());
+      s.plan.nodes = int(v);
+    }
   }
   const Method method = s.plan.method;
   const bool lookup = method != Method::sequential && draft_free(method);
@@ -903,6 +938,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
                 "--acceptance-by-depth, --tree-acceptance, --trace or --al");
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
+  check_draft_limit("--k", "K", s.plan.k, kMaxDraftDepth);
   tree_from_options(vm, s.acceptance, s.plan);
   if (!category_tree.empty()) s.plan.tree = builtin_tree(category_tree);
   if (s.plan.tree && vm.count("acceptance-by-depth")) {
@@ -940,8 +976,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   };
   if (vm.count("best-k")) {
     const std::string range = vm["best-k"].as<std::string>();
-    std::vector<int> ks = parse_int_list(range, "best-k");
-    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos) ks = parse_int_list("1-" + range, "best-k");
+    // K is bounded before the list is expanded: every K's prediction keeps its breakdown.
+    std::vector<int> ks = parse_int_list(range, "best-k", kMaxDraftDepth);
+    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos)
+      ks = parse_int_list("1-" + range, "best-k", kMaxDraftDepth);
     const BestK b = best_k(s, ks);
     p = b.best;
     s.plan.k = b.k;
@@ -963,9 +1001,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
     if (parts.size() != 3)
       throw Error("--best-tree: expected TOTALS/DEPTHS/TOP_KS (each a list or range, e.g. 32,48,64/4-8/8,10), got '" + grid + "'");
-    const BestTree b = best_dynamic_tree(s, parse_int_list(parts[0], "best-tree (totals)"),
-                                         parse_int_list(parts[1], "best-tree (depths)"),
-                                         parse_int_list(parts[2], "best-tree (top-k)"));
+    const BestTree b = best_dynamic_tree(s, parse_int_list(parts[0], "best-tree (totals)", kMaxDraftNodes + 1),
+                                         parse_int_list(parts[1], "best-tree (depths)", kMaxDraftDepth),
+                                         parse_int_list(parts[2], "best-tree (top-k)", kMaxDraftTopK));
     p = b.best;
     s.plan.tree = b.tree;
     s.plan.dynamic_depth = b.setting.depth;
@@ -1063,9 +1101,18 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     req.requests_per_s = vm["capacity-rate"].as<double>();
     req.tpot_target_s = vm["tpot-target-ms"].as<double>() * 1e-3;
     req.ttft_target_s = vm["ttft-target-ms"].as<double>() * 1e-3;
+    // Written so that NaN fails too (program_options reads "nan" and "inf").
+    if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
+      throw Error("--capacity-rate: the offered load must be a finite number > 0 requests/s, got " +
+                  std::to_string(req.requests_per_s));
+    if (!(req.tpot_target_s > 0 && std::isfinite(req.tpot_target_s)))
+      throw Error("--tpot-target-ms: must be a finite number > 0 milliseconds");
+    if (!(req.ttft_target_s >= 0 && std::isfinite(req.ttft_target_s)))
+      throw Error("--ttft-target-ms: must be a finite number >= 0 milliseconds (0 = none)");
     if (vm.count("price")) {
       req.price_per_device_hour = vm["price"].as<double>();
-      if (req.price_per_device_hour < 0) throw Error("--price must be >= 0 USD per device-hour");
+      if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
+        throw Error("--price must be a finite number >= 0 USD per device-hour");
     }
     const CapacityPlan plan = plan_capacity(s, req);
     if (vm.count("json")) {

@@ -137,6 +137,12 @@ BatchingPrediction predict_batching(const Scenario& s, Batching mode) {
   }
   r.sequential_throughput_tokens_per_s = r.sequences / r.sequential_tpot_s;
   r.speedup = r.throughput_tokens_per_s / r.sequential_throughput_tokens_per_s;
+  const std::string where = "batching (" + s.target.name + " on " + s.hardware.name + ")";
+  for (const auto& [what, v] : {std::pair<const char*, double>{"tokens per step", r.tokens_per_step},
+                                {"step time", r.step_s}, {"steps", r.steps}, {"TPOT", r.tpot_s},
+                                {"throughput", r.throughput_tokens_per_s}, {"sequential TPOT", r.sequential_tpot_s},
+                                {"speedup", r.speedup}})
+    require_finite_result(v, what, where);
   return r;
 }
 

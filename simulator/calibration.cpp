@@ -9,6 +9,8 @@
 #include <tuple>
 
 #include "reference/core/error.hpp"
+#include "reference/io/input_file.hpp"
+#include "reference/decoding/generation.hpp"
 #include "simulator/nelder_mead.hpp"
 #include "simulator/plan_json.hpp"
 #include "simulator/spec_json.hpp"
@@ -22,6 +24,25 @@ const std::vector<std::string> kRowFields = {"label", "source", "model",   "draf
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
                                              "tree", "dynamic_tree", "match_rate"};
 
+constexpr double kMinMeasuredMs = 1e-6, kMaxMeasuredMs = 1e6;
+
+// The configuration a row measured, and by whom: its fields but the measurement and its
+// description. Two rows with the same key are one point given twice by one source (a copy-paste
+// slip that would weigh it double); two sources measuring one configuration are not duplicates.
+std::string configuration_key(nlohmann::json r) {
+  for (const char* f : {"label", "quote", "step_ms", "tpot_ms", "comment", "description", "sources"}) r.erase(f);
+  for (auto it = r.begin(); it != r.end();) it = (!it.key().empty() && it.key()[0] == '_') ? r.erase(it) : std::next(it);
+  return r.dump();
+}
+
+// Refuses a row whose configuration an earlier row of the same set already measured.
+void check_distinct(std::map<std::string, std::string>& seen, const nlohmann::json& r, const std::string& where) {
+  const auto [it, fresh] = seen.emplace(configuration_key(r), where);
+  if (!fresh)
+    throw Error(where + ": the same configuration as " + it->second +
+                " (a duplicate point); give each configuration once (several measurements: their mean)");
+}
+
 MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs) {
   check_known_fields(r, kRowFields, where);
   MeasuredConfig row;
@@ -30,12 +51,14 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   s.target = specs.model(get_string(r, "model", where));
   s.workload = parse_measured_workload(r, where);
   row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
-  if (row.context < 0) throw Error(where + ": 'context' must be >= 0");
+  require_in_range(row.context, "context", where, 0.0, double(kMaxPositions), true, "cached tokens");
   if (s.plan.method != Method::sequential) row.tokens_per_step = parse_measured_plan(r, where, specs, s);
   const bool step = has_field(r, "step_ms"), tpot = has_field(r, "tpot_ms");
   if (step == tpot) throw Error(where + ": give exactly one of 'step_ms' and 'tpot_ms'");
   const double ms = get_number(r, step ? "step_ms" : "tpot_ms", where);
-  require_positive(ms, step ? "step_ms" : "tpot_ms", where);
+  // A measured step between a nanosecond and a quarter of an hour: anything else is a unit slip or
+  // a corrupt file, and would drag the log-error fit anywhere.
+  require_in_range(ms, step ? "step_ms" : "tpot_ms", where, kMinMeasuredMs, kMaxMeasuredMs, false, "ms");
   row.given_as_tpot = tpot;
   row.measured_step_s = (tpot ? ms * row.tokens_per_step : ms) * 1e-3;
   row.label = get_string_or(r, "label", "", where);
@@ -202,8 +225,11 @@ CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string
     defaults = j.at("defaults");
     check_known_fields(defaults, kRowFields, source + " (defaults)");
   }
-  for (const auto& [where, row] : rows_over_defaults(j, defaults, source, "measured configurations"))
+  std::map<std::string, std::string> seen;
+  for (const auto& [where, row] : rows_over_defaults(j, defaults, source, "measured configurations")) {
     set.rows.push_back(parse_row(row, where, specs));
+    check_distinct(seen, row, where);
+  }
   return set;
 }
 
@@ -224,6 +250,7 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
   };
   CalibrationSet set;
   set.source = source;
+  std::map<std::string, std::string> seen;
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
@@ -275,6 +302,7 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
       }
     }
     set.rows.push_back(parse_row(r, where, specs));
+    check_distinct(seen, r, where);
   }
   if (set.rows.empty()) throw Error(source + ": no measured configurations (a header line and at least one row)");
   return set;
@@ -283,13 +311,9 @@ CalibrationSet parse_calibration_csv(const std::string& text, const std::string&
 CalibrationSet load_calibration_set(const std::filesystem::path& path, const SpecLibrary& specs) {
   const std::string name = path.filename().string();
   if (path.extension() == ".csv") {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open calibration file '" + path.string() + "'");
-    std::stringstream b;
-    b << in.rdbuf();
-    return parse_calibration_csv(b.str(), name, specs);
+    return parse_calibration_csv(read_input_file(path.string(), "calibration set"), name, specs);
   }
-  return parse_calibration_json(read_json_file(path), name, specs);
+  return parse_calibration_json(read_json_file(path, "calibration set"), name, specs);
 }
 
 CalibrationSet merge_calibration_sets(const std::vector<CalibrationSet>& sets) {
@@ -333,6 +357,8 @@ CalibrationResult evaluate_calibration(const CalibrationSet& set, const Platform
     s.engine = p.engine;
     validate_scenario(s);
     const double pred = predicted_step_s(row, p);
+    require_finite_result(pred, "step time", "calibration row '" + row.label + "'");
+    if (!(pred > 0)) throw Error("calibration row '" + row.label + "': the predicted step time is not > 0");
     const double scale = row.given_as_tpot ? 1.0 / row.tokens_per_step : 1.0;
     CalibrationRowResult out{row.label, row.measured_step_s * scale, pred * scale, 0};
     out.relative_error = (out.predicted_s - out.measured_s) / out.measured_s;
@@ -389,6 +415,13 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
   for (size_t i = 0; i < params.size(); ++i) {
     r.before.push_back(get_parameter(start, params[i]));
     r.after.push_back(get_parameter(fitted, params[i]));
+    // Every term is an efficiency, an exponent or a time: a fit outside [0, inf) fitted nothing.
+    if (!(std::isfinite(r.after[i]) && r.after[i] >= 0)) {
+      std::ostringstream e;
+      e << "calibration of " << set.source << ": the fitted " << params[i] << " is " << r.after[i]
+        << " (not a finite number >= 0): the measured times cannot be fitted; check them for unit slips";
+      throw Error(e.str());
+    }
   }
   return r;
 }

@@ -34,7 +34,9 @@ struct CapacityPlan {
 };
 
 // Tries batch sizes 1, 2, 4, ... and picks the one that serves the load with the fewest replicas
-// (ties: the smaller batch, for latency). The scenario's workload.batch is ignored.
+// (ties: the smaller batch, for latency). The scenario's workload.batch is ignored. The rate and
+// targets must be finite; a load that needs more than kMaxPlannedDevices devices
+// (reference/core/input_limits.hpp) is an Error saying so.
 CapacityPlan plan_capacity(const Scenario& s, const CapacityRequest& req);
 
 }  // namespace specdec::sim

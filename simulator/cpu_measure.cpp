@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
 
 namespace specdec::sim {
 
@@ -94,6 +95,7 @@ double tiny_gemm_seconds() {
 
 CpuMeasurement measure_cpu(const CpuMeasureOptions& opt) {
   if (opt.threads < 0) throw Error("--threads must be >= 0 (0 = all hardware threads)");
+  check_input_limit("simulate --measure-cpu", "--threads", opt.threads, kMaxThreads);
   if (opt.gemm_size < 16) throw Error("GEMM size must be >= 16");
   if (!(opt.array_bytes >= 1e6)) throw Error("bandwidth array size must be >= 1 MB");
   CpuMeasurement m;

@@ -1,6 +1,7 @@
 #include "simulator/drafter_spec.hpp"
 
 #include "reference/core/error.hpp"
+#include "reference/drafting/draft_limits.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/tree_shape.hpp"
 
@@ -174,6 +175,9 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   d.num_layers = get_int_or(j, "num_layers", 1, source);
   if (d.num_layers < (medusa ? 0 : 1))
     throw Error(source + ": field 'num_layers' must be >= " + (medusa ? "0 (residual blocks per Medusa head)" : "1"));
+  // As many layers as the deepest target (validate_model_shape's bound); real heads have 1 to 4.
+  if (d.num_layers > 4096)
+    throw Error(source + ": field 'num_layers' is " + std::to_string(d.num_layers) + ", more than the simulator supports (4096)");
   if (mtp && d.num_layers != 1)
     throw Error(source + ": an MTP module is one decoder layer of the target's kind (num_layers = " +
                 std::to_string(d.num_layers) + "); several modules are 'num_modules'");
@@ -192,9 +196,9 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   if ((d.method == Method::eagle1 || d.method == Method::eagle3) && d.num_layers != 1)
     throw Error(source + ": " + method_name(d.method) + " heads have exactly 1 layer (num_layers = " +
                 std::to_string(d.num_layers) + "); multi-layer parallel drafters are method 'peagle'");
-  d.draft_vocab_size = get_int_or(j, "draft_vocab_size", 0, source);
-  if (d.draft_vocab_size < 0) throw Error(source + ": field 'draft_vocab_size' must be >= 0");
-  d.trained_depth = get_int_or(j, "trained_depth", 0, source);
+  d.draft_vocab_size = get_int_in(j, "draft_vocab_size", 0, 0, 1 << 24, source);
+  // A depth no proposer drafts (reference/drafting/draft_limits.hpp) is no depth a head was trained for.
+  d.trained_depth = get_int_in(j, "trained_depth", 0, 0, kMaxDraftDepth, source);
   d.model = get_string_or(j, "model", "", source);
   if (d.method == Method::draft_model && d.model.empty())
     throw Error(source + ": a draft_model drafter needs field 'model' (a model spec name or config.json path)");
@@ -213,7 +217,7 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
 }
 
 DrafterSpec load_drafter_spec(const std::filesystem::path& path) {
-  return parse_drafter_spec(read_json_file(path), path.filename().string());
+  return parse_drafter_spec(read_json_file(path, "drafter spec"), path.filename().string());
 }
 
 namespace {

@@ -11,6 +11,10 @@ namespace specdec::sim {
 
 namespace {
 
+// Every host term (per step, per forward, per row, per context token) is at most a second: a
+// thousand times any engine's, and far inside what keeps predicted times finite.
+constexpr double kMaxHostSeconds = 1.0;
+
 // A method's own term; else, for the EAGLE family, its nearest sibling's; else "default"; else 0.
 // The engines modelled run EAGLE-1, EAGLE-3 and P-EAGLE through one drafting loop (vLLM's EAGLE
 // proposer drafts P-EAGLE as a parallel-drafting EAGLE-3 head), so a term measured for one is the
@@ -43,7 +47,7 @@ LookupCost parse_lookup_cost(const nlohmann::json& v, const std::string& where) 
   LookupCost c;
   if (v.is_number()) {
     c.per_sequence_s = v.get<double>();
-    require_positive(c.per_sequence_s, "per_sequence_s", where, true);
+    require_in_range(c.per_sequence_s, "per_sequence_s", where, 0.0, kMaxHostSeconds, true, "s");
     return c;
   }
   if (!v.is_object())
@@ -54,10 +58,10 @@ LookupCost parse_lookup_cost(const nlohmann::json& v, const std::string& where) 
   c.per_sequence_s = get_number_or(v, "per_sequence_s", 0.0, where);
   c.per_context_token_s = get_number_or(v, "per_context_token_s", 0.0, where);
   c.per_emitted_token_s = get_number_or(v, "per_emitted_token_s", 0.0, where);
-  require_positive(c.per_step_s, "per_step_s", where, true);
-  require_positive(c.per_sequence_s, "per_sequence_s", where, true);
-  require_positive(c.per_context_token_s, "per_context_token_s", where, true);
-  require_positive(c.per_emitted_token_s, "per_emitted_token_s", where, true);
+  require_in_range(c.per_step_s, "per_step_s", where, 0.0, kMaxHostSeconds, true, "s");
+  require_in_range(c.per_sequence_s, "per_sequence_s", where, 0.0, kMaxHostSeconds, true, "s");
+  require_in_range(c.per_context_token_s, "per_context_token_s", where, 0.0, kMaxHostSeconds, true, "s");
+  require_in_range(c.per_emitted_token_s, "per_emitted_token_s", where, 0.0, kMaxHostSeconds, true, "s");
   c.threads = get_int_or(v, "threads", 1, where);
   if (c.threads < 1 || c.threads > 4096)
     throw Error(where + ": field 'threads' must be in [1, 4096] host threads, got " + std::to_string(c.threads));
@@ -106,7 +110,7 @@ std::map<std::string, double> parse_method_map(const nlohmann::json& j, const st
   } else {
     throw Error(where + " must be a number of seconds or an object {method: seconds}");
   }
-  for (const auto& [method, v] : out) require_positive(v, key + "." + method, source, true);
+  for (const auto& [method, v] : out) require_in_range(v, key + "." + method, source, 0.0, kMaxHostSeconds, true, "s");
   return out;
 }
 
@@ -141,9 +145,9 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
     check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "lookup"}, s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
-    require_positive(e.step_overhead_s, "step_s", s, true);
+    require_in_range(e.step_overhead_s, "step_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
-    require_positive(e.sampling_s_per_row, "sampling_s_per_row", s, true);
+    require_in_range(e.sampling_s_per_row, "sampling_s_per_row", s, 0.0, kMaxHostSeconds, true, "s");
     e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
     e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
     e.lookup = parse_lookup(o, s);
@@ -155,7 +159,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     check_known_fields(k, {"cuda_graphs", "launch_s", "per_operator"}, s);
     e.cuda_graphs = get_bool_or(k, "cuda_graphs", true, s);
     e.kernel_launch_s = get_number_or(k, "launch_s", 0.0, s);
-    require_positive(e.kernel_launch_s, "launch_s", s, true);
+    require_in_range(e.kernel_launch_s, "launch_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.kernels_per_operator = get_number_or(k, "per_operator", 1.0, s);
     if (!(e.kernels_per_operator >= 1.0 && e.kernels_per_operator <= 1000.0))
       throw Error(s + ": field 'per_operator' must be in [1, 1000] kernels, got " + std::to_string(e.kernels_per_operator));
@@ -184,7 +188,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
 }
 
 EngineSpec load_engine_spec(const std::filesystem::path& path) {
-  return parse_engine_spec(read_json_file(path), path.filename().string());
+  return parse_engine_spec(read_json_file(path, "engine spec"), path.filename().string());
 }
 
 nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& sources) {

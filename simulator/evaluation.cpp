@@ -108,7 +108,7 @@ EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& 
 
 EvaluationSet load_evaluation_set(const std::filesystem::path& path, const SpecLibrary& specs,
                                   const std::string& hardware, const std::string& engine) {
-  EvaluationSet set = parse_evaluation_json(read_json_file(path), path.filename().string(), specs, hardware, engine);
+  EvaluationSet set = parse_evaluation_json(read_json_file(path, "evaluation set"), path.filename().string(), specs, hardware, engine);
   set.name = path.stem().string();
   return set;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/io/json_int.hpp"
 #include "simulator/join.hpp"
 #include "simulator/spec_json.hpp"
 
@@ -25,6 +27,16 @@ double HardwareSpec::ridge_point(const std::string& compute_dtype) const {
          (memory_bandwidth_bytes_per_s * memory_efficiency);
 }
 
+// Physically plausible bounds of a device's numbers, each far outside every real device (B200:
+// 192 GB at 8 TB/s, about 1e16 FLOP/s at FP4; a CPU socket: terabytes at tens of GB/s) and far
+// inside what keeps the cost model's times finite and meaningful: a bandwidth of 1e-308 bytes/s
+// or a peak of 1e30 FLOP/s is a typo, not a device.
+constexpr double kMinMemoryBytes = 1e6, kMaxMemoryBytes = 1e15;  // 1 MB .. 1 PB per device
+constexpr double kMinBandwidth = 1e6, kMaxBandwidth = 1e15;      // 1 MB/s .. 1 PB/s
+constexpr double kMinFlops = 1e6, kMaxFlops = 1e18;              // 1 MFLOP/s .. 1 EFLOP/s per device
+constexpr double kMaxInstancePrice = 1e6;                        // USD per instance-hour
+constexpr double kMaxOverheadSeconds = 1.0;                      // a kernel floor or collective latency
+
 HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& source) {
   check_known_fields(j,
                      {"name", "kind", "memory_bytes", "memory_bandwidth_bytes_per_s", "peak_flops_per_s",
@@ -38,23 +50,24 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
   if (h.kind != "gpu" && h.kind != "neuron" && h.kind != "cpu")
     throw Error(source + ": field 'kind' must be gpu, neuron or cpu, got '" + h.kind + "'");
   h.memory_bytes = get_number(j, "memory_bytes", source);
-  require_positive(h.memory_bytes, "memory_bytes", source);
+  require_in_range(h.memory_bytes, "memory_bytes", source, kMinMemoryBytes, kMaxMemoryBytes, false, "bytes");
   h.memory_bandwidth_bytes_per_s = get_number(j, "memory_bandwidth_bytes_per_s", source);
-  require_positive(h.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s", source);
+  require_in_range(h.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s", source, kMinBandwidth, kMaxBandwidth,
+                   false, "bytes/s");
   if (!has_field(j, "peak_flops_per_s") || !j.at("peak_flops_per_s").is_object() ||
       j.at("peak_flops_per_s").empty())
     throw Error(source + ": field 'peak_flops_per_s' must be an object {dtype: FLOP/s}, e.g. {\"bf16\": 989e12}");
   for (const auto& [dtype, v] : j.at("peak_flops_per_s").items()) {
     if (!v.is_number()) throw Error(source + ": peak_flops_per_s." + dtype + " must be a number");
-    require_positive(v.get<double>(), "peak_flops_per_s." + dtype, source);
+    require_in_range(v.get<double>(), "peak_flops_per_s." + dtype, source, kMinFlops, kMaxFlops, false, "FLOP/s");
     h.peak_flops_per_s[dtype] = v.get<double>();
   }
   h.interconnect_bandwidth_bytes_per_s = get_number_or(j, "interconnect_bandwidth_bytes_per_s", 0.0, source);
-  require_positive(h.interconnect_bandwidth_bytes_per_s, "interconnect_bandwidth_bytes_per_s", source, true);
-  h.devices_per_instance = get_int_or(j, "devices_per_instance", 1, source);
-  if (h.devices_per_instance < 1) throw Error(source + ": field 'devices_per_instance' must be >= 1");
+  require_in_range(h.interconnect_bandwidth_bytes_per_s, "interconnect_bandwidth_bytes_per_s", source, kMinBandwidth,
+                   kMaxBandwidth, true, "bytes/s");
+  h.devices_per_instance = get_int_in(j, "devices_per_instance", 1, 1, kMaxTensorParallel, source);
   h.price_per_instance_hour = get_number_or(j, "price_per_instance_hour", 0.0, source);
-  require_positive(h.price_per_instance_hour, "price_per_instance_hour", source, true);
+  require_in_range(h.price_per_instance_hour, "price_per_instance_hour", source, 0.0, kMaxInstancePrice, true, "USD");
 
   if (has_field(j, "efficiency")) {
     const auto& e = j.at("efficiency");
@@ -96,7 +109,7 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
     for (const auto& t : g.at("tiles")) {
       if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer())
         throw Error(s + ": every entry of 'tiles' must be [rows, cols] (two integers), got " + t.dump());
-      const int rows = t[0].get<int>(), cols = t[1].get<int>();
+      const int rows = json_int32(t[0], s + ": tile rows"), cols = json_int32(t[1], s + ": tile cols");
       if (rows < 1 || rows > 1024 || cols < 1 || cols > 1024)
         throw Error(s + ": tile " + t.dump() + " must have rows and cols in [1, 1024]");
       h.gemm_tiles.push_back({rows, cols});
@@ -105,7 +118,7 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
     if (h.split_k_max < 1 || h.split_k_max > 256)
       throw Error(s + ": field 'split_k_max' must be in [1, 256], got " + std::to_string(h.split_k_max));
     h.l2_bandwidth_bytes_per_s = get_number_or(g, "l2_bandwidth_bytes_per_s", 0.0, s);
-    require_positive(h.l2_bandwidth_bytes_per_s, "l2_bandwidth_bytes_per_s", s, true);
+    require_in_range(h.l2_bandwidth_bytes_per_s, "l2_bandwidth_bytes_per_s", s, kMinBandwidth, kMaxBandwidth, true, "bytes/s");
     // The smallest tile's rows are where a batch fills a tile (the knee the tests and docs use).
     if (!(has_field(j, "roofline") && has_field(j.at("roofline"), "gemm_tile_rows"))) {
       int least = h.gemm_tiles.front().rows;
@@ -124,14 +137,14 @@ HardwareSpec parse_hardware_spec(const nlohmann::json& j, const std::string& sou
     check_known_fields(o, {"kernel_floor_s", "comm_latency_s"}, s);
     h.kernel_floor_s = get_number_or(o, "kernel_floor_s", 0.0, s);
     h.comm_latency_s = get_number_or(o, "comm_latency_s", 0.0, s);
-    require_positive(h.kernel_floor_s, "kernel_floor_s", s, true);
-    require_positive(h.comm_latency_s, "comm_latency_s", s, true);
+    require_in_range(h.kernel_floor_s, "kernel_floor_s", s, 0.0, kMaxOverheadSeconds, true, "s");
+    require_in_range(h.comm_latency_s, "comm_latency_s", s, 0.0, kMaxOverheadSeconds, true, "s");
   }
   return h;
 }
 
 HardwareSpec load_hardware_spec(const std::filesystem::path& path) {
-  return parse_hardware_spec(read_json_file(path), path.filename().string());
+  return parse_hardware_spec(read_json_file(path, "hardware spec"), path.filename().string());
 }
 
 nlohmann::json hardware_spec_to_json(const HardwareSpec& h, const nlohmann::json& sources) {

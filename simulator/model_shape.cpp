@@ -85,6 +85,31 @@ void validate_model_shape(const ModelShape& m, const std::string& source) {
   positive(m.num_kv_heads, "num_key_value_heads");
   positive(m.head_dim, "head_dim");
   positive(m.vocab_size, "vocab_size");
+  // Upper bounds far beyond any released model (hidden 16384 and 126 layers for Llama-3.1-405B,
+  // 256 experts for DeepSeek-V3, vocabularies of 256k) and far inside what keeps the int products
+  // (heads x head_dim) and the double sums of the cost model exact and finite.
+  auto at_most = [&](long long v, long long most, const char* field) {
+    if (v > most)
+      throw Error(source + ": '" + field + "' is " + std::to_string(v) + ", more than the simulator supports (" +
+                  std::to_string(most) + ")");
+  };
+  at_most(m.hidden_size, 1 << 18, "hidden_size");
+  at_most(m.num_layers, 4096, "num_hidden_layers");
+  at_most(m.num_heads, 4096, "num_attention_heads");
+  at_most(m.num_kv_heads, 4096, "num_key_value_heads");
+  at_most(m.head_dim, 4096, "head_dim");
+  at_most(m.vocab_size, 1 << 24, "vocab_size");
+  at_most(m.intermediate_size, 1 << 20, "intermediate_size");
+  at_most(m.num_experts, 4096, "num_experts");
+  at_most(m.expert_intermediate_size, 1 << 20, "moe_intermediate_size");
+  at_most(m.shared_expert_intermediate_size, 1 << 24, "shared_expert_intermediate_size");
+  at_most(m.sliding_window, 1 << 24, "sliding_window");
+  if (m.intermediate_size < 0 || m.num_experts < 0 || m.experts_per_token < 0 || m.expert_intermediate_size < 0 ||
+      m.shared_expert_intermediate_size < 0)
+    throw Error(source + ": MLP and expert sizes must be >= 0");
+  if (!(m.expert_weight_bytes >= 0.0 && m.expert_weight_bytes <= 8.0))
+    throw Error(source + ": 'expert_weight_bytes' must be in [0, 8] bytes per weight (0 = the run's dtype), got " +
+                std::to_string(m.expert_weight_bytes));
   if (m.num_heads % m.num_kv_heads != 0)
     throw Error(source + ": num_attention_heads (" + std::to_string(m.num_heads) +
                 ") must be a multiple of num_key_value_heads (" + std::to_string(m.num_kv_heads) + ")");
@@ -140,7 +165,7 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   m.head_dim = get_int_or(j, "head_dim", m.hidden_size / m.num_heads, source);
   m.vocab_size = get_int(j, "vocab_size", source);
   m.tie_word_embeddings = get_bool_or(j, "tie_word_embeddings", false, source);
-  m.attention_bias = get_bool_or(j, "attention_bias", j.value("model_type", "") == "qwen2", source);
+  m.attention_bias = get_bool_or(j, "attention_bias", get_string_or(j, "model_type", "", source) == "qwen2", source);
   m.mlp_bias = get_bool_or(j, "mlp_bias", false, source);
 
   // Mixture of experts, under the names different families use.
@@ -153,8 +178,15 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
     m.expert_intermediate_size = get_int_or(j, "moe_intermediate_size", m.intermediate_size, source);
     m.shared_expert_intermediate_size = get_int_or(j, "shared_expert_intermediate_size", 0, source);
     // DeepSeek-V3 / GLM-4.5 count shared experts of the routed experts' width instead.
-    if (m.shared_expert_intermediate_size == 0 && has_field(j, "n_shared_experts") && !j.at("n_shared_experts").is_null())
-      m.shared_expert_intermediate_size = get_int(j, "n_shared_experts", source) * m.expert_intermediate_size;
+    if (m.shared_expert_intermediate_size == 0 && has_field(j, "n_shared_experts") &&
+        !j.at("n_shared_experts").is_null()) {
+      // In 64 bits: the product of two file values; validate_model_shape bounds it.
+      const long long shared = (long long)get_int(j, "n_shared_experts", source) * m.expert_intermediate_size;
+      if (shared < 0 || shared > (1 << 24))
+        throw Error(source + ": n_shared_experts x moe_intermediate_size is " + std::to_string(shared) +
+                    ", outside [0, " + std::to_string(1 << 24) + "]");
+      m.shared_expert_intermediate_size = int(shared);
+    }
     if (has_field(j, "first_k_dense_replace")) m.dense_layers = get_int(j, "first_k_dense_replace", source);
   }
   if (m.num_experts > 0 && m.experts_per_token == 0)
@@ -180,7 +212,7 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   std::string dtype = get_string_or(j, "torch_dtype", get_string_or(j, "dtype", "bfloat16", source), source);
   m.dtype = normalize_dtype(dtype, source + " (torch_dtype)");
   if (has_field(j, "quantization_config") && j.at("quantization_config").is_object()) {
-    const std::string method = j.at("quantization_config").value("quant_method", "");
+    const std::string method = get_string_or(j.at("quantization_config"), "quant_method", "", source + " (quantization_config)");
     if (method == "mxfp4" && m.is_moe()) m.expert_weight_bytes = dtype_bytes("mxfp4");
   }
   if (has_field(j_in, "expert_weight_bytes")) m.expert_weight_bytes = get_number(j_in, "expert_weight_bytes", source);
@@ -190,7 +222,7 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
 }
 
 ModelShape load_model_shape(const std::filesystem::path& path) {
-  return parse_model_shape(read_json_file(path), path.filename().string());
+  return parse_model_shape(read_json_file(path, "model spec"), path.filename().string());
 }
 
 ModelShape model_shape_from_config(const ModelConfig& c, const std::string& name) {

@@ -5,6 +5,10 @@
 #include <vector>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/decoding/generation.hpp"
+#include "reference/drafting/draft_limits.hpp"
+#include "reference/io/json_int.hpp"
 #include "simulator/model_shape.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/tree_shape.hpp"
@@ -20,10 +24,12 @@ void set_measured_dynamic_tree(DraftPlan& plan, int total_tokens, int depth, int
 
 Workload parse_measured_workload(const nlohmann::json& r, const std::string& where) {
   Workload w;
-  w.batch = get_int_or(r, "batch", 1, where);
-  w.prompt_len = get_int_or(r, "prompt_len", 128, where);
-  w.output_len = get_int_or(r, "output_len", 256, where);
-  w.tp = get_int_or(r, "tp", 1, where);
+  // The simulator's bounds (reference/core/input_limits.hpp; positions: the decoder's), named here
+  // with the row.
+  w.batch = get_int_in(r, "batch", 1, 1, kMaxSimulatedBatch, where);
+  w.prompt_len = get_int_in(r, "prompt_len", 128, 1, int(kMaxPositions), where);
+  w.output_len = get_int_in(r, "output_len", 256, 1, int(kMaxPositions), where);
+  w.tp = get_int_in(r, "tp", 1, 1, kMaxTensorParallel, where);
   w.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
   return w;
 }
@@ -51,19 +57,15 @@ double parse_measured_plan(const nlohmann::json& r, const std::string& where, co
   if (has_field(r, "k")) {
     s.plan.k = get_int(r, "k", where);
     if (s.plan.k < 1) throw Error(where + ": 'k' must be >= 1 for method " + method_name(s.plan.method));
+    check_draft_limit(where, "'k'", s.plan.k, kMaxDraftDepth);
     longest = s.plan.k;
   } else if (has_field(r, "tree")) {
     const nlohmann::json& t = r.at("tree");
     if (t.is_string()) {
       s.plan.tree = builtin_tree(t.get<std::string>());
     } else {
-      std::vector<std::vector<int>> choices;
-      try {
-        choices = t.get<std::vector<std::vector<int>>>();
-      } catch (const nlohmann::json::exception&) {
-        throw Error(where + ": 'tree' must be a built-in tree name or a list of rank paths, e.g. [[0],[1],[0,0]]");
-      }
-      s.plan.tree = make_tree_shape(choices, where + " 'tree'");
+      s.plan.tree = make_tree_shape(get_rank_paths(t, where + ": 'tree' (a built-in tree name or a list of rank paths)"),
+                                    where + " 'tree'");
     }
     longest = s.plan.tree->max_depth();
   } else {
@@ -71,7 +73,9 @@ double parse_measured_plan(const nlohmann::json& r, const std::string& where, co
     if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
         !t[2].is_number_integer())
       throw Error(where + ": 'dynamic_tree' must be [total_tokens, depth, top_k], three integers");
-    set_measured_dynamic_tree(s.plan, t[0].get<int>(), t[1].get<int>(), t[2].get<int>());
+    const std::string what = where + ": 'dynamic_tree'";
+    set_measured_dynamic_tree(s.plan, json_int32(t[0], what + " total_tokens"), json_int32(t[1], what + " depth"),
+                              json_int32(t[2], what + " top_k"));
     longest = s.plan.tree->max_depth();
   }
   const double al = get_number(r, "acceptance_length", where);

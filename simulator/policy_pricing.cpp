@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "reference/core/error.hpp"
@@ -173,6 +174,13 @@ PolicyStepCosts policy_step_costs(const Scenario& s, const std::vector<double>& 
     c.draft_s[static_cast<std::size_t>(g)] = draft;
     c.verify_s[static_cast<std::size_t>(g)] = step.total_s() - draft;
     c.draft_forwards[static_cast<std::size_t>(g)] = step.draft_forwards;
+  }
+  // Every priced time finite and the plain step > 0 (speedups divide by it).
+  const std::string where = "policy pricing (" + s.target.name + " on " + s.hardware.name + ")";
+  require_finite_result(c.plain_s > 0 ? c.plain_s : std::numeric_limits<double>::infinity(), "plain step time", where);
+  for (int g = 1; g <= c.max_depth; ++g) {
+    require_finite_result(c.draft_s[static_cast<std::size_t>(g)], "draft time", where);
+    require_finite_result(c.verify_s[static_cast<std::size_t>(g)], "verify time", where);
   }
   return c;
 }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/decoding/generation.hpp"
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/methods/registry.hpp"
 
 namespace specdec::sim {
@@ -108,12 +112,18 @@ void validate_scenario(const Scenario& s) {
   if (w.prompt_len < 1) throw Error("prompt length must be >= 1, got " + std::to_string(w.prompt_len));
   if (w.output_len < 1) throw Error("output length must be >= 1, got " + std::to_string(w.output_len));
   if (w.tp < 1) throw Error("tensor-parallel degree must be >= 1, got " + std::to_string(w.tp));
+  // The same bounds as the decoder's (positions, draft depth) and the command line's.
+  check_input_limit("simulator", "batch size", w.batch, kMaxSimulatedBatch);
+  check_input_limit("simulator", "tensor-parallel degree", w.tp, kMaxTensorParallel);
+  check_input_limit("simulator", "prompt length + output length", (long long)w.prompt_len + w.output_len, kMaxPositions);
   if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
     throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
                 std::to_string(w.tp) + " is impossible");
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
+  if (!s.plan.tree) check_draft_limit("simulator", "draft length K", s.plan.k, kMaxDraftDepth);
+  check_draft_limit("simulator", "the draft-free tree's nodes", s.plan.nodes, kMaxDraftNodes);
   const ShapeSupport shapes = method_shapes(m);
   if (s.plan.tree && draft_free(m))
     throw Error("method " + method_name(m) + " is draft-free: it " +
@@ -421,7 +431,41 @@ Prediction predict(const Scenario& s, bool breakdown) {
 
   r.verify_intensity = r.step.verify_bytes > 0 ? r.step.verify_flops / r.step.verify_bytes : 0;
   r.ridge_point = s.hardware.ridge_point(compute_dtype_for(s.hardware, storage_dtype(s)));
+  check_prediction_finite(r, s);
   return r;
+}
+
+void require_finite_result(double value, const std::string& what, const std::string& context) {
+  if (!std::isfinite(value)) {
+    std::ostringstream e;
+    e << context << ": the predicted " << what << " is " << value
+      << " (not a finite number): the specs' numbers are out of any plausible range";
+    throw Error(e.str());
+  }
+}
+
+void check_prediction_finite(const Prediction& r, const Scenario& s) {
+  const std::string context = "simulator (" + s.target.name + " on " + s.hardware.name + " with " + s.engine.name + ")";
+  const std::pair<const char*, double> values[] = {
+      {"AL", r.tokens_per_step},
+      {"TPOT", r.tpot_s},
+      {"TTFT", r.ttft_s},
+      {"throughput", r.throughput_tokens_per_s},
+      {"sequential TPOT", r.sequential_tpot_s},
+      {"speedup", r.speedup},
+      {"step time", r.step.total_s()},
+      {"draft time", r.step.draft_s},
+      {"verify time", r.step.verify_s},
+      {"overhead time", r.step.overhead_s},
+      {"weight bytes per device", r.weight_bytes_per_device},
+      {"KV bytes per device", r.kv_bytes_per_device},
+      {"verify intensity", r.verify_intensity},
+      {"ridge point", r.ridge_point},
+  };
+  for (const auto& [what, v] : values) require_finite_result(v, what, context);
+  // A step takes time: a zero TPOT would make the speedup and throughput infinite.
+  if (!(r.tpot_s > 0)) require_finite_result(std::numeric_limits<double>::infinity(), "TPOT's inverse", context);
+  for (const OpCost& c : r.step.ops) require_finite_result(c.total_s, std::string("time of operator ") + c.op.name, context);
 }
 
 }  // namespace specdec::sim

@@ -115,6 +115,12 @@ double mtp_module_weight_bytes(const ModelShape& layer, double weight_bytes);
 // (replicated) and the projections (vocabulary-parallel).
 double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int tp);
 
+// Throws an Error naming `what` and `context` unless `value` is finite: every number the simulator
+// reports is checked, so absurd specs end in an error rather than an inf or NaN row.
+void require_finite_result(double value, const std::string& what, const std::string& context);
+// Every reported number of `r` finite (and its TPOT > 0); predict() calls it.
+void check_prediction_finite(const Prediction& r, const Scenario& s);
+
 // `breakdown`: keep the per-operator list in Prediction::step.ops (a sweep needs the sums only).
 Prediction predict(const Scenario& s, bool breakdown = true);
 

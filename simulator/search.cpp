@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/methods/registry.hpp"
 
 namespace specdec::sim {
@@ -27,6 +29,8 @@ BestK best_k(Scenario s, std::vector<int> ks) {
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
   if (ks.empty()) throw Error("the best K: no K to search");
   if (ks.front() < 1) throw Error("the best K: K must be >= 1, got " + std::to_string(ks.front()));
+  // Each K's prediction keeps its K forwards' breakdown: unbounded K would grow as K^2.
+  check_draft_limit("the best K", "K", ks.back(), kMaxDraftDepth);
   s.plan.tree.reset();
   s.measured_tokens_per_step.reset();
   BestK out;
@@ -72,6 +76,10 @@ BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, con
     throw Error(method_title(s.plan.method) + " drafts no dynamic tree (the method registry's shapes); there is none to search");
   if (total_tokens.empty() || depths.empty() || top_ks.empty())
     throw Error("the best dynamic tree: give at least one total-token budget, depth and top-k");
+  // Counted before any tree is built: every setting is a tree priced in full.
+  const uint64_t settings = uint64_t(total_tokens.size()) * depths.size() * top_ks.size();
+  check_input_limit("the best dynamic tree", "the number of settings (totals x depths x top-ks)",
+                    (long long)std::min<uint64_t>(settings, uint64_t(1) << 62), kMaxSearchSettings);
   s.measured_tokens_per_step.reset();
   BestTree out;
   double best = std::numeric_limits<double>::infinity();

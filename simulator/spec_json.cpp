@@ -1,24 +1,18 @@
 #include "simulator/spec_json.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
+#include "reference/io/json_int.hpp"
 #include "simulator/join.hpp"
 
 namespace specdec::sim {
 
-nlohmann::json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open JSON file '" + path.string() + "': no such file or not readable");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error("'" + path.string() + "' is not valid JSON: " + e.what());
-  }
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what) {
+  // The shared reader refuses devices, pipes, directories, oversize files and deep nesting.
+  return specdec::read_json_file(path.string(), what);
 }
 
 bool has_field(const nlohmann::json& j, const std::string& key) {
@@ -109,6 +103,46 @@ void require_positive(double value, const std::string& field, const std::string&
       << value;
     throw Error(s.str());
   }
+}
+
+}  // namespace specdec::sim
+
+namespace specdec::sim {
+
+void require_in_range(double value, const std::string& field, const std::string& source, double lo, double hi,
+                      bool allow_zero, const std::string& unit) {
+  // Written so that NaN fails too.
+  if (allow_zero && value == 0.0) return;
+  if (!(value >= lo && value <= hi)) {
+    std::ostringstream s;
+    s << source << ": field '" << field << "' must be ";
+    if (lo == 0 && allow_zero) s << ">= 0 and at most " << hi;
+    else if (allow_zero) s << "0 or within [" << lo << ", " << hi << "]";
+    else if (lo > 0) s << "> 0 and within [" << lo << ", " << hi << "]";
+    else s << "within [" << lo << ", " << hi << "]";
+    s << (unit.empty() ? "" : " " + unit) << ", got " << value;
+    throw Error(s.str());
+  }
+}
+
+std::vector<std::vector<int>> get_rank_paths(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_array()) throw Error(what + " must be a list of rank paths, e.g. [[0],[1],[0,0]]");
+  std::vector<std::vector<int>> out;
+  for (const auto& path : j) {
+    if (!path.is_array()) throw Error(what + ": every rank path must be a list of integers, got " + path.dump());
+    std::vector<int> ranks;
+    for (const auto& r : path) ranks.push_back(json_int32(r, what + ": a rank"));
+    out.push_back(std::move(ranks));
+  }
+  return out;
+}
+
+int get_int_in(const nlohmann::json& j, const std::string& key, int fallback, int lo, int hi, const std::string& source) {
+  const int v = get_int_or(j, key, fallback, source);
+  if (v < lo || v > hi)
+    throw Error(source + ": field '" + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                std::to_string(v));
+  return v;
 }
 
 }  // namespace specdec::sim

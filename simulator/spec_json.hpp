@@ -9,8 +9,9 @@
 
 namespace specdec::sim {
 
-// Reads and parses a JSON file; throws specdec::Error naming the file on any failure.
-nlohmann::json read_json_file(const std::filesystem::path& path);
+// Reads and parses a JSON file through the shared reader (reference/io/json_input.hpp: regular
+// files of bounded size, bounded nesting); throws specdec::Error naming `what` and the file.
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what = "spec file");
 
 // Field accessors. `source` names the file (or object) for error messages.
 bool has_field(const nlohmann::json& j, const std::string& key);
@@ -40,5 +41,16 @@ std::vector<std::pair<std::string, nlohmann::json>> rows_over_defaults(const nlo
 // Checks value > 0 (or >= 0 when allow_zero) and finite; throws naming field and source.
 void require_positive(double value, const std::string& field, const std::string& source,
                       bool allow_zero = false);
+
+// A draft tree's rank paths, e.g. [[0],[1],[0,0]]: a list of lists of 32-bit integers (a float or a
+// number beyond int is refused, not cast); throws naming `what`.
+std::vector<std::vector<int>> get_rank_paths(const nlohmann::json& j, const std::string& what);
+
+// Checks lo <= value <= hi (or value == 0 when allow_zero); NaN and infinities fail. Throws naming
+// the field, the source and the range (with `unit`, e.g. "bytes/s").
+void require_in_range(double value, const std::string& field, const std::string& source, double lo, double hi,
+                      bool allow_zero = false, const std::string& unit = "");
+// An integer field (`fallback` when absent) that must lie in [lo, hi].
+int get_int_in(const nlohmann::json& j, const std::string& key, int fallback, int lo, int hi, const std::string& source);
 
 }  // namespace specdec::sim

@@ -34,11 +34,17 @@ std::vector<std::string> SpecLibrary::names(const std::string& kind) const {
 std::filesystem::path SpecLibrary::find(const std::string& kind, const std::string& name_or_path) const {
   std::error_code ec;
   if (name_or_path.empty()) throw Error("empty " + kind + " name");
-  if (std::filesystem::is_regular_file(name_or_path, ec)) return name_or_path;
+  // Anything at the path but a directory is returned, so that its reader refuses a device, a pipe
+  // or a dangling link by name instead of calling it an unknown spec.
+  auto present = [&](const std::filesystem::path& p) {
+    const auto st = std::filesystem::symlink_status(p, ec);
+    return std::filesystem::exists(st) && !std::filesystem::is_directory(p, ec);
+  };
+  if (present(name_or_path)) return name_or_path;
   // Later directories override the bundled ones.
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
     const auto p = *it / kind / (name_or_path + ".json");
-    if (std::filesystem::is_regular_file(p, ec)) return p;
+    if (present(p)) return p;
   }
   const std::string have = join_names(names(kind));
   throw Error("unknown " + kind + " spec '" + name_or_path + "': not a file and not one of: " +

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/input_limits.hpp"
+#include "reference/drafting/draft_limits.hpp"
 #include "reference/io/atomic_file.hpp"
 
 namespace specdec::sim {
@@ -38,6 +40,20 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
   require_nonempty(spec.prompt_lens, "prompt length");
   require_nonempty(spec.output_lens, "output length");
   if (!spec.acceptance) require_nonempty(spec.alphas, "alpha");
+  // Every K within the decoder's bound, and the grid counted before anything is built or
+  // predicted (in floating point: the product of the lists' sizes cannot wrap).
+  for (int k : spec.ks) check_draft_limit("sweep", "K", k, kMaxDraftDepth);
+  double cells = 1;
+  for (size_t n : {spec.hardware.size(), spec.models.size(), spec.drafters.size(), spec.ks.size(), spec.batches.size(),
+                   spec.tps.size(), spec.prompt_lens.size(), spec.output_lens.size(),
+                   spec.acceptance ? size_t(1) : spec.alphas.size()})
+    cells *= double(n);
+  if (cells > double(kMaxSweepCells)) {
+    std::ostringstream e;
+    e << "sweep: the grid has " << cells << " cells (hardware x models x drafters x K x batches x TP x prompt lengths x "
+      << "output lengths x alphas), more than specdec supports (" << kMaxSweepCells << "); see docs/reliability.md";
+    throw Error(e.str());
+  }
   std::vector<AcceptancePtr> accs;
   std::vector<double> alphas;
   if (spec.acceptance) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "reference/core/error.hpp"
+#include "reference/io/json_input.hpp"
+#include "reference/io/json_int.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -59,7 +61,7 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
   const auto target = trace.meta.models.find("target");
   if (target == trace.meta.models.end()) throw Error(label + ": trace records no target model");
   Scenario& s = row.scenario;
-  s.target = parse_model_shape(nlohmann::json::parse(target->second.config_json), label + " (target config)");
+  s.target = parse_model_shape(parse_json(target->second.config_json, label + " (target config)"), label + " (target config)");
   s.target.name = label;
   s.workload.dtype = "fp32";  // the reference computes in fp32
   s.workload.prompt_len = std::max<int>(1, int(trace.prompt.size()));
@@ -77,7 +79,7 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
   row.tokens_per_step = s.acceptance->expected_tokens(s.plan.k);
   const auto drafter = trace.meta.models.find("drafter");
   if (drafter == trace.meta.models.end()) throw Error(label + ": speculative trace records no drafter model");
-  const nlohmann::json dj = nlohmann::json::parse(drafter->second.config_json);
+  const nlohmann::json dj = parse_json(drafter->second.config_json, label + " (drafter config)");
   DrafterSpec spec;
   spec.name = label + " drafter";
   spec.method = s.plan.method;
@@ -110,7 +112,7 @@ std::optional<MeasuredConfig> measured_config_from_trace(const Trace& trace, con
       if (sc.is_object() && sc.contains("proposal_methods") && sc.at("proposal_methods").is_array())
         for (const auto& m : sc.at("proposal_methods"))
           if (m.is_object() && m.contains("speculative_tokens") && m.at("speculative_tokens").is_number_integer())
-            spec.trained_depth = std::max(spec.trained_depth, m.at("speculative_tokens").get<int>());
+            spec.trained_depth = std::max(spec.trained_depth, json_int32(m.at("speculative_tokens"), src + ": speculative_tokens"));
     }
     // A recorded run may have drafted beyond the trained depth (--force-depth); the row describes
     // what ran, so the spec must not refuse it.

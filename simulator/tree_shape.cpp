@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "reference/core/error.hpp"
+#include "reference/drafting/draft_limits.hpp"
 
 namespace specdec::sim {
 
@@ -34,6 +35,7 @@ TreeShape builtin_tree(const std::string& name) {
       k = 0;
     }
     if (k < 1) throw Error("tree '" + name + "': chain length must be >= 1");
+    check_draft_limit("tree '" + name + "'", "the chain's length", k, kMaxDraftDepth);
     std::vector<std::vector<int>> c;
     for (int i = 1; i <= k; ++i) c.push_back(std::vector<int>(i, 0));
     return make_tree_shape(c, name);
@@ -79,6 +81,10 @@ std::vector<double> tree_depth_reach(const TreeShape& tree, const AcceptanceMode
 TreeShape best_tree(const AcceptanceModel& acc, int total_tokens, int depth, int top_k) {
   if (total_tokens < 2) throw Error("tree node budget total_tokens must be >= 2 (root plus one draft)");
   if (depth < 1 || top_k < 1) throw Error("tree depth and top_k must be >= 1");
+  // The decoder's bounds on an EAGLE-2 tree (reference/drafting/draft_limits.hpp).
+  check_draft_limit("dynamic tree", "total_tokens - 1 (draft nodes per step)", total_tokens - 1LL, kMaxDraftNodes);
+  check_draft_limit("dynamic tree", "depth", depth, kMaxDraftDepth);
+  check_draft_limit("dynamic tree", "top_k", top_k, kMaxDraftTopK);
   if (depth > acc.max_k())
     throw Error("tree depth " + std::to_string(depth) + " exceeds what acceptance model '" + acc.describe() +
                 "' covers (" + std::to_string(acc.max_k()) + ")");
