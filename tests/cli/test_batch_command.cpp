@@ -261,7 +261,7 @@ TEST_F(BatchCommand, BadInputsNameTheProblem) {
   fails({"--prompts", questions(), "--rate", "fast"}, "--rate: 'fast' is not a number");
   fails({"--prompts", questions(), "--requests", "0"}, "--requests must be in [1,");
   fails({"--prompts", questions(), "--requests", "2.5"}, "--requests: '2.5' is not a whole number");
-  fails({"--prompts", (dir_ / "missing.jsonl").string()}, "missing.jsonl' cannot be read");
+  fails({"--prompts", (dir_ / "missing.jsonl").string()}, "cannot open question file '" + (dir_ / "missing.jsonl").string() + "': No such file");
   const fs::path bad = dir_ / "bad.jsonl";
   std::ofstream(bad) << R"({"question_id": 1, "turns": ["fine"]})" "\n" R"({"question_id": 2, "turns": [)" "\n";
   fails({"--prompts", bad.string()}, "bad.jsonl:2: not a JSON object");
