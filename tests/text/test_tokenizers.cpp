@@ -55,6 +55,13 @@ class TokenizerFiles : public ::testing::Test {
     ADD_FAILURE() << "loading " << dir_ << " succeeded, expected an error";
     return "";
   }
+  // One edit of byte_level_bpe() that loading must refuse with `expected` in the error.
+  struct BadField {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* expected;
+  };
+  void expect_each_refused(const std::vector<BadField>& cases);
   fs::path dir_;
 };
 
@@ -70,6 +77,17 @@ nlohmann::json byte_level_bpe() {
            {{"type", "BPE"},
             {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"\xC4\xA0", 3}, {"bc", 4}, {"ab", 5}, {"abc", 6}}},
             {"merges", {{"b", "c"}, "a b", {"a", "bc"}}}}}};
+}
+
+void TokenizerFiles::expect_each_refused(const std::vector<BadField>& cases) {
+  for (const BadField& c : cases) {
+    nlohmann::json j = byte_level_bpe();
+    c.edit(j);
+    write("tokenizer.json", j);
+    const std::string e = error_of_load();
+    EXPECT_NE(e.find("tokenizer.json: "), std::string::npos) << c.what << ": " << e;
+    EXPECT_NE(e.find(c.expected), std::string::npos) << c.what << ": expected '" << c.expected << "' in: " << e;
+  }
 }
 
 TEST_F(TokenizerFiles, BpeMergesLowestRankFirst) {
@@ -185,12 +203,7 @@ TEST_F(TokenizerFiles, StreamingNeverCutsACharacter) {
 }
 
 TEST_F(TokenizerFiles, EveryMalformedFieldIsNamed) {
-  struct Case {
-    const char* what;
-    std::function<void(nlohmann::json&)> edit;
-    const char* expected;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadField> cases = {
       {"no model", [](nlohmann::json& j) { j.erase("model"); }, "field 'model' is missing"},
       {"WordPiece", [](nlohmann::json& j) { j["model"]["type"] = "WordPiece"; }, "field 'model.type' is 'WordPiece', a model specdec does not support"},
       {"BertPreTokenizer", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}}; },
@@ -217,14 +230,7 @@ TEST_F(TokenizerFiles, EveryMalformedFieldIsNamed) {
       {"metaspace scheme", [](nlohmann::json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "sometimes"}}; },
        "field 'pre_tokenizer.prepend_scheme' is 'sometimes'"},
   };
-  for (const Case& c : cases) {
-    nlohmann::json j = byte_level_bpe();
-    c.edit(j);
-    write("tokenizer.json", j);
-    const std::string e = error_of_load();
-    EXPECT_NE(e.find("tokenizer.json: "), std::string::npos) << c.what << ": " << e;
-    EXPECT_NE(e.find(c.expected), std::string::npos) << c.what << ": expected '" << c.expected << "' in: " << e;
-  }
+  expect_each_refused(cases);
   write("tokenizer.json", std::string("{\"model\": "));
   EXPECT_NE(error_of_load().find("tokenizer.json: not valid JSON"), std::string::npos);
 }
@@ -328,11 +334,7 @@ TEST_F(TokenizerFiles, ErrorMessagesShowOnlyTheStartOfAHugeValue) {
 }
 
 TEST_F(TokenizerFiles, TokenIdsAreAtMostTwoToTheTwentyFourMinusOne) {
-  const struct {
-    const char* what;
-    std::function<void(nlohmann::json&)> edit;
-    const char* expected;
-  } cases[] = {
+  const std::vector<BadField> cases = {
       {"vocab", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 2147483647; }, "field 'model.vocab' gives token 'c' the id 2147483647"},
       {"vocab 2^24", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 1 << 24; }, "field 'model.vocab' gives token 'c' the id 16777216"},
       {"added token", [](nlohmann::json& j) { j["added_tokens"][0]["id"] = 2147483647; }, "field 'added_tokens[0].id' must be a token id"},
@@ -345,14 +347,7 @@ TEST_F(TokenizerFiles, TokenIdsAreAtMostTwoToTheTwentyFourMinusOne) {
          j["post_processor"] = {{"type", "BertProcessing"}, {"cls", {"<s>", int64_t(1) << 32}}, {"sep", {"<s>", 7}}};
        }, "field 'post_processor.cls[1]' must be a token id"},
   };
-  for (const auto& c : cases) {
-    nlohmann::json j = byte_level_bpe();
-    c.edit(j);
-    write("tokenizer.json", j);
-    const std::string e = error_of_load();
-    EXPECT_NE(e.find("tokenizer.json: "), std::string::npos) << c.what << ": " << e;
-    EXPECT_NE(e.find(c.expected), std::string::npos) << c.what << ": expected '" << c.expected << "' in: " << e;
-  }
+  expect_each_refused(cases);
   write("tokenizer.json", byte_level_bpe());
   write("generation_config.json", nlohmann::json{{"eos_token_id", {2, 2147483647}}});
   EXPECT_NE(error_of_load().find("generation_config.json: field 'eos_token_id[1]' must be a token id"), std::string::npos);
