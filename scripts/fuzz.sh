@@ -29,6 +29,27 @@ elif [ -n "${1:-}" ] && [[ "$1" =~ ^[0-9]+$ ]]; then
 fi
 all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fuzz_vocabulary fuzz_trace fuzz_tokenizer
      fuzz_candidate_trace fuzz_simulator_spec fuzz_sweep_spec)
+# These two link the runtime, whose kernel emulator uses std::source_location: clang reads it from
+# libstdc++ only from version 15 on. Older clangs fuzz the others; the two replays still run in
+# the cpu suite (GCC) and under ASan+UBSan.
+runtime_harnesses=(fuzz_candidate_trace fuzz_sweep_spec)
+clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+if [ "${clang_major:-0}" -lt 15 ]; then
+  if [ $# -gt 0 ]; then
+    for h in "$@"; do
+      for r in "${runtime_harnesses[@]}"; do
+        [ "$h" != "$r" ] || { echo "fuzz.sh: $h needs clang >= 15 (std::source_location in libstdc++), found clang ${clang_major:-none}" >&2; exit 2; }
+      done
+    done
+  else
+    echo "fuzz.sh: clang ${clang_major:-none} < 15: skipping ${runtime_harnesses[*]} (their replays run in the cpu suite)"
+    kept=()
+    for h in "${all[@]}"; do
+      [[ " ${runtime_harnesses[*]} " == *" $h "* ]] || kept+=("$h")
+    done
+    all=("${kept[@]}")
+  fi
+fi
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 
