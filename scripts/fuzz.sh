@@ -33,7 +33,14 @@ all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fu
 # libstdc++ only from version 15 on. Older clangs fuzz the others; the two replays still run in
 # the cpu suite (GCC) and under ASan+UBSan.
 runtime_harnesses=(fuzz_candidate_trace fuzz_sweep_spec)
-clang_major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+# Debian 12's newest clang (16, installed by setup.sh) where present, else the default clang.
+cc=clang
+cxx=clang++
+if command -v clang++-16 > /dev/null; then
+  cc=clang-16
+  cxx=clang++-16
+fi
+clang_major=$($cxx --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
 if [ "${clang_major:-0}" -lt 15 ]; then
   if [ $# -gt 0 ]; then
     for h in "$@"; do
@@ -55,7 +62,7 @@ harnesses=("$@")
 
 if [ "${SPECDEC_FUZZ_NO_BUILD:-0}" != 1 ]; then
   "$root/scripts/setup.sh"
-  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
+  CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
     -DSPECDEC_SANITIZE=address,undefined -DSPECDEC_CUDA=OFF -DSPECDEC_OPENMP=OFF > /dev/null
   cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
 fi

@@ -19,8 +19,9 @@ packages=(
   # The test of `specdec explain --html` opens the page in a headless Chromium (a font for its
   # screenshots).
   chromium fonts-dejavu-core
-  # The libFuzzer harnesses (scripts/fuzz.sh) build with clang and its fuzzer/sanitizer runtimes.
-  clang libclang-rt-14-dev
+  # The libFuzzer harnesses (scripts/fuzz.sh) build with clang and its fuzzer/sanitizer runtimes:
+  # version 16 (Debian 12's newest), as two harnesses need std::source_location (clang >= 15).
+  clang-16 libclang-rt-16-dev
   # The test of `specdec sweep` on Slurm starts a private single-node cluster (job array + merge).
   slurm-wlm munge
 )
