@@ -33,6 +33,8 @@ all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fu
 # libstdc++ only from version 15 on. Older clangs fuzz the others; the two replays still run in
 # the cpu suite (GCC) and under ASan+UBSan.
 runtime_harnesses=(fuzz_candidate_trace fuzz_sweep_spec)
+# Install first, so a fresh machine has clang 16 when the compiler is chosen below.
+[ "${SPECDEC_FUZZ_NO_BUILD:-0}" = 1 ] || "$root/scripts/setup.sh"
 # Debian 12's newest clang (16, installed by setup.sh) where present, else the default clang.
 cc=clang
 cxx=clang++
@@ -61,7 +63,6 @@ harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 
 if [ "${SPECDEC_FUZZ_NO_BUILD:-0}" != 1 ]; then
-  "$root/scripts/setup.sh"
   CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSPECDEC_FUZZ=ON \
     -DSPECDEC_SANITIZE=address,undefined -DSPECDEC_CUDA=OFF -DSPECDEC_OPENMP=OFF > /dev/null
   cmake --build "$build" -j "$(nproc)" --target "${harnesses[@]}"
