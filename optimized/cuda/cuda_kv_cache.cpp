@@ -76,14 +76,22 @@ std::vector<float> CudaKVCache::download(const float* block) const {
   return h;
 }
 
+namespace {
+
+// Bitwise equality; memcmp may not be handed the null data() of an empty (length 0) cache's copy.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
+}
+
+}  // namespace
+
 bool CudaKVCache::equals(const CudaKVCache& o) const {
   if (o.length_ != length_ || o.layers_ != layers_ || o.kv_dim_ != kv_dim_) return false;
   if (!std::equal(positions_.begin(), positions_.begin() + length_, o.positions_.begin())) return false;
   for (int l = 0; l < layers_; ++l) {
     const std::vector<float> a = download(keys(l)), b = o.download(o.keys(l));
     const std::vector<float> c = download(values(l)), d = o.download(o.values(l));
-    if (std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) || std::memcmp(c.data(), d.data(), sizeof(float) * c.size()))
-      return false;
+    if (!same_bits(a, b) || !same_bits(c, d)) return false;
   }
   return true;
 }

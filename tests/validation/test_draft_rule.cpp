@@ -110,7 +110,10 @@ TEST_F(DraftRule, BatchedSuffixDecodingDraftsFromEarlierResponses) {
   }
   const CliRun replay = run({"validate", "--model", kModels + "target", "--trace", trace, "--json"});
   ASSERT_EQ(replay.code, 0) << replay.out << replay.err;
-  for (const auto& q : nlohmann::json::parse(replay.out)["sequences"]) EXPECT_TRUE(q["near_ties"].empty()) << q.dump();
+  // Parsed into a local: a range-for over parse(...)["sequences"] would read the temporary after it is destroyed.
+  const nlohmann::json report = nlohmann::json::parse(replay.out);
+  ASSERT_TRUE(report.contains("sequences")) << replay.out;
+  for (const auto& q : report.at("sequences")) EXPECT_TRUE(q.at("near_ties").empty()) << q.dump();
 }
 
 TEST_F(DraftRule, AlteredDraftFailsAtItsStep) {
