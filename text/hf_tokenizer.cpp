@@ -111,12 +111,10 @@ std::vector<int32_t> id_list(const json& j, const char* key, const JsonPlace& pl
 
 }  // namespace
 
-std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir) {
+std::unique_ptr<HfTokenizer> HfTokenizer::parse(const json& j, const std::string& source) {
   std::unique_ptr<HfTokenizer> t(new HfTokenizer());
-  const std::filesystem::path path = dir / "tokenizer.json";
-  t->file_ = path.string();
-  const json j = read_json(path, "tokenizer file");
-  const JsonPlace top{path.string(), ""};
+  t->file_ = source;
+  const JsonPlace top{source, ""};
   if (!j.is_object()) top.fail("is not a JSON object");
   static const json null_json;
   const auto member = [&](const char* key) -> const json& { return j.contains(key) ? j.at(key) : null_json; };
@@ -132,6 +130,12 @@ std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir)
     for (const int32_t id : *ids)
       if (!t->token_string(id)) top.at("post_processor").fail("adds the id " + std::to_string(id) + ", which is not a token");
   }
+  return t;
+}
+
+std::unique_ptr<HfTokenizer> HfTokenizer::load(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / "tokenizer.json";
+  std::unique_ptr<HfTokenizer> t = parse(read_json(path, "tokenizer file"), path.string());
 
   // tokenizer_config.json: the named BOS/EOS, and whether BOS/EOS go around a prompt (when it
   // says so explicitly, as older transformers files do, it overrides the post-processor).

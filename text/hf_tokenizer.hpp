@@ -26,6 +26,14 @@ class HfTokenizer final : public Tokenizer {
   // Reads dir/tokenizer.json and, when present, tokenizer_config.json (bos_token, eos_token,
   // add_bos_token, add_eos_token) and generation_config.json (bos_token_id, eos_token_id).
   static std::unique_ptr<HfTokenizer> load(const std::filesystem::path& dir);
+  // A tokenizer.json object held in memory (GGUF files carry theirs as metadata, which
+  // gguf_tokenizer.hpp turns into one); `source` names it in messages and the description.
+  static std::unique_ptr<HfTokenizer> parse(const json& j, const std::string& source);
+  // The ids generation starts and stops with, where the caller knows them better than the JSON.
+  void set_special_ids(std::optional<int32_t> bos, std::vector<int32_t> eos) {
+    bos_ = bos;
+    eos_ = std::move(eos);
+  }
 
   std::string description() const override;
   std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const override;

@@ -35,6 +35,20 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::
   return t;
 }
 
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(const std::string& model_proto,
+                                                                               const std::string& source, bool add_bos,
+                                                                               bool add_eos) {
+  std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
+  t->file_ = source;
+  const auto status = t->sp_->LoadFromSerializedProto(model_proto);
+  if (!status.ok()) throw Error(source + ": not a SentencePiece model (" + status.ToString() + ")");
+  if (t->sp_->bos_id() >= 0) t->bos_ = t->sp_->bos_id();
+  if (t->sp_->eos_id() >= 0) t->eos_.push_back(t->sp_->eos_id());
+  t->add_bos_ = add_bos && t->bos_;
+  t->add_eos_ = add_eos && !t->eos_.empty();
+  return t;
+}
+
 std::string SentencePieceTokenizer::description() const {
   return file_ + " (SentencePiece, " + std::to_string(size()) + " token ids)";
 }

@@ -18,6 +18,10 @@ namespace specdec::text {
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   static std::unique_ptr<SentencePieceTokenizer> load(const std::filesystem::path& dir);
+  // A model held in memory as a serialized ModelProto (gguf_tokenizer.cpp builds one from GGUF
+  // metadata); `source` names it in messages and the description.
+  static std::unique_ptr<SentencePieceTokenizer> from_serialized(const std::string& model_proto, const std::string& source,
+                                                                 bool add_bos, bool add_eos);
   ~SentencePieceTokenizer() override;
 
   std::string description() const override;

@@ -13,6 +13,7 @@
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
 #include "reference/model/argmax_rows.hpp"
+#include "reference/io/gguf.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/rope.hpp"
@@ -247,6 +248,11 @@ LlamaWeights rounded_llama_weights(const LlamaWeights& weights, Dtype precision)
 }
 
 Dtype stored_precision(const std::filesystem::path& path) {
+  // A GGUF file's config says it: bfloat16 / float16 when every matrix is stored so, else float32.
+  if (is_gguf_file(path)) {
+    const std::string dtype = load_checkpoint_config(path).torch_dtype;
+    return dtype == "bfloat16" ? Dtype::BF16 : dtype == "float16" ? Dtype::F16 : Dtype::F32;
+  }
   const TensorStore store(path);
   std::optional<Dtype> common;
   for (const std::string& name : store.names()) {

@@ -55,7 +55,7 @@ class CpuTransformer final : public LanguageModel {
 LlamaWeights rounded_llama_weights(const LlamaWeights& weights, Dtype precision);
 
 // The precision a checkpoint's matrices are stored in: BF16 or F16 when every rank-2 float tensor
-// has that dtype, else F32. `path` as for load_cpu_transformer.
+// has that dtype (a GGUF file: every matrix), else F32 (quantized GGUF tensors dequantize to it). `path` as for load_cpu_transformer.
 Dtype stored_precision(const std::filesystem::path& path);
 
 // Loads a Hugging Face Llama-family checkpoint (directory or .safetensors / index file), keeping

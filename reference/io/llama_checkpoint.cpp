@@ -16,6 +16,7 @@
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/fingerprint.hpp"
+#include "reference/io/gguf_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/io/json_input.hpp"
 
@@ -218,14 +219,23 @@ void apply_generation_config(const fs::path& file, ModelConfig& c) {
 
 }  // namespace
 
+ModelConfig load_checkpoint_config(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error("checkpoint '" + path.string() + "' does not exist");
+  if (is_gguf_file(path)) return parse_model_config(gguf_hf_config(GgufFile(path)), path.string());
+  // A weight file (.safetensors or the shard index) takes its config.json from its directory.
+  const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  ModelConfig c = load_model_config(dir / "config.json");
+  apply_generation_config(dir / "generation_config.json", c);
+  return c;
+}
+
 LlamaModel load_llama_checkpoint(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("checkpoint '" + path.string() + "' does not exist");
-  // A weight file (.safetensors or the shard index) takes its config.json from its directory.
-  const fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (is_gguf_file(path)) return load_gguf_checkpoint(path);
   LlamaModel model;
-  model.config = load_model_config(dir / "config.json");
-  apply_generation_config(dir / "generation_config.json", model.config);
+  model.config = load_checkpoint_config(path);
   const ModelConfig& c = model.config;
   const TensorStore store(path);
 

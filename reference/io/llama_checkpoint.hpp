@@ -19,11 +19,15 @@ struct LlamaModel {
 };
 
 // Reads config.json and every tensor the config calls for, converted to fp32 whatever the stored
-// dtype. `path` is the checkpoint directory, or a .safetensors / index file in it. Tensor names may carry the "model." prefix (ForCausalLM) or not (bare LlamaModel).
+// dtype. `path` is the checkpoint directory, or a .safetensors / index file in it, or a GGUF file
+// (gguf_checkpoint.hpp: config from its metadata, weights dequantized). Tensor names may carry the "model." prefix (ForCausalLM) or not (bare LlamaModel).
 // A tied model ignores a stored lm_head.weight; an untied one without it is an error. Tensors the
 // config does not call for are ignored, as Hugging Face does. Errors name the tensor, the file or
 // directory, and the expected and actual shapes.
 LlamaModel load_llama_checkpoint(const std::filesystem::path& path);
+// The config alone, as load_llama_checkpoint reads it (config.json and generation_config.json, or
+// a GGUF file's metadata), without touching the weights.
+ModelConfig load_checkpoint_config(const std::filesystem::path& path);
 
 // Writes config.json (torch_dtype set to match `dtype`) and the weights as F32, F16 or BF16 into
 // `dir` (created if missing). max_shard_bytes = 0 writes one model.safetensors; otherwise tensors
