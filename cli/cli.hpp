@@ -38,6 +38,7 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io);
 int run_forward(const std::vector<std::string>& args, CommandIO& io);
 int run_inspect(const std::vector<std::string>& args, CommandIO& io);
 int run_init_model(const std::vector<std::string>& args, CommandIO& io);
+int run_convert(const std::vector<std::string>& args, CommandIO& io);
 int run_methods(const std::vector<std::string>& args, CommandIO& io);
 int run_policies(const std::vector<std::string>& args, CommandIO& io);
 int run_simulate(const std::vector<std::string>& args, CommandIO& io);

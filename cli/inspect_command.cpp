@@ -1,6 +1,7 @@
-// specdec inspect: summarise a checkpoint (directory or .safetensors file) or an HDF5 trace.
+// specdec inspect: summarise a checkpoint (directory, .safetensors or GGUF file) or an HDF5 trace.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -13,6 +14,7 @@
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/io/gguf.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -224,7 +226,52 @@ int inspect_mtp(const std::filesystem::path& path, const MtpCheckpointInfo& info
   return 0;
 }
 
+// A GGUF file: its metadata (every key; arrays shown by size and first elements), the model
+// specdec reads from it, and its tensors with their ggml types.
+int inspect_gguf(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  const GgufFile f(path);
+  std::map<std::string, uint64_t> by_type;  // ggml type -> tensors
+  nlohmann::json list = nlohmann::json::array();
+  for (const GgufTensorInfo& t : f.tensors()) {
+    ++by_type[ggml_type_name(t.type)];
+    list.push_back({{"name", t.name}, {"type", ggml_type_name(t.type)}, {"shape", t.shape()}, {"bytes", t.bytes}});
+  }
+  nlohmann::json metadata = nlohmann::json::object();
+  for (const auto& [key, v] : f.metadata()) metadata[key] = v.summary();
+  const LlamaModel m = load_llama_checkpoint(path);
+  const ModelConfig& c = m.config;
+  const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);
+  std::string types;
+  for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  if (json) {
+    io.out << nlohmann::json{{"kind", "gguf"}, {"path", path.string()}, {"version", f.version()},
+                             {"metadata", metadata}, {"config", model_config_to_json(c)},
+                             {"parameters", parameter_count(c)}, {"fingerprint", weights_fingerprint(m.weights)},
+                             {"tokenizer", tokenizer ? tokenizer->description() : "none"}, {"tensors", list}}
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+           << "\n";
+    return 0;
+  }
+  io.out << "gguf        " << path.string() << " (version " << f.version() << ", " << f.metadata().size() << " metadata keys)\n"
+         << "model       " << c.architecture << " (" << c.model_type << "), " << std::fixed << std::setprecision(2)
+         << parameter_count(c) / 1e6 << "M parameters, dequantized to " << c.torch_dtype << "\n"
+         << "shape       " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", intermediate "
+         << c.intermediate_size << ", heads " << c.num_attention_heads << " (KV " << c.num_key_value_heads << ", dim "
+         << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
+         << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
+         << "tensors     " << list.size() << ": " << types << "\n"
+         << "fingerprint " << weights_fingerprint(m.weights) << " (of the dequantized weights)\n"
+         << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n"
+         << "metadata\n";
+  for (const auto& [key, v] : f.metadata()) io.out << "  " << key << " = " << printable(v.summary()) << "\n";
+  if (tensors) {
+    for (const auto& t : list) io.out << "  " << t["name"].get<std::string>() << "  " << t["type"].get<std::string>() << " " << t["shape"].dump() << "\n";
+  }
+  return 0;
+}
+
 int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensors, CommandIO& io) {
+  if (is_gguf_file(path)) return inspect_gguf(path, json, tensors, io);
   if (is_medusa_checkpoint(path)) return inspect_medusa(path, json, tensors, io);
   const TensorStore store(path);
   if (store.has("fc.weight")) return inspect_head(path, store, json, tensors, io);
@@ -291,7 +338,7 @@ int run_inspect(const std::vector<std::string>& args, CommandIO& io) {
   bool json = false, tensors = false;
   po::options_description desc("inspect options");
   desc.add_options()
-      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors file, or trace (.h5)")
+      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors or GGUF file, or trace (.h5)")
       ("json", po::bool_switch(&json), "print one JSON object")
       ("tensors", po::bool_switch(&tensors), "list every tensor of a checkpoint");
   po::positional_options_description pos;

@@ -9,6 +9,8 @@
 
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
+#include "reference/io/gguf.hpp"
+#include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/model_config.hpp"
 #include "text/load_tokenizer.hpp"
 #include "reference/io/input_file.hpp"
@@ -43,7 +45,7 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
   bool no_special = false, skip_special = false, json = false, stream = false;
   po::options_description desc("tokenize options");
   desc.add_options()
-      ("model", po::value(&model)->required(), "checkpoint or tokenizer directory (tokenizer.json, tokenizer.model or vocab.json)")
+      ("model", po::value(&model)->required(), "checkpoint or tokenizer directory (tokenizer.json, tokenizer.model or vocab.json), or a GGUF file")
       ("text", po::value(&text), "text to encode")
       ("file", po::value(&file), "encode the contents of this file (UTF-8)")
       ("decode", po::value(&decode), "decode these comma-separated token ids instead")
@@ -55,11 +57,16 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
   if ((!text.empty()) + (!file.empty()) + (!decode.empty()) != 1) throw Error("give exactly one of --text, --file or --decode");
 
   const std::filesystem::path dir = model;
-  const std::filesystem::path config = (std::filesystem::is_directory(dir) ? dir : dir.parent_path()) / "config.json";
+  // A GGUF file with weights carries its config (one with a tokenizer alone has none); a
+  // directory, or a file in one, may have a config.json.
+  const bool gguf = is_gguf_file(dir);
+  const std::filesystem::path config = gguf ? dir : (std::filesystem::is_directory(dir) ? dir : dir.parent_path()) / "config.json";
   std::optional<ModelConfig> c;
-  if (std::filesystem::exists(config)) c = load_model_config(config);
+  if (gguf ? GgufFile(dir).has_tensor("token_embd.weight") : std::filesystem::exists(config)) {
+    c = load_checkpoint_config(gguf ? dir : config.parent_path());
+  }
   const auto tokenizer = text::load_tokenizer(dir, c ? c->bos_token_id : -1);
-  if (!tokenizer) throw Error(model + " has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)");
+  if (!tokenizer) throw Error(model + (gguf ? " carries no tokenizer metadata (tokenizer.ggml.*)" : " has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)"));
   if (c && tokenizer->size() > c->vocab_size) {
     throw Error(tokenizer->description() + " has token ids up to " + std::to_string(tokenizer->size() - 1) + ", but " +
                 config.string() + " has vocab_size " + std::to_string(c->vocab_size));

@@ -25,7 +25,7 @@ LoadedModel load_model(const std::string& path, const std::string& backend) {
   m.tokenizer = text::load_tokenizer(path, m.model->config().bos_token_id);
   if (m.tokenizer && m.tokenizer->size() > m.model->config().vocab_size) {
     throw Error(m.tokenizer->description() + " has token ids up to " + std::to_string(m.tokenizer->size() - 1) +
-                ", but the model's config.json has vocab_size " + std::to_string(m.model->config().vocab_size) +
+                ", but the model's config has vocab_size " + std::to_string(m.model->config().vocab_size) +
                 ": the tokenizer and the model do not belong together");
   }
   return m;

@@ -178,7 +178,7 @@ TEST_F(Cli, TokenizeEncodesAndDecodes) {
   Vocabulary::bytes(3, {{"<bos>", 0}, {"<eos>", 1}, {"<big>", 400}}).save(big / "vocab.json");
   const CliRun too_big = run({"generate", "--model", big.string(), "--prompt", "a"});
   EXPECT_EQ(too_big.code, 1);
-  EXPECT_NE(too_big.err.find("has token ids up to 400, but the model's config.json has vocab_size 259"), std::string::npos) << too_big.err;
+  EXPECT_NE(too_big.err.find("has token ids up to 400, but the model's config has vocab_size 259"), std::string::npos) << too_big.err;
   const CliRun text_without = run({"generate", "--model", none.string(), "--prompt", "a"});
   EXPECT_EQ(text_without.code, 1);
 }
