@@ -34,8 +34,8 @@ const std::string& policy_help() {
 
 void add_decode_options(po::options_description& desc, DecodeArgs& a) {
   desc.add_options()
-      ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), or a .safetensors file beside a config.json")
-      ("prompt", po::value(&a.prompt), "prompt text, encoded by the checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
+      ("model", po::value(&a.model)->required(), "checkpoint directory (config.json + safetensors), a .safetensors file beside a config.json, or a GGUF file")
+      ("prompt", po::value(&a.prompt), "prompt text, encoded by the checkpoint's tokenizer (tokenizer.json, tokenizer.model, vocab.json, or a GGUF file's own)")
       ("prompt-ids", po::value(&a.prompt_ids), "prompt as comma-separated token ids")
       ("method", po::value<std::string>()->default_value(a.method.name)->notifier([&a](const std::string& text) {
          // NAME[,key=value...]: an alias names its method; unknown names and parameters are refused here

@@ -31,7 +31,9 @@ namespace specdec {
 namespace {
 
 using testing::error_of;
+using testing::GgufStorage;
 using testing::GgufWriter;
+using testing::write_gguf_model;
 using testing::ScratchDir;
 
 std::string u16(uint16_t v) { return std::string(reinterpret_cast<const char*>(&v), 2); }
@@ -277,92 +279,12 @@ TEST(GgufFile, RefusesMalformedFiles) {
 
 // ---- models -----------------------------------------------------------------------------------
 
-// llama.cpp's converter: within each head, Hugging Face row j·hd/2 + i goes to GGUF row 2i + j.
-template <typename M>
-M interleave_rope(const M& hf, int heads, int hd) {
-  M out = hf;
-  for (int h = 0; h < heads; ++h)
-    for (int i = 0; i < hd / 2; ++i)
-      for (int j = 0; j < 2; ++j) out.row(h * hd + 2 * i + j) = hf.row(h * hd + j * hd / 2 + i);
-  return out;
-}
-
-enum class Storage { f32, bf16, q8_0 };
-
-std::string stored(const float* x, std::size_t n, Storage s) {
-  std::string out;
-  if (s == Storage::f32) return std::string(reinterpret_cast<const char*>(x), n * 4);
-  if (s == Storage::bf16) {
-    for (std::size_t i = 0; i < n; ++i) out += u16(float_to_bfloat16(x[i]));
-    return out;
-  }
-  for (std::size_t b = 0; b < n / 32; ++b) {  // Q8_0: d = max|x| / 127, q = round(x / d)
-    float amax = 0;
-    for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[32 * b + k]));
-    const float d = amax / 127.0f;
-    out += f16(d);
-    for (int k = 0; k < 32; ++k) out += static_cast<char>(static_cast<int8_t>(d == 0 ? 0 : std::lround(x[32 * b + k] / d)));
-  }
-  return out;
-}
-
-// `m` written as GGUF the way llama.cpp's converter writes it; matrices stored as `s`, vectors F32.
-void write_gguf_model(const std::filesystem::path& path, const LlamaModel& m, const std::string& arch, Storage s) {
-  const ModelConfig& c = m.config;
-  GgufWriter w;
-  w.kv_string("general.architecture", arch);
-  w.kv_u32(arch + ".block_count", c.num_hidden_layers);
-  w.kv_u32(arch + ".embedding_length", c.hidden_size);
-  w.kv_u32(arch + ".feed_forward_length", c.intermediate_size);
-  w.kv_u32(arch + ".attention.head_count", c.num_attention_heads);
-  w.kv_u32(arch + ".attention.head_count_kv", c.num_key_value_heads);
-  w.kv_u32(arch + ".attention.key_length", c.head_dim);
-  w.kv_u32(arch + ".attention.value_length", c.head_dim);
-  w.kv_u32(arch + ".rope.dimension_count", c.head_dim);
-  w.kv_u32(arch + ".context_length", c.max_position_embeddings);
-  w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
-  w.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  if (c.bos_token_id >= 0) w.kv_u32("tokenizer.ggml.bos_token_id", c.bos_token_id);
-  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", c.eos_token_ids.front());
-  const uint32_t type = s == Storage::f32 ? 0 : s == Storage::bf16 ? 30 : 8;
-  auto mat = [&](const std::string& name, const Matrix& x) {
-    w.tensor(name, {static_cast<uint64_t>(x.cols()), static_cast<uint64_t>(x.rows())}, type,
-             stored(x.data(), static_cast<std::size_t>(x.size()), s));
-  };
-  auto vec = [&](const std::string& name, const Vector& x) {
-    if (x.size()) w.tensor_f32(name, static_cast<uint64_t>(x.size()), 0, x.data());
-  };
-  const bool interleave = arch == "llama";
-  mat("token_embd.weight", m.weights.embed_tokens);
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const LayerWeights& l = m.weights.layers[static_cast<std::size_t>(i)];
-    const std::string b = "blk." + std::to_string(i) + ".";
-    vec(b + "attn_norm.weight", l.input_layernorm);
-    mat(b + "attn_q.weight", interleave ? interleave_rope(l.q_proj, c.num_attention_heads, c.head_dim) : l.q_proj);
-    mat(b + "attn_k.weight", interleave ? interleave_rope(l.k_proj, c.num_key_value_heads, c.head_dim) : l.k_proj);
-    mat(b + "attn_v.weight", l.v_proj);
-    mat(b + "attn_output.weight", l.o_proj);
-    vec(b + "attn_q.bias", l.q_bias);
-    vec(b + "attn_k.bias", l.k_bias);
-    vec(b + "attn_v.bias", l.v_bias);
-    vec(b + "attn_q_norm.weight", l.q_norm);
-    vec(b + "attn_k_norm.weight", l.k_norm);
-    vec(b + "ffn_norm.weight", l.post_attention_layernorm);
-    mat(b + "ffn_gate.weight", l.gate_proj);
-    mat(b + "ffn_up.weight", l.up_proj);
-    mat(b + "ffn_down.weight", l.down_proj);
-  }
-  vec("output_norm.weight", m.weights.norm);
-  if (m.weights.lm_head.size()) mat("output.weight", m.weights.lm_head);
-  w.write(path);
-}
-
 LlamaModel bundled_target() { return load_llama_checkpoint(std::filesystem::path(SPECDEC_SOURCE_DIR) / "models/target"); }
 
 TEST(GgufModel, LlamaF32LoadsTheSafetensorsWeightsBitwise) {
   ScratchDir dir("gguf-model");
   const LlamaModel hf = bundled_target();
-  write_gguf_model(dir / "target.gguf", hf, "llama", Storage::f32);
+  write_gguf_model(dir / "target.gguf", hf, "llama", GgufStorage::f32);
   const LlamaModel g = load_llama_checkpoint(dir / "target.gguf");
   EXPECT_EQ(g.config, hf.config);  // the same config.json, torch_dtype float32 included
   EXPECT_EQ(weights_fingerprint(g.weights), weights_fingerprint(hf.weights));
@@ -371,18 +293,18 @@ TEST(GgufModel, LlamaF32LoadsTheSafetensorsWeightsBitwise) {
 TEST(GgufModel, Bf16KeepsItsPrecisionAndQ8_0DequantizesPerBlock) {
   ScratchDir dir("gguf-model");
   const LlamaModel hf = bundled_target();
-  write_gguf_model(dir / "bf16.gguf", hf, "llama", Storage::bf16);
+  write_gguf_model(dir / "bf16.gguf", hf, "llama", GgufStorage::bf16);
   const LlamaModel b = load_llama_checkpoint(dir / "bf16.gguf");
   EXPECT_EQ(b.config.torch_dtype, "bfloat16");
   for (std::size_t k = 0; k < 4; ++k) {
     const float x = hf.weights.layers[1].down_proj.data()[k];
     EXPECT_EQ(b.weights.layers[1].down_proj.data()[k], bfloat16_to_float(float_to_bfloat16(x))) << "element " << k;
   }
-  write_gguf_model(dir / "q8.gguf", hf, "llama", Storage::q8_0);
+  write_gguf_model(dir / "q8.gguf", hf, "llama", GgufStorage::q8_0);
   const LlamaModel q = load_llama_checkpoint(dir / "q8.gguf");
   EXPECT_EQ(q.config.torch_dtype, "float32");
   const Matrix& src = hf.weights.layers[2].up_proj;
-  const std::string block = stored(src.data(), 32, Storage::q8_0);
+  const std::string block = testing::gguf_stored(src.data(), 32, GgufStorage::q8_0);
   for (int k = 0; k < 32; ++k) {
     const float d = half_to_float(static_cast<uint16_t>(static_cast<unsigned char>(block[0]) | static_cast<unsigned char>(block[1]) << 8));
     EXPECT_EQ(q.weights.layers[2].up_proj.data()[k], static_cast<float>(static_cast<int8_t>(block[2 + k])) * d) << "element " << k;
@@ -409,7 +331,7 @@ TEST(GgufModel, Qwen2KeepsRowOrderAndBiases) {
   c.eos_token_ids = {4};
   LlamaModel m{c, random_llama_weights(c, 7)};
   ScratchDir dir("gguf-qwen2");
-  write_gguf_model(dir / "q.gguf", m, "qwen2", Storage::f32);
+  write_gguf_model(dir / "q.gguf", m, "qwen2", GgufStorage::f32);
   const LlamaModel g = load_llama_checkpoint(dir / "q.gguf");
   EXPECT_EQ(g.config, c);
   EXPECT_EQ(weights_fingerprint(g.weights), weights_fingerprint(m.weights)) << "seed 7";
@@ -418,7 +340,7 @@ TEST(GgufModel, Qwen2KeepsRowOrderAndBiases) {
 TEST(GgufModel, RefusesWhatItCannotRun) {
   ScratchDir dir("gguf-refuse");
   const LlamaModel hf = bundled_target();
-  write_gguf_model(dir / "ok.gguf", hf, "llama", Storage::f32);
+  write_gguf_model(dir / "ok.gguf", hf, "llama", GgufStorage::f32);
   const GgufFile ok(dir / "ok.gguf");
   auto rewrite = [&](const std::function<void(GgufWriter&)>& edit, bool drop_layer1_q = false) {
     // A copy of ok.gguf's metadata and tensors, edited.
