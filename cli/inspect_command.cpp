@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -238,30 +239,39 @@ int inspect_gguf(const std::filesystem::path& path, bool json, bool tensors, Com
   }
   nlohmann::json metadata = nlohmann::json::object();
   for (const auto& [key, v] : f.metadata()) metadata[key] = v.summary();
-  const LlamaModel m = load_llama_checkpoint(path);
-  const ModelConfig& c = m.config;
-  const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);
+  // A file without token embeddings holds no model (a tokenizer alone, loose tensors): its
+  // metadata and tensors are still shown.
+  std::optional<LlamaModel> m;
+  if (f.has_tensor("token_embd.weight")) m = load_llama_checkpoint(path);
+  const auto tokenizer = f.find("tokenizer.ggml.model") ? text::load_tokenizer(path, m ? m->config.bos_token_id : -1) : nullptr;
   std::string types;
   for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
   if (json) {
-    io.out << nlohmann::json{{"kind", "gguf"}, {"path", path.string()}, {"version", f.version()},
-                             {"metadata", metadata}, {"config", model_config_to_json(c)},
-                             {"parameters", parameter_count(c)}, {"fingerprint", weights_fingerprint(m.weights)},
-                             {"tokenizer", tokenizer ? tokenizer->description() : "none"}, {"tensors", list}}
-                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-           << "\n";
+    nlohmann::json j = {{"kind", "gguf"}, {"path", path.string()}, {"version", f.version()}, {"metadata", metadata},
+                        {"tokenizer", tokenizer ? tokenizer->description() : "none"}, {"tensors", list}};
+    if (m) {
+      j["config"] = model_config_to_json(m->config);
+      j["parameters"] = parameter_count(m->config);
+      j["fingerprint"] = weights_fingerprint(m->weights);
+    }
+    io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  io.out << "gguf        " << path.string() << " (version " << f.version() << ", " << f.metadata().size() << " metadata keys)\n"
-         << "model       " << c.architecture << " (" << c.model_type << "), " << std::fixed << std::setprecision(2)
-         << parameter_count(c) / 1e6 << "M parameters, dequantized to " << c.torch_dtype << "\n"
-         << "shape       " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", intermediate "
-         << c.intermediate_size << ", heads " << c.num_attention_heads << " (KV " << c.num_key_value_heads << ", dim "
-         << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
-         << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
-         << "tensors     " << list.size() << ": " << types << "\n"
-         << "fingerprint " << weights_fingerprint(m.weights) << " (of the dequantized weights)\n"
-         << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n"
+  io.out << "gguf        " << path.string() << " (version " << f.version() << ", " << f.metadata().size() << " metadata keys)\n";
+  if (m) {
+    const ModelConfig& c = m->config;
+    io.out << "model       " << c.architecture << " (" << c.model_type << "), " << std::fixed << std::setprecision(2)
+           << parameter_count(c) / 1e6 << "M parameters, dequantized to " << c.torch_dtype << "\n"
+           << "shape       " << c.num_hidden_layers << " layers, hidden " << c.hidden_size << ", intermediate "
+           << c.intermediate_size << ", heads " << c.num_attention_heads << " (KV " << c.num_key_value_heads << ", dim "
+           << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
+           << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n";
+  } else {
+    io.out << "model       none (no token_embd.weight: not a model file)\n";
+  }
+  io.out << "tensors     " << list.size() << (types.empty() ? "" : ": " + types) << "\n";
+  if (m) io.out << "fingerprint " << weights_fingerprint(m->weights) << " (of the dequantized weights)\n";
+  io.out << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n"
          << "metadata\n";
   for (const auto& [key, v] : f.metadata()) io.out << "  " << key << " = " << printable(v.summary()) << "\n";
   if (tensors) {

@@ -28,7 +28,7 @@ elif [ -n "${1:-}" ] && [[ "$1" =~ ^[0-9]+$ ]]; then
   shift
 fi
 all=(fuzz_safetensors fuzz_model_config fuzz_drafter_config fuzz_tree_choices fuzz_vocabulary fuzz_trace fuzz_tokenizer
-     fuzz_candidate_trace fuzz_simulator_spec fuzz_sweep_spec)
+     fuzz_candidate_trace fuzz_simulator_spec fuzz_sweep_spec fuzz_gguf)
 # These two link the runtime, whose kernel emulator uses std::source_location: clang reads it from
 # libstdc++ only from version 15 on. Older clangs fuzz the others; the two replays still run in
 # the cpu suite (GCC) and under ASan+UBSan.

@@ -33,7 +33,7 @@ echo "== the I/O, decoding and fuzz regression tests under ASan+UBSan"
 SPECDEC_SANITIZE_TARGETS="test_traces test_safetensors test_model_config test_checkpoint test_sequential \
 test_speculative test_batched test_eagle_methods test_acceptance test_sampling fuzz_safetensors_replay fuzz_model_config_replay \
 fuzz_drafter_config_replay fuzz_tree_choices_replay fuzz_vocabulary_replay fuzz_trace_replay test_tokenizers fuzz_tokenizer_replay \
-fuzz_candidate_trace_replay fuzz_sweep_spec_replay fuzz_simulator_spec_replay" \
+fuzz_candidate_trace_replay fuzz_sweep_spec_replay fuzz_simulator_spec_replay test_gguf fuzz_gguf_replay" \
   "$root/scripts/sanitize.sh"
 stage "sanitizer build and tests"
 echo "== fuzz smoke run (libFuzzer, ASan+UBSan)"

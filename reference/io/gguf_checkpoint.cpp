@@ -212,6 +212,11 @@ LlamaModel load_gguf_checkpoint(const std::filesystem::path& path) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
   LlamaWeights& w = model.weights;
+  // The last layer's tensors are looked for before anything is sized by block_count.
+  const std::string last = "blk." + std::to_string(c.num_hidden_layers - 1) + ".attn_q.weight";
+  if (!f.has_tensor(last)) {
+    throw Error(file + ": block_count is " + std::to_string(c.num_hidden_layers) + " but tensor '" + last + "' is missing");
+  }
   matrix("token_embd.weight", w.embed_tokens, V, H);
   w.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
   for (int i = 0; i < c.num_hidden_layers; ++i) {

@@ -242,6 +242,12 @@ LlamaModel load_llama_checkpoint(const fs::path& path) {
   // ForCausalLM checkpoints prefix the decoder with "model."; a bare LlamaModel does not.
   const std::string prefix =
       !store.has("model.embed_tokens.weight") && store.has("embed_tokens.weight") ? "" : "model.";
+  // Each layer holds several tensors: a num_hidden_layers beyond the file's tensors is refused
+  // before anything is sized by it.
+  if (static_cast<std::size_t>(c.num_hidden_layers) > store.names().size()) {
+    throw Error("checkpoint '" + path.string() + "': config.json has num_hidden_layers " + std::to_string(c.num_hidden_layers) +
+                " but the weights hold only " + std::to_string(store.names().size()) + " tensors");
+  }
   model.weights.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
   for (const Slot& s : checkpoint_slots(c, model.weights, prefix)) {
     if (!store.has(s.name)) {

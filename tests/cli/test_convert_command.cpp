@@ -110,6 +110,14 @@ TEST_F(Convert, InspectShowsMetadataAndTensorTypes) {
   const nlohmann::json parsed = nlohmann::json::parse(j.out);
   EXPECT_EQ(parsed.at("kind"), "gguf");
   EXPECT_EQ(parsed.at("fingerprint"), weights_fingerprint(model_.weights));
+  // A tokenizer alone: metadata and tokenizer shown, no model.
+  GgufWriter w;
+  tiny_bpe(w);
+  w.write(dir_ / "tokenizer.gguf");
+  const CliRun t = run({"inspect", (dir_ / "tokenizer.gguf").string()});
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("model       none (no token_embd.weight: not a model file)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("tokenizer.ggml.pre = \"gpt-2\""), std::string::npos) << t.out;
 }
 
 }  // namespace

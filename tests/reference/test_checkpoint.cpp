@@ -398,6 +398,10 @@ TEST(CheckpointErrors, ShapeNotMatchingConfig) {
   wrong.num_hidden_layers = 3;
   save_model_config(dir / "m" / "config.json", wrong);
   EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(dir / "m"); }), "missing tensor 'model.layers.2.");
+  // Far more layers than tensors: refused before the layers are allocated.
+  wrong.num_hidden_layers = 2000000000;
+  save_model_config(dir / "m" / "config.json", wrong);
+  EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(dir / "m"); }), "num_hidden_layers 2000000000 but the weights hold only");
 }
 
 TEST(CheckpointErrors, MissingOrBrokenConfigAndDirectory) {

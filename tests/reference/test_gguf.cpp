@@ -370,20 +370,26 @@ TEST(GgufModel, RefusesWhatItCannotRun) {
   other.write(dir / "gemma.gguf");
   EXPECT_CONTAINS(error_of([&] { load_llama_checkpoint(dir / "gemma.gguf"); }), "architecture 'gemma3' is not supported");
 
+  // ok.gguf with one integer of its metadata changed.
+  auto with_value = [&](const std::string& changed, uint32_t value) {
+    GgufWriter w;
+    for (const auto& [key, v] : ok.metadata()) {
+      if (v.type == GgufType::STRING) w.kv_string(key, v.s);
+      else if (v.type == GgufType::F32) w.kv_f32(key, static_cast<float>(v.f));
+      else w.kv_u32(key, key == changed ? value : static_cast<uint32_t>(v.u));
+    }
+    for (const GgufTensorInfo& t : ok.tensors()) {
+      const auto raw = ok.raw(t.name);
+      w.tensor(t.name, t.ne, t.type, std::string(reinterpret_cast<const char*>(raw.data()), raw.size()));
+    }
+    w.write(dir / "changed.gguf");
+    return error_of([&] { load_llama_checkpoint(dir / "changed.gguf"); });
+  };
   // A matrix of the wrong shape names the tensor and both shapes.
-  GgufWriter shape;
-  for (const auto& [key, v] : ok.metadata()) {
-    if (v.type == GgufType::STRING) shape.kv_string(key, v.s);
-    else if (v.type == GgufType::F32) shape.kv_f32(key, static_cast<float>(v.f));
-    else shape.kv_u32(key, key == "llama.feed_forward_length" ? 256u : static_cast<uint32_t>(v.u));
-  }
-  for (const GgufTensorInfo& t : ok.tensors()) {
-    const auto raw = ok.raw(t.name);
-    shape.tensor(t.name, t.ne, t.type, std::string(reinterpret_cast<const char*>(raw.data()), raw.size()));
-  }
-  shape.write(dir / "shape.gguf");
-  const std::string e = error_of([&] { load_llama_checkpoint(dir / "shape.gguf"); });
-  EXPECT_CONTAINS(e, "tensor 'blk.0.ffn_gate.weight' has shape [512, 192], the metadata calls for [256, 192]");
+  EXPECT_CONTAINS(with_value("llama.feed_forward_length", 256),
+                  "tensor 'blk.0.ffn_gate.weight' has shape [512, 192], the metadata calls for [256, 192]");
+  // A block count beyond the tensors is refused before anything is sized by it.
+  EXPECT_CONTAINS(with_value("llama.block_count", 2000000000), "block_count is 2000000000 but tensor 'blk.1999999999.attn_q.weight' is missing");
 }
 
 // ---- the tokenizer ----------------------------------------------------------------------------
