@@ -118,28 +118,15 @@ void scale_min_k4(uint32_t j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
   }
 }
 
-// Q4_K: d, dmin, scales[12], qs[128]; sub-blocks 2k and 2k+1 are the low and high nibbles of
-// qs[32k .. 32k+31].
-void block_q4_k(const uint8_t* b, float* y) {
-  const float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
-  for (uint32_t j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    scale_min_k4(j, scales, sc, m);
-    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-    const uint8_t* q = qs + 32 * (j / 2);
-    const int shift = (j % 2) * 4;
-    for (uint32_t l = 0; l < 32; ++l) y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0x0F) - ml;
-  }
-}
-
-// Q5_K: d, dmin, scales[12], qh[32], qs[128]; the fifth bit of sub-block j is bit j of qh[l].
-void block_q5_k(const uint8_t* b, float* y) {
+// Q4_K: d, dmin, scales[12], qs[128]. Q5_K: d, dmin, scales[12], qh[32], qs[128]. Sub-blocks 2k
+// and 2k+1 are the low and high nibbles of qs[32k .. 32k+31]; Q5_K's fifth bit of sub-block j is
+// bit j of qh[l].
+template <bool kFifthBit>
+void block_q45_k(const uint8_t* b, float* y) {
   const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
-  const uint8_t* qs = b + 48;
+  const uint8_t* qs = kFifthBit ? b + 48 : b + 16;
   for (uint32_t j = 0; j < 8; ++j) {
     uint8_t sc, m;
     scale_min_k4(j, scales, sc, m);
@@ -147,7 +134,8 @@ void block_q5_k(const uint8_t* b, float* y) {
     const uint8_t* q = qs + 32 * (j / 2);
     const int shift = (j % 2) * 4;
     for (uint32_t l = 0; l < 32; ++l) {
-      const int code = ((q[l] >> shift) & 0x0F) | (((qh[l] >> j) & 1) << 4);
+      int code = (q[l] >> shift) & 0x0F;
+      if constexpr (kFifthBit) code |= ((qh[l] >> j) & 1) << 4;
       y[32 * j + l] = dl * static_cast<float>(code) - ml;
     }
   }
@@ -239,8 +227,8 @@ void ggml_dequantize(GgmlType type, std::span<const std::byte> src, std::span<fl
     case GgmlType::Q5_0: block = block_q5_0; break;
     case GgmlType::Q5_1: block = block_q5_1; break;
     case GgmlType::Q8_0: block = block_q8_0; break;
-    case GgmlType::Q4_K: block = block_q4_k; break;
-    case GgmlType::Q5_K: block = block_q5_k; break;
+    case GgmlType::Q4_K: block = block_q45_k<false>; break;
+    case GgmlType::Q5_K: block = block_q45_k<true>; break;
     case GgmlType::Q6_K: block = block_q6_k; break;
     default: throw Error("internal: no block reader for " + std::string(traits->name));
   }
