@@ -15,6 +15,15 @@ bool device_available(std::string* why = nullptr);
 // "NVIDIA H200 (sm_90, 132 SMs)".
 std::string device_description();
 
+// The most threads per block the kernels take as compiled for the current device (their registers
+// can cap it below the device's 1024), the least over the linear kernels (Linear, GateUpSwiglu)
+// and over the attention kernels.
+struct KernelThreadLimits {
+  int linear = 1024;
+  int attention = 1024;
+};
+KernelThreadLimits kernel_thread_limits();
+
 #define SPECDEC_DECLARE_CUDA_LAUNCH(...) void launch(const __VA_ARGS__& k, void* stream = nullptr);
 SPECDEC_KERNEL_TYPES(SPECDEC_DECLARE_CUDA_LAUNCH)
 #undef SPECDEC_DECLARE_CUDA_LAUNCH

@@ -14,6 +14,11 @@ struct DeviceLimits {
   int max_blocks_per_sm = 32;        // [maxBlocksPerMultiProcessor]
   int max_threads_per_block = 1024;  // [maxThreadsPerBlock]
   long long shared_bytes_per_block = 48 * 1024;  // [sharedMemPerBlock]
+  // The most threads per block every linear (attention) kernel takes as compiled for the device:
+  // the registers a kernel needs can cap it below max_threads_per_block (BF16 Linear on sm_90)
+  // [cudaFuncAttributes::maxThreadsPerBlock, the least over the kernels of the kind].
+  int max_linear_threads = 1024;
+  int max_attention_threads = 1024;
 };
 
 struct LaunchConfig {
@@ -36,10 +41,27 @@ inline LaunchConfig derive_launch_config(const DeviceLimits& d) {
     }
   }
   c.attention_threads = c.linear_threads < 128 ? 128 : c.linear_threads;
-  while (c.attention_threads > 32 && (c.attention_threads > d.max_threads_per_block ||
+  const int attention_cap = d.max_threads_per_block < d.max_attention_threads ? d.max_threads_per_block : d.max_attention_threads;
+  while (c.attention_threads > 32 && (c.attention_threads > attention_cap ||
                                       static_cast<long long>(c.attention_threads / 32) * 4 > d.shared_bytes_per_block))
     c.attention_threads /= 2;
-  while (c.linear_threads > 64 && c.linear_threads > d.max_threads_per_block) c.linear_threads /= 2;
+  const int linear_cap = d.max_threads_per_block < d.max_linear_threads ? d.max_threads_per_block : d.max_linear_threads;
+  while (c.linear_threads > 64 && c.linear_threads > linear_cap) c.linear_threads /= 2;
+  return c;
+}
+
+// The most threads per block the device's kernels take: the largest power of two for the linear
+// kernels, the largest multiple of 32 for attention (the far end of what a launch may use).
+inline LaunchConfig largest_launch_config(const DeviceLimits& d) {
+  LaunchConfig c;
+  const int linear_cap = d.max_threads_per_block < d.max_linear_threads ? d.max_threads_per_block : d.max_linear_threads;
+  c.linear_threads = 64;
+  while (c.linear_threads * 2 <= linear_cap && c.linear_threads < 1024) c.linear_threads *= 2;
+  int attention_cap = d.max_threads_per_block < d.max_attention_threads ? d.max_threads_per_block : d.max_attention_threads;
+  if (attention_cap > 1024) attention_cap = 1024;
+  const long long by_shared = d.shared_bytes_per_block / 4 * 32;  // 4 bytes of shared memory a warp
+  if (attention_cap > by_shared) attention_cap = static_cast<int>(by_shared);
+  c.attention_threads = attention_cap < 32 ? 32 : attention_cap / 32 * 32;
   return c;
 }
 

@@ -45,12 +45,15 @@ class CudaRuntime final : public DeviceRuntime {
     check(cudaGetDevice(&dev), "cudaGetDevice");
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
-    kernels::DeviceLimits limits;
+    kernels::DeviceLimits& limits = limits_;
     limits.sm_count = p.multiProcessorCount;
     limits.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
     limits.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
     limits.max_threads_per_block = p.maxThreadsPerBlock;
     limits.shared_bytes_per_block = static_cast<long long>(p.sharedMemPerBlock);
+    const kernels::cuda::KernelThreadLimits kernel = kernels::cuda::kernel_thread_limits();
+    limits.max_linear_threads = kernel.linear;
+    limits.max_attention_threads = kernel.attention;
     config_ = config ? *config : kernels::derive_launch_config(limits);
     name_ = kernels::cuda::device_description() + ", " + kernels::describe(config_);
   }
@@ -58,6 +61,7 @@ class CudaRuntime final : public DeviceRuntime {
 
   std::string name() const override { return name_; }
   const kernels::LaunchConfig& launch_config() const override { return config_; }
+  const kernels::DeviceLimits& limits() const override { return limits_; }
   void* allocate(std::size_t bytes) override {
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, bytes);
@@ -92,6 +96,7 @@ class CudaRuntime final : public DeviceRuntime {
   static std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
   cudaStream_t stream_ = nullptr;
   kernels::LaunchConfig config_;
+  kernels::DeviceLimits limits_;
   std::string name_;
 };
 

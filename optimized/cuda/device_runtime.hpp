@@ -19,6 +19,8 @@ class DeviceRuntime {
   virtual std::string name() const = 0;
   // Threads per block the host code launches with, derived from the device (never a result bit).
   virtual const kernels::LaunchConfig& launch_config() const = 0;
+  // What the device offers, including the most threads per block its compiled kernels take.
+  virtual const kernels::DeviceLimits& limits() const = 0;
 
   // Device memory. allocate throws specdec::Error naming the bytes asked for and those free.
   virtual void* allocate(std::size_t bytes) = 0;

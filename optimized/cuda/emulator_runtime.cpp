@@ -11,12 +11,14 @@ namespace {
 
 class EmulatorRuntime final : public DeviceRuntime {
  public:
-  EmulatorRuntime(bool check_schedules, const kernels::LaunchConfig& config) : check_(check_schedules), config_(config) {}
+  EmulatorRuntime(bool check_schedules, const kernels::LaunchConfig& config)
+      : check_(check_schedules), config_(config), limits_(emulated_device_limits()) {}
 
   std::string name() const override {
     return check_ ? "CPU grid emulator (three schedules per launch)" : "CPU grid emulator";
   }
   const kernels::LaunchConfig& launch_config() const override { return config_; }
+  const kernels::DeviceLimits& limits() const override { return limits_; }
   void* allocate(std::size_t bytes) override { return memory_.allocate(bytes); }
   void release(void* p) noexcept override {
     try {
@@ -48,6 +50,7 @@ class EmulatorRuntime final : public DeviceRuntime {
 
   bool check_;
   kernels::LaunchConfig config_;
+  kernels::DeviceLimits limits_;
   uint64_t seed_ = 0;
   kernels::emu::DeviceMemory memory_;
 };

@@ -167,7 +167,9 @@ TEST_F(CudaBatched, DraftFreeMethodsEqualSequentialOnTheDevice) {
       const auto alone = make_method_proposer(spec, in);
       const GenerationResult r = decode_speculative(target, *alone, *acceptor, prompt, s, testing::max_new_tokens(12));
       EXPECT_EQ(r.tokens, expected) << where;
-      if (mode == SamplingParams::Mode::greedy) EXPECT_GT(r.stats.drafted_tokens, 0) << where;  // the prompt's loop continues
+      if (mode == SamplingParams::Mode::greedy) {
+        EXPECT_GT(r.stats.drafted_tokens, 0) << where;  // the prompt's loop continues
+      }
       std::vector<BatchRequest> requests(3);
       for (BatchRequest& q : requests) q.prompt = prompt, q.max_new_tokens = 12, q.stop_at_eos = false, q.sampling = s;
       BatchOptions o;

@@ -157,7 +157,8 @@ TEST_F(CudaTransformer, LaunchConfigurationsChangeNoBit) {
     if (name == "llama_all_biases_odd_widths") cfg = c;
   const LlamaWeights w = testing::make_model(cfg, kSeed).weights();
   const cuda::CudaTransformer base(testing::test_device(), cfg, w, Dtype::BF16);
-  for (const kernels::LaunchConfig lc : {kernels::LaunchConfig{64, 32}, kernels::LaunchConfig{1024, 1024}}) {
+  const kernels::LaunchConfig most = kernels::largest_launch_config(testing::test_device()->limits());
+  for (const kernels::LaunchConfig lc : {kernels::LaunchConfig{64, 32}, most}) {
     const cuda::CudaTransformer other(testing::test_device(lc), cfg, w, Dtype::BF16);
     const std::string where = kernels::describe(lc) + ", seed " + std::to_string(kSeed);
     auto a = base.new_cache(40);
@@ -197,6 +198,20 @@ TEST_F(LaunchConfig, IsDerivedFromTheDeviceLimits) {
   EXPECT_EQ(t.attention_threads, 64);
   EXPECT_EQ(cuda::emulator_runtime()->launch_config().linear_threads,
             kernels::derive_launch_config(cuda::emulated_device_limits()).linear_threads);
+  // Registers can cap a compiled kernel below the device's 1024 threads (BF16 Linear on sm_90).
+  kernels::DeviceLimits capped = h200;
+  capped.max_linear_threads = 640;
+  capped.max_attention_threads = 200;
+  EXPECT_EQ(kernels::derive_launch_config(capped).linear_threads, 64);
+  EXPECT_EQ(kernels::derive_launch_config(capped).attention_threads, 128);
+  EXPECT_EQ(kernels::largest_launch_config(capped).linear_threads, 512) << "the largest power of two under 640";
+  EXPECT_EQ(kernels::largest_launch_config(capped).attention_threads, 192) << "the largest multiple of 32 under 200";
+  capped.max_attention_threads = 100;
+  EXPECT_EQ(kernels::derive_launch_config(capped).attention_threads, 64);
+  EXPECT_EQ(kernels::largest_launch_config(h200).linear_threads, 1024);
+  EXPECT_EQ(kernels::largest_launch_config(h200).attention_threads, 1024);
+  EXPECT_EQ(kernels::largest_launch_config(tiny).linear_threads, 64);
+  EXPECT_EQ(kernels::largest_launch_config(tiny).attention_threads, 64);
 }
 
 TEST_F(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
@@ -210,6 +225,24 @@ TEST_F(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
   auto c2 = bad_attention.new_cache(4);
   EXPECT_CONTAINS(testing::error_of([&] { bad_attention.forward(*c2, ForwardRequest::chain({1})); }),
                   "48 threads per block; expected a multiple of 32 up to 1024");
+  // A block the compiled kernel cannot take on this device (its registers) is refused by name,
+  // where the device caps it (a GPU; the emulator takes 1024).
+  const kernels::DeviceLimits limits = testing::test_device()->limits();
+  if (limits.max_linear_threads < 1024) {
+    int refused = 0;
+    for (const Dtype d : {Dtype::F32, Dtype::BF16, Dtype::F16}) {
+      const cuda::CudaTransformer too_many(testing::test_device({1024, 128}), cfg, w, d);
+      for (const int T : {2, 13}) {  // the few-token and the general form
+        auto c = too_many.new_cache(16);
+        const std::string e = testing::error_of([&] { too_many.forward(*c, ForwardRequest::chain(std::vector<int32_t>(T, 1))); });
+        if (e.empty()) continue;
+        ++refused;
+        EXPECT_CONTAINS(e, "1024 threads per block; as compiled for this device it takes at most ");
+      }
+    }
+    EXPECT_GT(refused, 0) << "the device caps the linear kernels at " << limits.max_linear_threads
+                          << " threads, yet every form took 1024";
+  }
 }
 
 TEST_F(CudaTransformer, GreedyDecodingOfTheBundledModelEqualsTheReference) {
