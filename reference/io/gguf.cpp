@@ -13,6 +13,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
+#include "reference/io/mapped_pages.hpp"
 
 namespace specdec {
 
@@ -494,6 +495,30 @@ void GgufFile::dequantize_into(const std::string& name, std::span<float> out) co
   } catch (const Error& e) {
     throw Error(path_.string() + ": tensor '" + name + "': " + e.what());
   }
+}
+
+void GgufFile::dequantize_rows_into(const std::string& name, uint64_t first_row, std::span<float> out) const {
+  const GgufTensorInfo& t = tensor(name);
+  const uint64_t cols = t.ne[0], rows = t.numel() / cols;
+  const uint64_t n = out.size() / cols;
+  if (out.size() % cols != 0 || first_row > rows || n > rows - first_row) {
+    throw Error(path_.string() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                " elements; " + std::to_string(out.size()) + " elements from row " + std::to_string(first_row) +
+                " were asked for");
+  }
+  const uint64_t row_bytes = t.bytes / rows;  // whole blocks per row (checked on open)
+  try {
+    ggml_dequantize(static_cast<GgmlType>(t.type), raw(name).subspan(first_row * row_bytes, n * row_bytes), out);
+  } catch (const Error& e) {
+    throw Error(path_.string() + ": tensor '" + name + "': " + e.what());
+  }
+}
+
+void GgufFile::release(const std::string& name) const noexcept {
+  const auto it = index_.find(name);
+  if (it == index_.end() || map_ == nullptr) return;
+  const GgufTensorInfo& t = tensors_[it->second];
+  release_mapped_pages(map_ + data_start_ + t.offset, static_cast<std::size_t>(t.bytes));
 }
 
 std::vector<float> GgufFile::floats(const std::string& name) const {

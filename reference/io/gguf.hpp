@@ -92,6 +92,11 @@ class GgufFile {
   std::span<const std::byte> raw(const std::string& name) const;
   // The tensor dequantized to float32, row-major (see ggml_dequantize).
   std::vector<float> floats(const std::string& name) const;
+  // Rows [first_row, first_row + out.size() / ne[0]) of the tensor (rows of ne[0] elements, whole
+  // blocks each), dequantized as dequantize_into does, into out.
+  void dequantize_rows_into(const std::string& name, uint64_t first_row, std::span<float> out) const;
+  // Gives back the resident pages of the tensor's bytes (mapped_pages.hpp); later reads still work.
+  void release(const std::string& name) const noexcept;
   // Dequantizes into `out` (numel() floats), without an intermediate copy.
   void dequantize_into(const std::string& name, std::span<float> out) const;
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "reference/core/error.hpp"
+#include "reference/io/safetensors.hpp"
 
 namespace specdec {
 namespace {
@@ -68,29 +69,6 @@ std::string stored_dtype(const GgufFile& f) {
     }
   }
   return "float32";
-}
-
-// The llama.cpp converter's permutation of q/k rows, undone: within each head of `hd` rows, GGUF
-// row 2i + j holds Hugging Face row j·hd/2 + i (i < hd/2, j ∈ {0, 1}).
-void undo_rope_interleave(Matrix& m, int heads, int hd) {
-  const Matrix src = m;
-  const int half = hd / 2;
-  for (int h = 0; h < heads; ++h) {
-    for (int i = 0; i < half; ++i) {
-      for (int j = 0; j < 2; ++j) m.row(h * hd + j * half + i) = src.row(h * hd + 2 * i + j);
-    }
-  }
-}
-
-void undo_rope_interleave(Vector& v, int heads, int hd) {
-  if (v.size() == 0) return;
-  const Vector src = v;
-  const int half = hd / 2;
-  for (int h = 0; h < heads; ++h) {
-    for (int i = 0; i < half; ++i) {
-      for (int j = 0; j < 2; ++j) v(h * hd + j * half + i) = src(h * hd + 2 * i + j);
-    }
-  }
 }
 
 }  // namespace
@@ -176,87 +154,39 @@ json gguf_hf_config(const GgufFile& f) {
   return j;
 }
 
-LlamaModel load_gguf_checkpoint(const std::filesystem::path& path) {
-  const GgufFile f(path);
-  const std::string file = path.string();
-  LlamaModel model;
-  model.config = parse_model_config(gguf_hf_config(f), file);
-  const ModelConfig& c = model.config;
-  const Arch& a = arch_of(f);
+bool gguf_interleaved_rope(const GgufFile& file) { return arch_of(file).interleaved_rope; }
 
-  auto matrix = [&](const std::string& name, Matrix& m, int64_t rows, int64_t cols) {
-    if (!f.has_tensor(name)) throw Error(file + ": missing tensor '" + name + "'");
-    const GgufTensorInfo& t = f.tensor(name);
-    if (t.shape() != std::vector<int64_t>{rows, cols}) {
-      throw Error(file + ": tensor '" + name + "' has shape " + shape_string(t.shape()) + ", the metadata calls for " +
-                  shape_string({rows, cols}));
-    }
-    // Eigen's Matrix is row-major here (tensor.hpp): rows of `cols` floats, as GGUF stores them.
-    m.resize(rows, cols);
-    f.dequantize_into(name, std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
-  };
-  auto vector = [&](const std::string& name, Vector& v, int64_t n, bool optional = false) {
-    if (!f.has_tensor(name)) {
-      if (optional) return;
-      throw Error(file + ": missing tensor '" + name + "'");
-    }
-    const GgufTensorInfo& t = f.tensor(name);
-    if (t.numel() != static_cast<uint64_t>(n) || t.ne[0] != static_cast<uint64_t>(n)) {
-      throw Error(file + ": tensor '" + name + "' has shape " + shape_string(t.shape()) + ", the metadata calls for [" +
-                  std::to_string(n) + "]");
-    }
-    v.resize(n);
-    f.dequantize_into(name, std::span<float>(v.data(), static_cast<std::size_t>(n)));
-  };
+int64_t gguf_rope_source_row(int64_t row, int64_t head_dim) {
+  const int64_t head = row / head_dim, o = row % head_dim, half = head_dim / 2;
+  return head * head_dim + 2 * (o % half) + o / half;
+}
 
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
-  LlamaWeights& w = model.weights;
-  // The last layer's tensors are looked for before anything is sized by block_count.
-  const std::string last = "blk." + std::to_string(c.num_hidden_layers - 1) + ".attn_q.weight";
-  if (!f.has_tensor(last)) {
-    throw Error(file + ": block_count is " + std::to_string(c.num_hidden_layers) + " but tensor '" + last + "' is missing");
-  }
-  matrix("token_embd.weight", w.embed_tokens, V, H);
-  w.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
-    const std::string b = "blk." + std::to_string(i) + ".";
-    vector(b + "attn_norm.weight", l.input_layernorm, H);
-    matrix(b + "attn_q.weight", l.q_proj, q, H);
-    matrix(b + "attn_k.weight", l.k_proj, kv, H);
-    matrix(b + "attn_v.weight", l.v_proj, kv, H);
-    matrix(b + "attn_output.weight", l.o_proj, H, q);
-    if (c.attention_bias) {
-      vector(b + "attn_q.bias", l.q_bias, q);
-      vector(b + "attn_k.bias", l.k_bias, kv);
-      vector(b + "attn_v.bias", l.v_bias, kv);
-    }
-    if (c.o_proj_bias) vector(b + "attn_output.bias", l.o_bias, H);
-    if (c.qk_norm) {
-      vector(b + "attn_q_norm.weight", l.q_norm, hd);
-      vector(b + "attn_k_norm.weight", l.k_norm, hd);
-    }
-    vector(b + "ffn_norm.weight", l.post_attention_layernorm, H);
-    matrix(b + "ffn_gate.weight", l.gate_proj, I, H);
-    matrix(b + "ffn_up.weight", l.up_proj, I, H);
-    matrix(b + "ffn_down.weight", l.down_proj, H, I);
-    if (c.mlp_bias) {
-      vector(b + "ffn_gate.bias", l.gate_bias, I);
-      vector(b + "ffn_up.bias", l.up_bias, I);
-      vector(b + "ffn_down.bias", l.down_bias, H);
-    }
-    if (a.interleaved_rope) {
-      undo_rope_interleave(l.q_proj, c.num_attention_heads, c.head_dim);
-      undo_rope_interleave(l.q_bias, c.num_attention_heads, c.head_dim);
-      undo_rope_interleave(l.k_proj, c.num_key_value_heads, c.head_dim);
-      undo_rope_interleave(l.k_bias, c.num_key_value_heads, c.head_dim);
-    }
-  }
-  vector("output_norm.weight", w.norm, H);
-  if (!c.tie_word_embeddings) matrix("output.weight", w.lm_head, V, H);
-  check_checkpoint_weights(c, w, file);
-  return model;
+std::string gguf_tensor_name(const std::string& hf_name) {
+  static const std::pair<const char*, const char*> kModel[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+  };
+  static const std::pair<const char*, const char*> kLayer[] = {
+      {"input_layernorm", "attn_norm"},      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},        {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
+      {"self_attn.k_norm", "attn_k_norm"},   {"post_attention_layernorm", "ffn_norm"}, {"mlp.gate_proj", "ffn_gate"},
+      {"mlp.up_proj", "ffn_up"},             {"mlp.down_proj", "ffn_down"},
+  };
+  for (const auto& [hf, gguf] : kModel)
+    if (hf_name == hf) return gguf;
+  const std::string layers = "model.layers.";
+  if (hf_name.compare(0, layers.size(), layers) != 0) return "";
+  const std::size_t dot = hf_name.find('.', layers.size());
+  if (dot == std::string::npos) return "";
+  const std::string index = hf_name.substr(layers.size(), dot - layers.size());
+  const std::string rest = hf_name.substr(dot + 1);  // "mlp.up_proj.weight"
+  const std::size_t last = rest.rfind('.');
+  if (last == std::string::npos) return "";
+  const std::string module = rest.substr(0, last), kind = rest.substr(last + 1);
+  for (const auto& [hf, gguf] : kLayer)
+    if (module == hf) return "blk." + index + "." + gguf + "." + kind;
+  return "";
 }
 
 }  // namespace specdec

@@ -16,6 +16,7 @@
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/fingerprint.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/gguf_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/io/json_input.hpp"
@@ -231,36 +232,22 @@ ModelConfig load_checkpoint_config(const fs::path& path) {
 }
 
 LlamaModel load_llama_checkpoint(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("checkpoint '" + path.string() + "' does not exist");
-  if (is_gguf_file(path)) return load_gguf_checkpoint(path);
+  const CheckpointReader reader(path);
   LlamaModel model;
-  model.config = load_checkpoint_config(path);
+  model.config = reader.config();
   const ModelConfig& c = model.config;
-  const TensorStore store(path);
-
-  // ForCausalLM checkpoints prefix the decoder with "model."; a bare LlamaModel does not.
-  const std::string prefix =
-      !store.has("model.embed_tokens.weight") && store.has("embed_tokens.weight") ? "" : "model.";
-  // Each layer holds several tensors: a num_hidden_layers beyond the file's tensors is refused
-  // before anything is sized by it.
-  if (static_cast<std::size_t>(c.num_hidden_layers) > store.names().size()) {
-    throw Error("checkpoint '" + path.string() + "': config.json has num_hidden_layers " + std::to_string(c.num_hidden_layers) +
-                " but the weights hold only " + std::to_string(store.names().size()) + " tensors");
-  }
   model.weights.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
-  for (const Slot& s : checkpoint_slots(c, model.weights, prefix)) {
-    if (!store.has(s.name)) {
-      std::string hint;
-      if (s.name == "lm_head.weight") hint = " (config.json has tie_word_embeddings false)";
-      throw Error("checkpoint '" + path.string() + "': missing tensor '" + s.name + "'" + hint);
-    }
+  for (const Slot& s : checkpoint_slots(c, model.weights, "model.")) {
+    // A missing lm_head says why it was looked for.
+    reader.check_shape(s.name, s.rows, s.m ? s.cols : 0,
+                       s.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : "");
     if (s.m) {
-      *s.m = store.matrix(s.name, s.rows, s.cols);
+      *s.m = reader.matrix(s.name, s.rows, s.cols);
     } else {
-      *s.v = store.vector(s.name, s.rows);
+      *s.v = reader.vector(s.name, s.rows);
     }
   }
+  check_checkpoint_weights(c, model.weights, path.string());
   return model;
 }
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "reference/core/error.hpp"
+#include "reference/io/mapped_pages.hpp"
 #include "reference/core/half.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_input.hpp"
@@ -311,13 +312,24 @@ std::span<const std::byte> SafetensorsFile::raw(const std::string& name) const {
 }
 
 std::vector<float> SafetensorsFile::floats(const std::string& name) const {
+  std::vector<float> out(static_cast<std::size_t>(info(name).numel()));
+  floats_into(name, 0, out);
+  return out;
+}
+
+void SafetensorsFile::floats_into(const std::string& name, uint64_t first, std::span<float> out_span) const {
   const TensorInfo& t = info(name);
-  const std::byte* p = raw(name).data();
-  const std::size_t n = static_cast<std::size_t>(t.numel());
-  std::vector<float> out(n);
+  const uint64_t numel = static_cast<uint64_t>(t.numel());
+  if (first > numel || out_span.size() > numel - first) {
+    throw Error(path_.string() + ": tensor '" + name + "' has " + std::to_string(numel) + " elements; elements [" +
+                std::to_string(first) + ", " + std::to_string(first + out_span.size()) + ") were asked for");
+  }
+  const std::size_t n = out_span.size();
+  float* out = out_span.data();
+  const std::byte* p = raw(name).data() + first * dtype_size(t.dtype);
   switch (t.dtype) {
     case Dtype::F32:
-      if (n) std::memcpy(out.data(), p, n * 4);
+      if (n) std::memcpy(out, p, n * 4);
       break;
     case Dtype::F16:
       for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(load<uint16_t>(p + 2 * i));
@@ -341,7 +353,13 @@ std::vector<float> SafetensorsFile::floats(const std::string& name) const {
       throw Error(path_.string() + ": tensor '" + name + "' has dtype " + dtype_name(t.dtype) +
                   ", expected a floating-point dtype (F32, F16, BF16, F64, F8_E5M2, F8_E4M3)");
   }
-  return out;
+}
+
+void SafetensorsFile::release(const std::string& name) const noexcept {
+  const auto it = index_.find(name);
+  if (it == index_.end() || map_ == nullptr) return;
+  const TensorInfo& t = tensors_[it->second];
+  release_mapped_pages(map_ + data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin));
 }
 
 std::vector<int64_t> SafetensorsFile::int64s(const std::string& name) const {

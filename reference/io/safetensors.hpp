@@ -58,6 +58,10 @@ class SafetensorsFile {
 
   // The tensor's elements converted to float32 (from F32, F16, BF16, F64, F8_E5M2, F8_E4M3).
   std::vector<float> floats(const std::string& name) const;
+  // Elements [first, first + out.size()) of the tensor, converted as floats() does, into out.
+  void floats_into(const std::string& name, uint64_t first, std::span<float> out) const;
+  // Gives back the resident pages of the tensor's bytes (mapped_pages.hpp); later reads still work.
+  void release(const std::string& name) const noexcept;
   // The tensor's elements converted to int64 (from BOOL, U8, I8, I16, U16, I32, U32, I64, U64;
   // a U64 value beyond the int64 range is an error).
   std::vector<int64_t> int64s(const std::string& name) const;

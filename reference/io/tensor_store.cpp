@@ -112,9 +112,9 @@ void TensorStore::check_shape(const std::string& name, const std::vector<int64_t
 
 Matrix TensorStore::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   check_shape(name, {rows, cols});
-  const std::vector<float> v = file(name).floats(name);
-  Matrix m(rows, cols);
-  if (!v.empty()) std::memcpy(m.data(), v.data(), v.size() * sizeof(float));
+  Matrix m(rows, cols);  // row-major (tensor.hpp): converted straight into place
+  file(name).floats_into(name, 0, std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
+  release(name);
   return m;
 }
 
@@ -142,5 +142,14 @@ std::vector<int64_t> TensorStore::int64s(const std::string& name, int64_t n) con
 }
 
 std::vector<float> TensorStore::floats(const std::string& name) const { return file(name).floats(name); }
+
+void TensorStore::floats_into(const std::string& name, uint64_t first, std::span<float> out) const {
+  file(name).floats_into(name, first, out);
+}
+
+void TensorStore::release(const std::string& name) const noexcept {
+  const auto it = where_.find(name);
+  if (it != where_.end()) files_[it->second].release(name);
+}
 
 }  // namespace specdec

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ class TensorStore {
   std::vector<int64_t> int64s(const std::string& name, int64_t n) const;
   // Any float tensor, flattened, without a shape check (see info() for the shape).
   std::vector<float> floats(const std::string& name) const;
+  // Elements [first, first + out.size()) of a float tensor, flattened, into out.
+  void floats_into(const std::string& name, uint64_t first, std::span<float> out) const;
+  // Gives back the resident pages of the tensor's bytes in its mapped file.
+  void release(const std::string& name) const noexcept;
 
  private:
   const SafetensorsFile& file(const std::string& name) const;

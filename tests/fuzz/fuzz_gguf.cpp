@@ -5,6 +5,7 @@
 
 #include "reference/io/gguf.hpp"
 #include "reference/io/gguf_checkpoint.hpp"
+#include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/model_config.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 #include "text/gguf_tokenizer.hpp"
@@ -29,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       specdec::fuzz::expect_clean("fuzz_gguf", [&] { (void)f.floats(t.name); });
     }
     specdec::fuzz::expect_clean("fuzz_gguf", [&] { (void)specdec::parse_model_config(specdec::gguf_hf_config(f), path.string()); });
-    specdec::fuzz::expect_clean("fuzz_gguf", [&] { (void)specdec::load_gguf_checkpoint(path); });
+    specdec::fuzz::expect_clean("fuzz_gguf", [&] { (void)specdec::load_llama_checkpoint(path); });
     specdec::fuzz::expect_clean("fuzz_gguf", [&] {
       const specdec::text::RegexTimeBudget regex_time(std::chrono::milliseconds(100));
       const auto t = specdec::text::load_gguf_tokenizer(f);
