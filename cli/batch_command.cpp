@@ -130,7 +130,7 @@ std::vector<PromptItem> load_prompt_items(const DecodeArgs& a, const BatchArgs& 
 
 void print_summary(std::ostream& out, const json& s, const LoadedModel& m, const DecodeArgs& a, const std::string& source,
                    std::size_t prompt_count, const std::string& out_path) {
-  const ModelConfig& c = m.model->config();
+  const ModelConfig& c = m.config;
   const json& t = s["timing"];
   out << "model      " << m.path << " (" << c.architecture << ", " << parameter_count(c) / 1e6 << "M parameters, "
       << m.stored_dtype << ")\n";
@@ -272,7 +272,7 @@ int run_batch(const std::vector<std::string>& args, CommandIO& io) {
   setup.concurrency = o.concurrency;
   setup.rate = b.rate;
   json summary = batch_summary_json(result, setup);
-  summary["model_fingerprint"] = m.fingerprint;
+  summary["model_fingerprint"] = m.fingerprint();
   summary["prompts"] = {{"source", source}, {"count", items.size()}};
   if (a.json) {
     io.out << summary.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";

@@ -116,7 +116,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
 
-  const ModelConfig& c = job.target.model->config();
+  const ModelConfig& c = job.target.config;
   io.out << "model    " << job.target.path << " (" << parameter_count(c) / 1e6 << "M parameters), "
          << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
   if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";

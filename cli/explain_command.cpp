@@ -335,7 +335,7 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   run.method_json = method_json(a).dump();
   run.shape = a.method.tree == "chain" ? "chain" : "tree";
   run.max_new_tokens = options.max_new_tokens;
-  const ModelConfig& config = m.model->config();
+  const ModelConfig& config = m.config;
   ExplainRecorder recorder(run, sampling, options.sequence, [&config](int32_t t) { return config.is_eos(t); });
   TextView view(io.out, style, tt, run);
   recorder.on_prompt = [&] { view.prompt(); };

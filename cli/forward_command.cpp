@@ -158,7 +158,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
   apply_threads(a.threads);
   const LoadedModel m = load_model(a.model, a.backend);
   const std::vector<int32_t> tokens = prompt_tokens(a, m);
-  const ModelConfig& c = m.model->config();
+  const ModelConfig& c = m.config;
   const int T = static_cast<int>(tokens.size()), L = c.num_hidden_layers, H = c.hidden_size;
   if (T > c.max_position_embeddings) {
     throw Error("the prompt holds " + std::to_string(T) + " tokens, beyond max_position_embeddings " +
@@ -168,7 +168,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
   // The head is loaded (and checked against the target) before any forward runs.
   std::optional<EagleHead> head;
   if (!a.drafter.empty()) {
-    head.emplace(load_eagle_head(a.drafter, *m.model));
+    head.emplace(load_eagle_head(a.drafter, m.reference()));
     if (a.backend != "reference") head.emplace(bind_head(a.backend, *head));
   }
 
@@ -192,7 +192,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
     h5::File f = h5::File::create_in_memory(out);
     f.write_attribute("description", "specdec forward: one causal forward pass over /tokens");
     f.write_attribute("model", a.model);
-    f.write_attribute("model_fingerprint", m.fingerprint);
+    f.write_attribute("model_fingerprint", m.fingerprint());
     f.write_attribute("architecture", c.architecture);
     f.write_attribute("stored_dtype", m.stored_dtype);
     f.write_attribute("backend", a.backend);

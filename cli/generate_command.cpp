@@ -95,7 +95,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
     throw Error("--forced-acceptance decides which drafts are accepted; it needs a speculative --method, not " + a.method.name);
   if (stream && a.json) throw Error("--stream prints text as it comes; it cannot be combined with --json");
   if (stream && !m.tokenizer) throw Error("--stream needs a tokenizer, and " + m.path + " has none (tokenizer.json, tokenizer.model or vocab.json)");
-  const ModelConfig& c = m.model->config();
+  const ModelConfig& c = m.config;
   const auto print_header = [&] {
     io.out << "model    " << m.path << " (" << c.architecture << ", " << parameter_count(c) / 1e6 << "M parameters, "
            << m.stored_dtype << ")\n";
@@ -133,7 +133,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
   if (a.json) {
     nlohmann::json j = {
         {"model", m.path},
-        {"model_fingerprint", m.fingerprint},
+        {"model_fingerprint", m.fingerprint()},
         {"backend", a.backend},
         {"method", method_json(a)},
         {"sampling", sampling},

@@ -41,7 +41,7 @@ ProposerFactory BatchedMethods::factory(const std::vector<std::size_t>& lane_of_
     if (!lane.drafter) return nullptr;
     const BatchRequest& r = requests[index];
     const int capacity = checked_capacity(r.prompt.size(), r.max_new_tokens, 1,
-                                          target_.model->config().max_position_embeddings);
+                                          target_.config.max_position_embeddings);
     const LanguageModel* draft_lm = lane.drafter->draft_lm() ? &gather.wrap(*lane.drafter->draft_lm()) : nullptr;
     const EagleHead* head = lane.drafter->head ? &gather.wrap(*lane.drafter->head) : nullptr;
     return make_proposer(lane.args, target_, lane.drafter, capacity, draft_lm, head);

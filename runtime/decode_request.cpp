@@ -4,6 +4,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/core/input_limits.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/fingerprint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
@@ -17,18 +18,42 @@ LoadedModel load_model(const std::string& path, const std::string& backend) {
   LoadedModel m;
   m.path = path;
   m.backend = backend;
-  LlamaModel loaded = load_llama_checkpoint(path);
-  m.stored_dtype = loaded.config.torch_dtype;
-  m.fingerprint = weights_fingerprint(loaded.weights);
-  m.model = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
-  if (backend != "reference") m.backend_model = load_backend(backend, path);
-  m.tokenizer = text::load_tokenizer(path, m.model->config().bos_token_id);
-  if (m.tokenizer && m.tokenizer->size() > m.model->config().vocab_size) {
+  if (backend == "reference") {
+    LlamaModel loaded = load_llama_checkpoint(path);
+    m.config = loaded.config;
+    m.model_ = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
+  } else {
+    m.config = load_checkpoint_config(path);
+    m.backend_model = load_backend(backend, path);
+  }
+  m.stored_dtype = m.config.torch_dtype;
+  m.tokenizer = text::load_tokenizer(path, m.config.bos_token_id);
+  if (m.tokenizer && m.tokenizer->size() > m.config.vocab_size) {
     throw Error(m.tokenizer->description() + " has token ids up to " + std::to_string(m.tokenizer->size() - 1) +
-                ", but the model's config has vocab_size " + std::to_string(m.model->config().vocab_size) +
+                ", but the model's config has vocab_size " + std::to_string(m.config.vocab_size) +
                 ": the tokenizer and the model do not belong together");
   }
   return m;
+}
+
+const Transformer& LoadedModel::reference() const {
+  if (!model_) {
+    LlamaModel loaded = load_llama_checkpoint(path);
+    model_ = std::make_unique<Transformer>(std::move(loaded.config), std::move(loaded.weights));
+  }
+  return *model_;
+}
+
+std::unique_ptr<Transformer> LoadedModel::take_reference() {
+  (void)reference();
+  if (fingerprint_.empty()) fingerprint_ = weights_fingerprint(model_->weights());
+  return std::move(model_);
+}
+
+const std::string& LoadedModel::fingerprint() const {
+  if (fingerprint_.empty())
+    fingerprint_ = model_ ? weights_fingerprint(model_->weights()) : weights_fingerprint(CheckpointReader(path));
+  return fingerprint_;
 }
 
 std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m) {
@@ -45,8 +70,8 @@ std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used == 0 || used != item.size() || v < 0 || v >= m.model->config().vocab_size) {
-        throw Error("--prompt-ids: '" + item + "' is not a token id in [0, " + std::to_string(m.model->config().vocab_size) + ")");
+      if (used == 0 || used != item.size() || v < 0 || v >= m.config.vocab_size) {
+        throw Error("--prompt-ids: '" + item + "' is not a token id in [0, " + std::to_string(m.config.vocab_size) + ")");
       }
       ids.push_back(static_cast<int32_t>(v));
     }

@@ -45,23 +45,41 @@ struct DecodeArgs {
   bool json = false;
 };
 
-// A checkpoint loaded for decoding. `model` is always the reference Transformer: its config, and
-// the weights EAGLE heads bind to (embeddings, LM head). Target forwards go to forward_model(),
-// the backend chosen with --backend (the reference itself unless another one was loaded).
+struct LoadedModel;
+// Loads the checkpoint at `path` into `backend` (the reference Transformer for "reference").
+// Throws specdec::Error for an unknown or unavailable backend before reading.
+LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
+
+// A checkpoint loaded for decoding. Target forwards go to forward_model(): the backend chosen with
+// --backend. The reference Transformer (fp32 weights) is loaded only where something needs it —
+// the reference backend itself, and EAGLE-family and MTP heads, which bind to the target's
+// embeddings and LM head — by reference() on first use, so a run on another backend holds only
+// that backend's weights. The fingerprint (of the fp32 weights, fingerprint.hpp) is likewise
+// computed on first use, streamed from the checkpoint when the reference is not loaded.
 struct LoadedModel {
   std::string path;
-  std::unique_ptr<Transformer> model;
+  ModelConfig config;
   std::string backend = "reference";
   std::unique_ptr<LanguageModel> backend_model;  // null for the reference backend
   std::shared_ptr<const text::Tokenizer> tokenizer;  // null: prompts and outputs as token ids
-  std::string fingerprint;
   std::string stored_dtype;
 
-  const LanguageModel& forward_model() const { return backend_model ? *backend_model : *model; }
+  // The reference Transformer, loaded on first use (one thread at a time).
+  const Transformer& reference() const;
+  // Moves the reference out (loading it first): a draft LM on the reference backend.
+  std::unique_ptr<Transformer> take_reference();
+  bool reference_loaded() const { return model_ != nullptr; }
+  const std::string& fingerprint() const;
+  const LanguageModel& forward_model() const {
+    if (backend_model) return *backend_model;
+    return reference();
+  }
+
+ private:
+  mutable std::unique_ptr<Transformer> model_;
+  mutable std::string fingerprint_;
+  friend LoadedModel load_model(const std::string& path, const std::string& backend);
 };
-// Loads the checkpoint at `path` into the reference and, unless `backend` is "reference", into
-// that backend too. Throws specdec::Error for an unknown or unavailable backend before reading.
-LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
 
 // The prompt as token ids: --prompt-ids "1,2,3" (as given) or --prompt TEXT (encoded by the
 // checkpoint's tokenizer with what it adds around a prompt, typically BOS).

@@ -117,14 +117,14 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   if (need.kind == DrafterNeed::Kind::context) return d;  // no checkpoint: the drafter is the token history
   if (need.kind == DrafterNeed::Kind::language_model) {
     LoadedModel m = load_model(a.drafter, a.backend);
-    d.fingerprint = m.fingerprint;
-    d.config_json = model_config_to_json(m.model->config()).dump();
-    d.model = std::move(m.model);
+    d.fingerprint = m.fingerprint();
+    d.config_json = model_config_to_json(m.config).dump();
+    if (!m.backend_model) d.model = m.take_reference();
     d.backend_model = std::move(m.backend_model);
     return d;
   }
   if (need.kind == DrafterNeed::Kind::medusa_heads) {
-    d.medusa = std::make_unique<MedusaHeads>(load_medusa_heads(a.drafter, target.model->config()));
+    d.medusa = std::make_unique<MedusaHeads>(load_medusa_heads(a.drafter, target.config));
     if (a.backend != "reference") d.medusa = std::make_unique<MedusaHeads>(bind_medusa(a.backend, *d.medusa));
     d.fingerprint = medusa_heads_fingerprint(*d.medusa);
     d.config_json = medusa_config_to_json(d.medusa->config()).dump();
@@ -132,7 +132,7 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   }
   if (need.kind == DrafterNeed::Kind::eagle_head && need.head == EagleKind::mtp) {
     // Every module of the checkpoint: module 0 drafts first, the others follow (mtp.cpp).
-    std::vector<EagleHead> modules = load_mtp_modules(a.drafter, *target.model);
+    std::vector<EagleHead> modules = load_mtp_modules(a.drafter, target.reference());
     for (EagleHead& m : modules) {
       auto bound = std::make_unique<EagleHead>(a.backend != "reference" ? bind_head(a.backend, m) : std::move(m));
       if (!d.head) {
@@ -147,18 +147,18 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
       h.update(f.data(), f.size());
     }
     d.fingerprint = d.extra_modules.empty() ? eagle_head_fingerprint(*d.head) : h.str();
-    d.config_json = mtp_config_to_json(d.head->config(), target.model->config().architecture).dump();
+    d.config_json = mtp_config_to_json(d.head->config(), target.config.architecture).dump();
     return d;
   }
-  d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, *target.model));
+  d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, target.reference()));
   if (d.head->config().kind != need.head) {
     throw Error(a.drafter + " holds an " + eagle_kind_name(d.head->config().kind) + " head; --method " + a.method.name +
                 " needs an " + eagle_kind_name(need.head) + " head");
   }
   if (a.backend != "reference") d.head = std::make_unique<EagleHead>(bind_head(a.backend, *d.head));
   d.fingerprint = eagle_head_fingerprint(*d.head);
-  d.config_json = eagle_config_to_json(d.head->config(), target.model->config().num_hidden_layers,
-                                       target.model->config().architecture)
+  d.config_json = eagle_config_to_json(d.head->config(), target.config.num_hidden_layers,
+                                       target.config.architecture)
                       .dump();
   return d;
 }
@@ -170,7 +170,7 @@ std::unique_ptr<Proposer> make_proposer(const DecodeArgs& a, const LoadedModel& 
   if (!method_entry(a.method.name).make_proposer) return nullptr;
   if (!drafter) throw Error("--method " + a.method.name + ": no drafter was loaded");
   ProposerInputs in;
-  in.target = &target.model->config();
+  in.target = &target.config;
   in.draft_lm = draft_lm ? draft_lm : drafter->draft_lm();
   in.head = head ? head : drafter->head.get();
   for (const auto& m : drafter->extra_modules) in.extra_modules.push_back(m.get());
@@ -200,7 +200,7 @@ GenerationResult run_method(const DecodeArgs& a, const LoadedModel& target, cons
   }
   const std::unique_ptr<TokenAcceptor> default_rule = acceptor ? nullptr : default_acceptor(sampling);
   if (!acceptor) acceptor = default_rule.get();
-  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
+  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.config.max_position_embeddings);
   const std::unique_ptr<Proposer> proposer = make_proposer(a, target, drafter, capacity);
   const std::unique_ptr<SpeculationPolicy> policy = make_policy(a.policy);
   SpeculationControl control = speculation_control(a, policy.get());

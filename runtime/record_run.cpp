@@ -42,7 +42,7 @@ TraceMeta record_meta(const DecodeArgs& a, const GenerationOptions& options, con
   if (!a.fallback_method.empty()) config["fallback"] = method_json(fallback_args(a));
   if (!a.drafter_fault.empty()) config["drafter_fault"] = a.drafter_fault;
   meta.config_json = config.dump();
-  meta.models["target"] = ModelInfo{m.path, m.fingerprint, model_config_to_json(m.model->config()).dump()};
+  meta.models["target"] = ModelInfo{m.path, m.fingerprint(), model_config_to_json(m.config).dump()};
   // A draft-free method (n-gram lookup, suffix decoding) has a drafter without a model: no "drafter" role.
   if (drafter && method_entry(a.method.name).drafter.loads_checkpoint()) {
     meta.models["drafter"] = ModelInfo{drafter->path, drafter->fingerprint, drafter->config_json};

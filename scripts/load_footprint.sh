@@ -4,8 +4,9 @@
 # under /usr/bin/time -v (twice: the first run warms the page cache, the second is reported) and
 # prints one row: the weights' in-memory size (the reference holds fp32; the cpu backend the stored
 # precision, BF16/F16 or else fp32), the peak RSS and its ratio to that size, the wall time of
-# loading plus one token, and the weight file's bytes over that time. The KV cache of 4 positions
-# is negligible beside the weights.
+# loading plus one token, and over that time the weight file's bytes and the weights' in-memory
+# bytes (a rate of loading from the page cache). The KV cache of 4 positions is negligible beside
+# the weights.
 #
 # Usage: scripts/load_footprint.sh [--specdec BIN] [--backends reference,cpu] MODEL...
 #   MODEL: a checkpoint directory, a .safetensors file or a GGUF file.
@@ -29,7 +30,7 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '%-28s %-9s %8s %11s %10s %6s %8s %9s\n' model backend params "weights MB" "peak MB" ratio "wall s" "file GB/s"
+printf '%-28s %-9s %8s %11s %10s %6s %8s %9s %12s\n' model backend params "weights MB" "peak MB" ratio "wall s" "file GB/s" "weights GB/s"
 for m in "${models[@]}"; do
   [ -e "$m" ] || { echo "load_footprint: $m does not exist" >&2; exit 2; }
   "$bin" inspect "$m" --json > "$tmp/inspect.json"
@@ -52,7 +53,7 @@ for m in "${models[@]}"; do
            awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 60 + $2 }')
     awk -v n="$name" -v b="$b" -v p="$params" -v bp="$bytes_per" -v r="$rss_kb" -v w="$wall" -v f="$file_bytes" 'BEGIN {
       wmb = p * bp / 1e6; pmb = r * 1024 / 1e6
-      printf "%-28s %-9s %7.0fM %11.0f %10.0f %6.2f %8.2f %9.2f\n", substr(n, 1, 28), b, p / 1e6, wmb, pmb, pmb / wmb, w, f / 1e9 / w
+      printf "%-28s %-9s %7.0fM %11.0f %10.0f %6.2f %8.2f %9.2f %12.2f\n", substr(n, 1, 28), b, p / 1e6, wmb, pmb, pmb / wmb, w, f / 1e9 / w, wmb / 1e3 / w
     }'
   done
 done

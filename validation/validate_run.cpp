@@ -34,7 +34,7 @@ struct TargetCache {
     return *reference;
   }
   const LanguageModel* target_on(const std::string& backend) {
-    if (backend == "reference") return reference->model.get();
+    if (backend == "reference") return &reference->reference();
     auto& slot = backends[backend];
     if (!slot) slot = load_backend(backend, path);
     return slot.get();
@@ -130,7 +130,7 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
                     " has fingerprint " + fingerprint + " (another model, or other weights)");
       }
     };
-    check("target", a.model, target.fingerprint);
+    check("target", a.model, target.fingerprint());
     // A draft-free method's drafter is the token history: no checkpoint, nothing to fingerprint.
     if (drafter && !r.force_drafts && method_entry(a.method.name).drafter.loads_checkpoint()) {
       check("drafter", drafter->path, drafter->fingerprint);
@@ -162,7 +162,7 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
   setup.prompt = prompt;
   setup.sampling = sampling;
   setup.options = options;
-  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.model->config().max_position_embeddings);
+  const int capacity = checked_capacity(prompt.size(), options.max_new_tokens, 1, target.config.max_position_embeddings);
   // A draft-free method (n-gram lookup, suffix decoding): its rule, made afresh for every run with
   // a run state of its own (suffix decoding's earlier responses), so that every run — the live
   // one, a rerun after a near-tie, the check of a candidate's drafts — drafts from the same state.
@@ -174,7 +174,7 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
                                 std::dynamic_pointer_cast<SuffixResponses>(entry.make_run_state(a.method.normalized()));
   auto rule_proposer = [&a, &target, &entry, capacity, batch, trace, shares_responses]() -> std::unique_ptr<Proposer> {
     ProposerInputs in;
-    in.target = &target.model->config();
+    in.target = &target.config;
     in.capacity = capacity;
     if (!shares_responses) return make_method_proposer(a.method, in);
     const auto shared = std::dynamic_pointer_cast<SuffixResponses>(entry.make_run_state(a.method.normalized()));
@@ -208,7 +208,7 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
   }
   out.json = to_json(out.report);
   out.json["model"] = a.model;
-  out.json["model_fingerprint"] = target.fingerprint;
+  out.json["model_fingerprint"] = target.fingerprint();
   out.json["method_config"] = method_json(a);
   out.json["sampling"] = sampling;
   out.json["prompt_tokens"] = prompt;

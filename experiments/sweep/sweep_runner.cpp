@@ -168,14 +168,14 @@ class ModelCache {
   // The fingerprints of the rows already in --out: checkpoints loaded now and later must match them.
   void expect(Fingerprints known) {
     known_ = std::move(known);
-    for (const auto& [backend, m] : targets_) check(target_key(backend), model_, m.fingerprint);
+    for (const auto& [backend, m] : targets_) check(target_key(backend), model_, m.fingerprint());
     for (const auto& [k, d] : drafters_) check(drafter_key(std::get<0>(k), std::get<1>(k), std::get<2>(k)), d.path, d.fingerprint);
   }
   const LoadedModel& target(const std::string& backend) {
     auto it = targets_.find(backend);
     if (it == targets_.end()) {
       it = targets_.emplace(backend, load_model(model_, backend)).first;
-      check(target_key(backend), model_, it->second.fingerprint);
+      check(target_key(backend), model_, it->second.fingerprint());
     }
     return it->second;
   }
@@ -242,7 +242,7 @@ json result_row(const SweepSpec& spec, int64_t run, const DecodeArgs& a, std::si
   const json config = c.to_json();
   for (const auto& [k, v] : config.items()) row[k] = v;
   row["policy"] = c.policy.label();  // the label ("fixed", "trtllm,window=8,..."); the manifest's cell holds the object
-  row["model_fingerprint"] = target.fingerprint;
+  row["model_fingerprint"] = target.fingerprint();
   if (drafter) row["drafter_fingerprint"] = drafter->fingerprint;
   if (lib) {
     try {
@@ -474,7 +474,7 @@ void check_every_cell(const SweepSpec& spec, ModelCache& cache) {
     const LoadedModel& target = named(cell, [&]() -> const LoadedModel& { return cache.target(a.backend); });
     // The positions a run needs: the longest prompt, max_new_tokens, and the draft slots below.
     const int capacity =
-        named(at_prompt, [&] { return checked_capacity(longest, a.max_new_tokens, 1, target.model->config().max_position_embeddings); });
+        named(at_prompt, [&] { return checked_capacity(longest, a.max_new_tokens, 1, target.config.max_position_embeddings); });
     std::optional<LoadedDrafter> context_drafter;  // draft-free methods: what run_method makes per run
     std::unique_ptr<Proposer> proposer;            // (destroyed before what it drafts from)
     named(cell, [&] {

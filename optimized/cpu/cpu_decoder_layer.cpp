@@ -1,5 +1,7 @@
 #include "optimized/cpu/cpu_decoder_layer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "optimized/cpu/cpu_attention.hpp"
@@ -32,24 +34,54 @@ std::size_t PackedLayer::bytes() const {
   return b;
 }
 
-PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix) {
+PackedLayer pack_layer(const LayerShape& d, const LayerRows& rows, const LayerWeights& w, Dtype precision,
+                       const std::string& prefix) {
+  using M = LayerMatrix;
+  auto of = [&rows](M which) {
+    return [&rows, which](int64_t first, int64_t n, float* out) { rows(which, first, n, out); };
+  };
   PackedLayer pl;
   pl.input_norm = to_vector(w.input_layernorm);
   pl.post_norm = to_vector(w.post_attention_layernorm);
-  Matrix qkv(w.q_proj.rows() + w.k_proj.rows() + w.v_proj.rows(), w.q_proj.cols());
-  qkv << w.q_proj, w.k_proj, w.v_proj;
-  pl.qkv = PackedMatrix(qkv, precision, prefix + "self_attn.{q,k,v}_proj.weight");
+  // q, k and v stacked: packed rows [0, q) are q_proj's, then k_proj's, then v_proj's.
+  pl.qkv = PackedMatrix(d.q + 2 * d.kv, d.in, precision, prefix + "self_attn.{q,k,v}_proj.weight",
+                        [&](int64_t first, int64_t n, float* out) {
+                          const int64_t ends[3] = {d.q, d.q + d.kv, d.q + 2 * d.kv};
+                          const M part[3] = {M::q_proj, M::k_proj, M::v_proj};
+                          for (int p = 0, start = 0; p < 3; start = static_cast<int>(ends[p]), ++p) {
+                            const int64_t lo = std::max<int64_t>(first, start), hi = std::min(first + n, ends[p]);
+                            if (lo < hi) rows(part[p], lo - start, hi - lo, out + (lo - first) * d.in);
+                          }
+                        });
   pl.qkv_bias = qkv_bias(w);
   pl.q_norm = to_vector(w.q_norm);
   pl.k_norm = to_vector(w.k_norm);
-  pl.o = PackedMatrix(w.o_proj, precision, prefix + "self_attn.o_proj.weight");
+  pl.o = PackedMatrix(d.hidden, d.q, precision, prefix + "self_attn.o_proj.weight", of(M::o_proj));
   pl.o_bias = to_vector(w.o_bias);
-  pl.gate_up = pack_gate_up(w.gate_proj, w.up_proj, precision, prefix + "mlp.{gate,up}_proj.weight");
+  pl.gate_up = pack_gate_up(d.intermediate, d.hidden, of(M::gate_proj), of(M::up_proj), precision,
+                            prefix + "mlp.{gate,up}_proj.weight");
   pl.gate_bias = to_vector(w.gate_bias);
   pl.up_bias = to_vector(w.up_bias);
-  pl.down = PackedMatrix(w.down_proj, precision, prefix + "mlp.down_proj.weight");
+  pl.down = PackedMatrix(d.hidden, d.intermediate, precision, prefix + "mlp.down_proj.weight", of(M::down_proj));
   pl.down_bias = to_vector(w.down_bias);
   return pl;
+}
+
+PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix) {
+  LayerShape d;
+  d.q = static_cast<int>(w.q_proj.rows());
+  d.kv = static_cast<int>(w.k_proj.rows());
+  d.in = static_cast<int>(w.q_proj.cols());
+  d.hidden = static_cast<int>(w.o_proj.rows());
+  d.intermediate = static_cast<int>(w.gate_proj.rows());
+  const std::array<const Matrix*, 7> m = layer_matrices(w);  // in LayerMatrix's order
+  return pack_layer(
+      d,
+      [&m](LayerMatrix which, int64_t first, int64_t n, float* out) {
+        const Matrix& x = *m[static_cast<std::size_t>(which)];
+        std::copy(x.data() + first * x.cols(), x.data() + (first + n) * x.cols(), out);
+      },
+      w, precision, prefix);
 }
 
 void rms_norm_rows(const float* x, float* y, int rows, int n, const std::vector<float>& w, double eps) {

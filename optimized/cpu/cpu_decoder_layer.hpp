@@ -4,6 +4,7 @@
 // differ from the residual stream (EAGLE-1 omits the input norm; EAGLE-3's first layer reads
 // concat(norm(emb), norm(h)) of width 2H while the residual stays h).
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "optimized/cpu/cpu_kv_cache.hpp"
@@ -37,8 +38,22 @@ struct PackedLayer {
 inline std::vector<float> to_vector(const Vector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
 inline const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
-// Packs `w` (shapes already checked) into `precision`; `prefix` names its tensors in errors
-// (e.g. "model.layers.3.").
+// A layer's matrices by role, and rows [first, first + n) of one of them ([out, in] as stored) as
+// fp32 into out.
+enum class LayerMatrix { q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj };
+using LayerRows = std::function<void(LayerMatrix which, int64_t first, int64_t n, float* out)>;
+// Rows of the matrices: q (q_proj), kv (k_proj, v_proj), hidden (o_proj, down_proj),
+// intermediate (gate_proj, up_proj); `in` is the width of the attention input (q/k/v's columns).
+struct LayerShape {
+  int q = 0, kv = 0, in = 0, hidden = 0, intermediate = 0;
+};
+
+// Packs a layer whose matrices come from `rows`, a chunk of rows at a time (about 1 MiB of fp32
+// beside the packed layer), and whose norms and biases are those of `vectors` (its matrices are
+// not read); `prefix` names its tensors in errors (e.g. "model.layers.3.").
+PackedLayer pack_layer(const LayerShape& shape, const LayerRows& rows, const LayerWeights& vectors, Dtype precision,
+                       const std::string& prefix);
+// The same for weights in memory (shapes already checked).
 PackedLayer pack_layer(const LayerWeights& w, Dtype precision, const std::string& prefix);
 
 // RMSNorm of each of `rows` rows of x (width n) into y, as the reference's ops::rms_norm.

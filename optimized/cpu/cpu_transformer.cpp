@@ -13,6 +13,7 @@
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
 #include "reference/model/argmax_rows.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/gguf.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/io/tensor_store.hpp"
@@ -65,6 +66,53 @@ CpuTransformer::CpuTransformer(ModelConfig config, const LlamaWeights& weights, 
   }
   m.norm = to_vector(weights.norm);
   if (!c.tie_word_embeddings) m.lm_head.emplace(weights.lm_head, precision, "lm_head.weight");
+  bytes += sizeof(float) * m.norm.size() + m.head().bytes() + static_cast<std::size_t>(c.hidden_size) * m.embed.element_size();
+  m.step_bytes = bytes;
+}
+
+CpuTransformer::CpuTransformer(const CheckpointReader& reader, Dtype precision) {
+  check_weight_precision(precision, "cpu backend, checkpoint '" + reader.path().string() + "'");
+  active_isa();
+  ModelConfig config = reader.config();
+  validate_model_config(config, reader.path().string());
+  impl_ = std::make_unique<Impl>(std::move(config), precision);
+  Impl& m = *impl_;
+  const ModelConfig& c = m.config;
+  // An embedding or LM head a chunk of rows at a time; its file pages given back after. Memory
+  // beside the packed model: one chunk of fp32 rows.
+  auto packed = [&](const std::string& name, const std::string& hint) {
+    reader.check_shape(name, c.vocab_size, c.hidden_size, hint);
+    PackedMatrix p(c.vocab_size, c.hidden_size, precision, name,
+                   [&](int64_t first, int64_t n, float* out) { reader.read_rows(name, first, n, out); });
+    reader.release(name);
+    return p;
+  };
+  m.embed = packed("model.embed_tokens.weight", "");
+  std::size_t bytes = 0;
+  LayerShape shape;
+  shape.q = c.q_dim();
+  shape.kv = c.kv_dim();
+  shape.in = shape.hidden = c.hidden_size;
+  shape.intermediate = c.intermediate_size;
+  static constexpr const char* kMatrix[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                            "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                            "mlp.down_proj.weight"};  // LayerMatrix's order
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    // Norms and biases read, matrix shapes checked; the matrices packed from the file's rows.
+    const LayerWeights vectors = load_layer_weights(reader, l, false);
+    PackedLayer pl = pack_layer(
+        shape,
+        [&](LayerMatrix which, int64_t first, int64_t n, float* out) {
+          reader.read_rows(prefix + kMatrix[static_cast<int>(which)], first, n, out);
+        },
+        vectors, precision, prefix);
+    for (const char* name : kMatrix) reader.release(prefix + name);
+    bytes += pl.bytes();
+    m.layers.push_back(std::move(pl));
+  }
+  m.norm = to_vector(reader.vector("model.norm.weight", c.hidden_size));
+  if (!c.tie_word_embeddings) m.lm_head.emplace(packed("lm_head.weight", " (config.json has tie_word_embeddings false)"));
   bytes += sizeof(float) * m.norm.size() + m.head().bytes() + static_cast<std::size_t>(c.hidden_size) * m.embed.element_size();
   m.step_bytes = bytes;
 }
@@ -273,8 +321,7 @@ std::unique_ptr<CpuTransformer> load_cpu_transformer(const std::filesystem::path
 
 std::unique_ptr<CpuTransformer> load_cpu_transformer(const std::filesystem::path& path, Dtype precision) {
   check_weight_precision(precision, "cpu backend, checkpoint '" + path.string() + "'");
-  LlamaModel model = load_llama_checkpoint(path);
-  return std::make_unique<CpuTransformer>(std::move(model.config), model.weights, precision);
+  return std::make_unique<CpuTransformer>(CheckpointReader(path), precision);
 }
 
 }  // namespace specdec::cpu

@@ -16,6 +16,10 @@
 #include "reference/model/language_model.hpp"
 #include "reference/model/weights.hpp"
 
+namespace specdec {
+class CheckpointReader;
+}
+
 namespace specdec::cpu {
 
 class CpuTransformer final : public LanguageModel {
@@ -25,6 +29,9 @@ class CpuTransformer final : public LanguageModel {
   // stay fp32 as given. Throws specdec::Error if the weights do not match the config, the precision
   // is unsupported, or a weight is beyond the F16 range.
   CpuTransformer(ModelConfig config, const LlamaWeights& weights, Dtype precision = Dtype::F32);
+  // The same straight from a checkpoint, tensor after tensor: a layer's fp32 weights or a chunk of
+  // an embedding's rows at a time beside the packed model, never the whole model in fp32.
+  CpuTransformer(const CheckpointReader& reader, Dtype precision);
   ~CpuTransformer() override;
 
   const ModelConfig& config() const override;

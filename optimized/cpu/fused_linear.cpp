@@ -69,15 +69,31 @@ void linear(const PackedMatrix& w, const float* bias, const float* x, std::size_
   });
 }
 
+PackedMatrix pack_gate_up(int I, int cols, const PackedMatrix::RowReader& gate, const PackedMatrix::RowReader& up,
+                          Dtype precision, const std::string& name) {
+  // Packed row r: block r / 4 holds features f0 = 2·(r / 4) and f0 + 1 (one at the end when I is
+  // odd); its first `pair` rows are their gate rows, the next `pair` their up rows.
+  return PackedMatrix(2 * I, cols, precision, name, [&](int64_t first, int64_t n, float* out) {
+    for (int64_t r = first; r < first + n; ++r) {
+      const int64_t f0 = r / 4 * 2, pair = std::min<int64_t>(2, I - f0), j = r % 4;
+      float* row = out + (r - first) * cols;
+      if (j < pair) {
+        gate(f0 + j, 1, row);
+      } else {
+        up(f0 + j - pair, 1, row);
+      }
+    }
+  });
+}
+
 PackedMatrix pack_gate_up(const Matrix& gate, const Matrix& up, Dtype precision, const std::string& name) {
-  const Eigen::Index I = gate.rows();
-  Matrix m(2 * I, gate.cols());
-  for (Eigen::Index f0 = 0; f0 < I; f0 += 2) {
-    const Eigen::Index pair = std::min<Eigen::Index>(2, I - f0);
-    m.middleRows(2 * f0, pair) = gate.middleRows(f0, pair);
-    m.middleRows(2 * f0 + pair, pair) = up.middleRows(f0, pair);
-  }
-  return PackedMatrix(m, precision, name);
+  const auto cols = gate.cols();
+  auto rows_of = [cols](const Matrix& m) {
+    return [&m, cols](int64_t first, int64_t n, float* out) {
+      std::copy(m.data() + first * cols, m.data() + (first + n) * cols, out);
+    };
+  };
+  return pack_gate_up(static_cast<int>(gate.rows()), static_cast<int>(cols), rows_of(gate), rows_of(up), precision, name);
 }
 
 void linear_swiglu(const PackedMatrix& gate_up, const float* gate_bias, const float* up_bias, const float* x,

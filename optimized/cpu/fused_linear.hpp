@@ -21,6 +21,9 @@ void linear(const PackedMatrix& w, const float* bias, const float* x, std::size_
 // Packs gate and up ([I, H] each) into one matrix whose blocks of four rows hold the gate and up
 // rows of two features (g_f, g_f+1, u_f, u_f+1), so one block yields finished SwiGLU outputs.
 PackedMatrix pack_gate_up(const Matrix& gate, const Matrix& up, Dtype precision, const std::string& name);
+// The same from row readers of gate and up (each [I, cols]), a chunk of packed rows at a time.
+PackedMatrix pack_gate_up(int I, int cols, const PackedMatrix::RowReader& gate, const PackedMatrix::RowReader& up,
+                          Dtype precision, const std::string& name);
 
 // act(t, f) = silu(g) · u with g = dot(x_t, gate_f) + bg_f, u = dot(x_t, up_f) + bu_f, exactly
 // the reference's swiglu(linear(x, gate), linear(x, up)). gate_up from pack_gate_up; biases (I)

@@ -5,6 +5,7 @@
 // reference computes with the same values held as floats.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,11 @@ class PackedMatrix {
   // Rounds every element of m ([rows, cols]) to `precision`. `name` is the tensor's name in error
   // messages: a finite value beyond the F16 range is refused rather than turned into infinity.
   PackedMatrix(const Matrix& m, Dtype precision, const std::string& name);
+  // Rows [first, first + n) of a [rows, cols] tensor as fp32, row-major, into out.
+  using RowReader = std::function<void(int64_t first, int64_t n, float* out)>;
+  // The same from a tensor read a chunk of rows at a time (about 1 MiB of fp32 beside the packed
+  // matrix, never the whole tensor).
+  PackedMatrix(int rows, int cols, Dtype precision, const std::string& name, const RowReader& read);
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }

@@ -177,7 +177,7 @@ std::shared_ptr<Model> load_model(const std::filesystem::path& fs_path, const st
 std::shared_ptr<Cache> new_cache(const std::shared_ptr<Model>& model, int capacity) {
   if (capacity < 1) throw Error("cache capacity must be >= 1 (got " + std::to_string(capacity) + ")");
   // A cache never holds more positions than the model has (and its size is allocated up front).
-  const int context = model->m.model->config().max_position_embeddings;
+  const int context = model->m.config.max_position_embeddings;
   if (capacity > context)
     throw Error("cache capacity " + std::to_string(capacity) + " is more than the model's context (max_position_embeddings " +
                 std::to_string(context) + ")");
@@ -191,7 +191,7 @@ std::shared_ptr<Cache> new_cache(const std::shared_ptr<Model>& model, int capaci
 py::object forward(const std::shared_ptr<Model>& model, const py::object& tokens_obj, const py::object& positions_obj,
                    const py::object& mask_obj, const std::shared_ptr<Cache>& cache_arg, bool hidden_states,
                    const py::object& logit_rows_obj) {
-  const ModelConfig& c = model->m.model->config();
+  const ModelConfig& c = model->m.config;
   ForwardRequest req;
   req.tokens = int_vector(tokens_obj, "tokens");
   const int T = static_cast<int>(req.tokens.size());
@@ -319,7 +319,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
     // and tensor names), else a draft language model.
     std::string head_error;
     try {
-      const EagleHead probe = load_eagle_head(path, *target->m.model);
+      const EagleHead probe = load_eagle_head(path, target->m.reference());
       method = method_for_head(probe.config().kind);
     } catch (const Error& e) {
       head_error = e.what();
@@ -365,7 +365,7 @@ struct MethodArgs {
 
 // The prompt: a string (encoded by the model's tokenizer, with what it adds before a prompt) or ids.
 std::vector<int32_t> prompt_ids(const Model& model, const py::object& prompt) {
-  const ModelConfig& c = model.m.model->config();
+  const ModelConfig& c = model.m.config;
   std::vector<int32_t> ids;
   if (py::isinstance<py::str>(prompt)) {
     if (!model.m.tokenizer) {
@@ -759,14 +759,14 @@ PYBIND11_MODULE(_core, mod) {
   py::class_<Model, std::shared_ptr<Model>>(mod, "Model", "A target checkpoint loaded by specdec.load_model")
       .def_property_readonly("path", [](const Model& m) { return m.m.path; })
       .def_property_readonly("backend", [](const Model& m) { return m.m.backend; })
-      .def_property_readonly("fingerprint", [](const Model& m) { return m.m.fingerprint; })
+      .def_property_readonly("fingerprint", [](const Model& m) { return m.m.fingerprint(); })
       .def_property_readonly("stored_dtype", [](const Model& m) { return m.m.stored_dtype; })
-      .def_property_readonly("config", [](const Model& m) { return json_to_python(model_config_to_json(m.m.model->config())); },
+      .def_property_readonly("config", [](const Model& m) { return json_to_python(model_config_to_json(m.m.config)); },
                              "config.json as specdec reads it (a dict)")
-      .def_property_readonly("vocab_size", [](const Model& m) { return m.m.model->config().vocab_size; })
-      .def_property_readonly("num_layers", [](const Model& m) { return m.m.model->config().num_hidden_layers; })
-      .def_property_readonly("hidden_size", [](const Model& m) { return m.m.model->config().hidden_size; })
-      .def_property_readonly("max_position_embeddings", [](const Model& m) { return m.m.model->config().max_position_embeddings; })
+      .def_property_readonly("vocab_size", [](const Model& m) { return m.m.config.vocab_size; })
+      .def_property_readonly("num_layers", [](const Model& m) { return m.m.config.num_hidden_layers; })
+      .def_property_readonly("hidden_size", [](const Model& m) { return m.m.config.hidden_size; })
+      .def_property_readonly("max_position_embeddings", [](const Model& m) { return m.m.config.max_position_embeddings; })
       .def_property_readonly("tokenizer", [](const Model& m) -> py::object {
             if (!m.m.tokenizer) return py::none();
             return py::cast(std::make_shared<Tokenizer>(Tokenizer{m.m.tokenizer}));
@@ -779,7 +779,7 @@ PYBIND11_MODULE(_core, mod) {
            "row t's allowed keys among the C cached and T new slots (default: causal). hidden_states=True returns\n"
            "(logits, hidden) with hidden (L+1, T, H) as Hugging Face's output_hidden_states ([L] after the final norm).")
       .def("__repr__", [](const Model& m) {
-        const ModelConfig& c = m.m.model->config();
+        const ModelConfig& c = m.m.config;
         return "<specdec.Model " + m.m.path + " (" + c.architecture + ", " + std::to_string(c.num_hidden_layers) + " layers, vocab " +
                std::to_string(c.vocab_size) + ", backend " + m.m.backend + ")>";
       });

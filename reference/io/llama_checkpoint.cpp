@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -44,45 +45,61 @@ struct Slot {
   }
 };
 
-// The tensors `c` calls for, in checkpoint order (the order Hugging Face's state_dict uses).
-// w.layers must already have c.num_hidden_layers entries.
-std::vector<Slot> checkpoint_slots(const ModelConfig& c, LlamaWeights& w, const std::string& prefix) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+// Layer i's tensors `c` calls for, in checkpoint order, appended to s.
+void add_layer_slots(const ModelConfig& c, LayerWeights& l, int i, const std::string& prefix, std::vector<Slot>& s) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
   const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
-  std::vector<Slot> s;
   auto mat = [&](std::string name, Matrix& m, int64_t rows, int64_t cols) {
     s.push_back({std::move(name), &m, nullptr, rows, cols});
   };
   auto vec = [&](std::string name, Vector& v, int64_t n) { s.push_back({std::move(name), nullptr, &v, n, 0}); };
-
-  mat(prefix + "embed_tokens.weight", w.embed_tokens, V, H);
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
-    const std::string p = prefix + "layers." + std::to_string(i) + ".";
-    vec(p + "input_layernorm.weight", l.input_layernorm, H);
-    mat(p + "self_attn.q_proj.weight", l.q_proj, q, H);
-    if (c.attention_bias) vec(p + "self_attn.q_proj.bias", l.q_bias, q);
-    mat(p + "self_attn.k_proj.weight", l.k_proj, kv, H);
-    if (c.attention_bias) vec(p + "self_attn.k_proj.bias", l.k_bias, kv);
-    mat(p + "self_attn.v_proj.weight", l.v_proj, kv, H);
-    if (c.attention_bias) vec(p + "self_attn.v_proj.bias", l.v_bias, kv);
-    mat(p + "self_attn.o_proj.weight", l.o_proj, H, q);
-    if (c.o_proj_bias) vec(p + "self_attn.o_proj.bias", l.o_bias, H);
-    if (c.qk_norm) {
-      vec(p + "self_attn.q_norm.weight", l.q_norm, hd);
-      vec(p + "self_attn.k_norm.weight", l.k_norm, hd);
-    }
-    vec(p + "post_attention_layernorm.weight", l.post_attention_layernorm, H);
-    mat(p + "mlp.gate_proj.weight", l.gate_proj, I, H);
-    if (c.mlp_bias) vec(p + "mlp.gate_proj.bias", l.gate_bias, I);
-    mat(p + "mlp.up_proj.weight", l.up_proj, I, H);
-    if (c.mlp_bias) vec(p + "mlp.up_proj.bias", l.up_bias, I);
-    mat(p + "mlp.down_proj.weight", l.down_proj, H, I);
-    if (c.mlp_bias) vec(p + "mlp.down_proj.bias", l.down_bias, H);
+  const std::string p = prefix + "layers." + std::to_string(i) + ".";
+  vec(p + "input_layernorm.weight", l.input_layernorm, H);
+  mat(p + "self_attn.q_proj.weight", l.q_proj, q, H);
+  if (c.attention_bias) vec(p + "self_attn.q_proj.bias", l.q_bias, q);
+  mat(p + "self_attn.k_proj.weight", l.k_proj, kv, H);
+  if (c.attention_bias) vec(p + "self_attn.k_proj.bias", l.k_bias, kv);
+  mat(p + "self_attn.v_proj.weight", l.v_proj, kv, H);
+  if (c.attention_bias) vec(p + "self_attn.v_proj.bias", l.v_bias, kv);
+  mat(p + "self_attn.o_proj.weight", l.o_proj, H, q);
+  if (c.o_proj_bias) vec(p + "self_attn.o_proj.bias", l.o_bias, H);
+  if (c.qk_norm) {
+    vec(p + "self_attn.q_norm.weight", l.q_norm, hd);
+    vec(p + "self_attn.k_norm.weight", l.k_norm, hd);
   }
-  vec(prefix + "norm.weight", w.norm, H);
-  if (!c.tie_word_embeddings) mat("lm_head.weight", w.lm_head, V, H);
+  vec(p + "post_attention_layernorm.weight", l.post_attention_layernorm, H);
+  mat(p + "mlp.gate_proj.weight", l.gate_proj, I, H);
+  if (c.mlp_bias) vec(p + "mlp.gate_proj.bias", l.gate_bias, I);
+  mat(p + "mlp.up_proj.weight", l.up_proj, I, H);
+  if (c.mlp_bias) vec(p + "mlp.up_proj.bias", l.up_bias, I);
+  mat(p + "mlp.down_proj.weight", l.down_proj, H, I);
+  if (c.mlp_bias) vec(p + "mlp.down_proj.bias", l.down_bias, H);
+}
+
+// The tensors `c` calls for, in checkpoint order (the order Hugging Face's state_dict uses).
+// w.layers must already have c.num_hidden_layers entries.
+std::vector<Slot> checkpoint_slots(const ModelConfig& c, LlamaWeights& w, const std::string& prefix) {
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  std::vector<Slot> s;
+  s.push_back({prefix + "embed_tokens.weight", &w.embed_tokens, nullptr, V, H});
+  for (int i = 0; i < c.num_hidden_layers; ++i) add_layer_slots(c, w.layers[static_cast<std::size_t>(i)], i, prefix, s);
+  s.push_back({prefix + "norm.weight", nullptr, &w.norm, H, 0});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", &w.lm_head, nullptr, V, H});
   return s;
+}
+
+// Reads every slot from `reader`, each converted straight into place.
+void read_slots(const CheckpointReader& reader, const std::vector<Slot>& slots) {
+  for (const Slot& s : slots) {
+    // A missing lm_head says why it was looked for.
+    reader.check_shape(s.name, s.rows, s.m ? s.cols : 0,
+                       s.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : "");
+    if (s.m) {
+      *s.m = reader.matrix(s.name, s.rows, s.cols);
+    } else {
+      *s.v = reader.vector(s.name, s.rows);
+    }
+  }
 }
 
 std::string dtype_to_torch(Dtype dtype) {
@@ -235,20 +252,23 @@ LlamaModel load_llama_checkpoint(const fs::path& path) {
   const CheckpointReader reader(path);
   LlamaModel model;
   model.config = reader.config();
-  const ModelConfig& c = model.config;
-  model.weights.layers.resize(static_cast<std::size_t>(c.num_hidden_layers));
-  for (const Slot& s : checkpoint_slots(c, model.weights, "model.")) {
-    // A missing lm_head says why it was looked for.
-    reader.check_shape(s.name, s.rows, s.m ? s.cols : 0,
-                       s.name == "lm_head.weight" ? " (config.json has tie_word_embeddings false)" : "");
-    if (s.m) {
-      *s.m = reader.matrix(s.name, s.rows, s.cols);
-    } else {
-      *s.v = reader.vector(s.name, s.rows);
-    }
-  }
-  check_checkpoint_weights(c, model.weights, path.string());
+  model.weights.layers.resize(static_cast<std::size_t>(model.config.num_hidden_layers));
+  read_slots(reader, checkpoint_slots(model.config, model.weights, "model."));
+  check_checkpoint_weights(model.config, model.weights, path.string());
   return model;
+}
+
+LayerWeights load_layer_weights(const CheckpointReader& reader, int layer, bool with_matrices) {
+  LayerWeights l;
+  std::vector<Slot> slots;
+  add_layer_slots(reader.config(), l, layer, "model.", slots);
+  if (!with_matrices) {
+    for (const Slot& s : slots)
+      if (s.m) reader.check_shape(s.name, s.rows, s.cols);
+    std::erase_if(slots, [](const Slot& s) { return s.m != nullptr; });
+  }
+  read_slots(reader, slots);
+  return l;
 }
 
 void save_llama_checkpoint(const fs::path& dir_arg, const ModelConfig& config, const LlamaWeights& weights,
@@ -298,6 +318,63 @@ void hash_layer_weights(Fnv1a64& h, const LayerWeights& l) {
   h.update(l.gate_bias);
   h.update(l.up_bias);
   h.update(l.down_bias);
+}
+
+std::string weights_fingerprint(const CheckpointReader& reader) {
+  const ModelConfig& c = reader.config();
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
+  Fnv1a64 h;
+  std::vector<float> rows;
+  // As Fnv1a64::update(Matrix): rows and cols, then the fp32 bytes, a chunk of rows at a time.
+  auto matrix = [&](const std::string& name, int64_t r, int64_t cols) {
+    reader.check_shape(name, r, cols);
+    h.update_u64(static_cast<uint64_t>(r));
+    h.update_u64(static_cast<uint64_t>(cols));
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 18) / cols);
+    rows.resize(static_cast<std::size_t>(std::min(chunk, r) * cols));
+    for (int64_t first = 0; first < r; first += chunk) {
+      const int64_t n = std::min(chunk, r - first);
+      reader.read_rows(name, first, n, rows.data());
+      h.update(rows.data(), static_cast<std::size_t>(n * cols) * sizeof(float));
+    }
+    reader.release(name);
+  };
+  // As Fnv1a64::update(Vector); an absent one (present = false) hashes as empty.
+  auto vector = [&](const std::string& name, int64_t n, bool present = true) {
+    if (!present) return h.update_u64(0);
+    h.update(reader.vector(name, n));
+  };
+  matrix("model.embed_tokens.weight", V, H);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    // hash_layer_weights' order
+    vector(p + "input_layernorm.weight", H);
+    matrix(p + "self_attn.q_proj.weight", q, H);
+    matrix(p + "self_attn.k_proj.weight", kv, H);
+    matrix(p + "self_attn.v_proj.weight", kv, H);
+    vector(p + "self_attn.q_proj.bias", q, c.attention_bias);
+    vector(p + "self_attn.k_proj.bias", kv, c.attention_bias);
+    vector(p + "self_attn.v_proj.bias", kv, c.attention_bias);
+    matrix(p + "self_attn.o_proj.weight", H, q);
+    vector(p + "self_attn.o_proj.bias", H, c.o_proj_bias);
+    vector(p + "self_attn.q_norm.weight", hd, c.qk_norm);
+    vector(p + "self_attn.k_norm.weight", hd, c.qk_norm);
+    vector(p + "post_attention_layernorm.weight", H);
+    matrix(p + "mlp.gate_proj.weight", I, H);
+    matrix(p + "mlp.up_proj.weight", I, H);
+    matrix(p + "mlp.down_proj.weight", H, I);
+    vector(p + "mlp.gate_proj.bias", I, c.mlp_bias);
+    vector(p + "mlp.up_proj.bias", I, c.mlp_bias);
+    vector(p + "mlp.down_proj.bias", H, c.mlp_bias);
+  }
+  vector("model.norm.weight", H);
+  if (c.tie_word_embeddings) {
+    h.update(Matrix());
+  } else {
+    matrix("lm_head.weight", V, H);
+  }
+  return h.str();
 }
 
 std::string weights_fingerprint(const LlamaWeights& w) {

@@ -13,6 +13,8 @@
 
 namespace specdec {
 
+class CheckpointReader;
+
 struct LlamaModel {
   ModelConfig config;
   LlamaWeights weights;
@@ -25,6 +27,9 @@ struct LlamaModel {
 // config does not call for are ignored, as Hugging Face does. Errors name the tensor, the file or
 // directory, and the expected and actual shapes.
 LlamaModel load_llama_checkpoint(const std::filesystem::path& path);
+// Layer `layer`'s tensors alone, shapes checked; without `with_matrices` only its norms and biases
+// are read (for loaders that convert the matrices themselves, a chunk of rows at a time).
+LayerWeights load_layer_weights(const CheckpointReader& reader, int layer, bool with_matrices = true);
 // The config alone, as load_llama_checkpoint reads it (config.json and generation_config.json, or
 // a GGUF file's metadata), without touching the weights.
 ModelConfig load_checkpoint_config(const std::filesystem::path& path);
@@ -48,6 +53,9 @@ void check_checkpoint_weights(const ModelConfig& config, const LlamaWeights& wei
 // (u64 little-endian: rows and cols of a matrix, size of a vector) followed by its fp32 bytes in
 // row-major order. Empty tensors contribute only their zero dimensions.
 std::string weights_fingerprint(const LlamaWeights& weights);
+// The same fingerprint streamed from a checkpoint, a chunk of rows at a time: the weights
+// load_llama_checkpoint would give, without holding them.
+std::string weights_fingerprint(const CheckpointReader& reader);
 // Feeds one layer's tensors, in declaration order, to a fingerprint (shared with drafter heads).
 void hash_layer_weights(Fnv1a64& h, const LayerWeights& layer);
 

@@ -18,6 +18,7 @@
 #include "tests/optimized/cpu_fixtures.hpp"
 #include "tests/reference/batch_invariance.hpp"
 #include "tests/reference/error_capture.hpp"
+#include "tests/reference/gguf_writer.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 #include "tests/reference/scratch_dir.hpp"
 
@@ -324,6 +325,29 @@ TEST(CpuTransformer, LoadedCheckpointKeepsPrecisionAndEqualsReference) {
   EXPECT_TRUE(bitwise_equal(bf16->forward(*cc, ForwardRequest::chain(tokens)).logits,
                             rounded.forward(*rc, ForwardRequest::chain(tokens)).logits));
   EXPECT_CONTAINS(error_of([&] { cpu::load_cpu_transformer(dir / "F32", Dtype::F64); }), "unsupported weight precision F64");
+}
+
+// A GGUF file (llama.cpp's q/k row order; F32, BF16 or Q8_0) loads straight into the packed model,
+// in its stored precision, and computes bitwise what the reference loaded from it computes.
+TEST(CpuTransformer, GgufFilesLoadInTheirPrecisionAndEqualReference) {
+  const LlamaModel target = load_llama_checkpoint(std::string(SPECDEC_SOURCE_DIR) + "/models/target");
+  testing::ScratchDir dir("cpu-gguf");
+  for (const auto& [storage, precision] : {std::pair{testing::GgufStorage::f32, Dtype::F32},
+                                           std::pair{testing::GgufStorage::bf16, Dtype::BF16},
+                                           std::pair{testing::GgufStorage::q8_0, Dtype::F32}}) {
+    const auto path = dir / (dtype_name(precision) + std::to_string(static_cast<int>(storage)) + ".gguf");
+    testing::write_gguf_model(path, target, "llama", storage);
+    const auto model = cpu::load_cpu_transformer(path);
+    EXPECT_EQ(model->precision(), precision) << path;
+    const LlamaModel loaded = load_llama_checkpoint(path);
+    const Transformer reference(loaded.config, loaded.weights);
+    const auto tokens = random_tokens(7, loaded.config.vocab_size, kSeed + 6);
+    auto rc = reference.new_cache(8);
+    auto cc = model->new_cache(8);
+    EXPECT_TRUE(bitwise_equal(model->forward(*cc, ForwardRequest::chain(tokens)).logits,
+                              reference.forward(*rc, ForwardRequest::chain(tokens)).logits))
+        << path << ", seed " << kSeed + 6;
+  }
 }
 
 // The precision is really used: narrower storage changes the logits a little, not a lot.

@@ -17,6 +17,7 @@
 
 #include "reference/core/half.hpp"
 #include "reference/io/ggml_dequantize.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/gguf.hpp"
 #include "reference/io/gguf_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
@@ -288,6 +289,8 @@ TEST(GgufModel, LlamaF32LoadsTheSafetensorsWeightsBitwise) {
   const LlamaModel g = load_llama_checkpoint(dir / "target.gguf");
   EXPECT_EQ(g.config, hf.config);  // the same config.json, torch_dtype float32 included
   EXPECT_EQ(weights_fingerprint(g.weights), weights_fingerprint(hf.weights));
+  // Streamed a chunk of rows at a time (q/k rows un-interleaved one by one), the same fingerprint.
+  EXPECT_EQ(weights_fingerprint(CheckpointReader(dir / "target.gguf")), weights_fingerprint(hf.weights));
 }
 
 TEST(GgufModel, Bf16KeepsItsPrecisionAndQ8_0DequantizesPerBlock) {
@@ -303,6 +306,7 @@ TEST(GgufModel, Bf16KeepsItsPrecisionAndQ8_0DequantizesPerBlock) {
   write_gguf_model(dir / "q8.gguf", hf, "llama", GgufStorage::q8_0);
   const LlamaModel q = load_llama_checkpoint(dir / "q8.gguf");
   EXPECT_EQ(q.config.torch_dtype, "float32");
+  EXPECT_EQ(weights_fingerprint(CheckpointReader(dir / "q8.gguf")), weights_fingerprint(q.weights));
   const Matrix& src = hf.weights.layers[2].up_proj;
   const std::string block = testing::gguf_stored(src.data(), 32, GgufStorage::q8_0);
   for (int k = 0; k < 32; ++k) {
@@ -335,6 +339,7 @@ TEST(GgufModel, Qwen2KeepsRowOrderAndBiases) {
   const LlamaModel g = load_llama_checkpoint(dir / "q.gguf");
   EXPECT_EQ(g.config, c);
   EXPECT_EQ(weights_fingerprint(g.weights), weights_fingerprint(m.weights)) << "seed 7";
+  EXPECT_EQ(weights_fingerprint(CheckpointReader(dir / "q.gguf")), weights_fingerprint(m.weights)) << "seed 7";
 }
 
 TEST(GgufModel, RefusesWhatItCannotRun) {

@@ -266,7 +266,7 @@ TEST(MethodRegistry, ProposersRunTheScheduleTheSimulatorPrices) {
     if (drafter->medusa) {
       medusa = std::make_unique<MedusaHeads>(drafter->medusa->with_engine(std::make_shared<CountingMedusaEngine>(*drafter->medusa, log)));
     }
-    const int capacity = checked_capacity(kPrompt.size(), a.max_new_tokens, 1, target.model->config().max_position_embeddings);
+    const int capacity = checked_capacity(kPrompt.size(), a.max_new_tokens, 1, target.config.max_position_embeddings);
     const std::unique_ptr<Proposer> proposer =
         make_proposer(a, target, &*drafter, capacity, lm.get(), head.get(), medusa.get());
     StepCuttingProposer cutter(*proposer, log);

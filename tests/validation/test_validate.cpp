@@ -115,17 +115,17 @@ struct Job {
   Job(const Job&) = delete;
 
   const LanguageModel* draft_lm() const { return drafter ? drafter->draft_lm() : nullptr; }
-  validation::Backend reference() const { return {"reference", target.model.get(), draft_lm()}; }
+  validation::Backend reference() const { return {"reference", &target.reference(), draft_lm()}; }
 
   // The reference's own run with every step's decisions and margins.
   validation::RecordedRun record() const {
     validation::RunRecorder recorder(TraceMeta{}, setup.sampling, 0);
     const auto proposer = setup.make_proposer ? setup.make_proposer(draft_lm(), nullptr) : nullptr;
     if (!proposer) {
-      decode_sequential(*target.model, setup.prompt, setup.sampling, setup.options, &recorder);
+      decode_sequential(target.reference(), setup.prompt, setup.sampling, setup.options, &recorder);
     } else {
       const auto acceptor = default_acceptor(setup.sampling);
-      decode_speculative(*target.model, *proposer, *acceptor, setup.prompt, setup.sampling, setup.options, &recorder);
+      decode_speculative(target.reference(), *proposer, *acceptor, setup.prompt, setup.sampling, setup.options, &recorder);
     }
     return recorder.take();
   }
@@ -178,7 +178,7 @@ TEST_F(Validate, PerturbedBackendFailsAtTheStepOfTheError) {
     for (size_t s = 2; s < ref.extras.size() && step < 0; ++s)
       if (ref.extras[s].decisions[0].margin > 0.05) step = static_cast<int>(s);
     ASSERT_GE(step, 0) << c.method;
-    const PerturbedModel perturbed(*job.target.model, step, PerturbedModel::Kind::flip, 1.0);
+    const PerturbedModel perturbed(job.target.reference(), step, PerturbedModel::Kind::flip, 1.0);
     const validation::ValidationReport report =
         validation::validate_backends(job.setup, {"perturbed", &perturbed, job.draft_lm()}, job.reference());
     ASSERT_FALSE(report.passed) << c.method;
@@ -225,8 +225,8 @@ TEST_F(Validate, NearTieIsReportedAndTheRunContinues) {
     const std::string what = c.method + " " + to_string(c.sampling.mode);
     Job job(model(), c.method, c.drafter, c.sampling, c.method == "eagle3" ? 3 : 4);
     const int step = 3;
-    const PerturbedModel reference(*job.target.model, step, PerturbedModel::Kind::tie_below, 1e-4, c.sampling);
-    const PerturbedModel candidate(*job.target.model, step, PerturbedModel::Kind::tie_above, 1e-4, c.sampling);
+    const PerturbedModel reference(job.target.reference(), step, PerturbedModel::Kind::tie_below, 1e-4, c.sampling);
+    const PerturbedModel candidate(job.target.reference(), step, PerturbedModel::Kind::tie_above, 1e-4, c.sampling);
     const validation::ValidationReport report =
         validation::validate_backends(job.setup, {"candidate", &candidate, job.draft_lm()}, {"reference", &reference, job.draft_lm()});
     ASSERT_GT(report.reference_steps, step) << what;
@@ -253,8 +253,8 @@ TEST_F(Validate, NearTieAgainstATopKTrace) {
   for (const auto& [method, drafter] : {std::pair<std::string, std::string>{"sequential", ""}, {"eagle", path("eagle1")}}) {
     Job job(model(), method, drafter, greedy());
     const int step = 2;
-    const PerturbedModel reference(*job.target.model, step, PerturbedModel::Kind::tie_below, 1e-4);
-    const PerturbedModel candidate(*job.target.model, step, PerturbedModel::Kind::tie_above, 1e-4);
+    const PerturbedModel reference(job.target.reference(), step, PerturbedModel::Kind::tie_below, 1e-4);
+    const PerturbedModel candidate(job.target.reference(), step, PerturbedModel::Kind::tie_above, 1e-4);
     TraceMeta meta;
     meta.method = method;
     TraceRecorder recorder(meta, LogitRecording{false, 5});
@@ -274,7 +274,7 @@ TEST_F(Validate, NearTieAgainstATopKTrace) {
     EXPECT_NEAR(report.near_ties[0].margin, 1e-4, 2e-5) << method;
     EXPECT_EQ(report.candidate_runs, 2) << method;
     // A real error against the same trace still fails, at its step.
-    const PerturbedModel wrong(*job.target.model, step - 1, PerturbedModel::Kind::flip, 1.0);
+    const PerturbedModel wrong(job.target.reference(), step - 1, PerturbedModel::Kind::flip, 1.0);
     const validation::ValidationReport bad = validation::validate_against_trace(job.setup, {"wrong", &wrong, nullptr}, trace, "top-k trace");
     ASSERT_FALSE(bad.passed) << method;
     EXPECT_EQ(bad.failure->step, step - 1) << method;
@@ -290,7 +290,7 @@ TEST_F(Validate, DrafterNearTieIsForcedAndLargeDrafterErrorsFail) {
   const PerturbedModel ref_draft(*job.draft_lm(), forward, PerturbedModel::Kind::tie_below, 1e-4);
   const PerturbedModel cand_draft(*job.draft_lm(), forward, PerturbedModel::Kind::tie_above, 1e-4);
   const validation::ValidationReport tie =
-      validation::validate_backends(job.setup, {"candidate", job.target.model.get(), &cand_draft}, {"reference", job.target.model.get(), &ref_draft});
+      validation::validate_backends(job.setup, {"candidate", &job.target.reference(), &cand_draft}, {"reference", &job.target.reference(), &ref_draft});
   ASSERT_TRUE(tie.passed) << (tie.failure ? tie.failure->detail : "");
   ASSERT_EQ(tie.near_ties.size(), 1u);
   EXPECT_EQ(tie.near_ties[0].kind, "draft");
@@ -299,7 +299,7 @@ TEST_F(Validate, DrafterNearTieIsForcedAndLargeDrafterErrorsFail) {
 
   const PerturbedModel bad_draft(*job.draft_lm(), forward, PerturbedModel::Kind::flip, 2.0);
   const validation::ValidationReport bad =
-      validation::validate_backends(job.setup, {"candidate", job.target.model.get(), &bad_draft}, job.reference());
+      validation::validate_backends(job.setup, {"candidate", &job.target.reference(), &bad_draft}, job.reference());
   ASSERT_FALSE(bad.passed);
   EXPECT_EQ(bad.failure->what, "draft LM logits");
   EXPECT_GT(bad.failure->value, bad.policy.logits_nmse);
@@ -309,7 +309,7 @@ TEST_F(Validate, DrafterNearTieIsForcedAndLargeDrafterErrorsFail) {
 TEST_F(Validate, HiddenStateErrorFails) {
   for (const auto& [method, head] : {std::pair<std::string, std::string>{"eagle", "eagle1"}, {"eagle3", "eagle3"}}) {
     Job job(model(), method, path(head), greedy());
-    const PerturbedModel perturbed(*job.target.model, 2, PerturbedModel::Kind::hidden, 0.5);
+    const PerturbedModel perturbed(job.target.reference(), 2, PerturbedModel::Kind::hidden, 0.5);
     const validation::ValidationReport report =
         validation::validate_backends(job.setup, {"perturbed", &perturbed, nullptr}, job.reference());
     ASSERT_FALSE(report.passed) << method;
@@ -433,7 +433,7 @@ TEST_F(Validate, TracesOfAnotherExactnessContractAreRefused) {
   t.meta.exactness_contract = "1";
   job.setup.prompt = t.prompt;
   const std::string msg = testing::error_of(
-      [&] { validation::validate_against_trace(job.setup, {"candidate", job.target.model.get(), nullptr}, t, "old run"); });
+      [&] { validation::validate_against_trace(job.setup, {"candidate", &job.target.reference(), nullptr}, t, "old run"); });
   EXPECT_EQ(msg.rfind("old run: trace of exactness contract '1'", 0), 0u) << msg;
 }
 
