@@ -15,6 +15,7 @@
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/methods/registry.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/gguf.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
@@ -241,8 +242,16 @@ int inspect_gguf(const std::filesystem::path& path, bool json, bool tensors, Com
   for (const auto& [key, v] : f.metadata()) metadata[key] = v.summary();
   // A file without token embeddings holds no model (a tokenizer alone, loose tensors): its
   // metadata and tensors are still shown.
-  std::optional<LlamaModel> m;
-  if (f.has_tensor("token_embd.weight")) m = load_llama_checkpoint(path);
+  // The config, and the fingerprint streamed from the file (no fp32 copy of the model).
+  struct Model {
+    ModelConfig config;
+    std::string fingerprint;
+  };
+  std::optional<Model> m;
+  if (f.has_tensor("token_embd.weight")) {
+    const CheckpointReader reader(path);
+    m = Model{reader.config(), weights_fingerprint(reader)};
+  }
   const auto tokenizer = f.find("tokenizer.ggml.model") ? text::load_tokenizer(path, m ? m->config.bos_token_id : -1) : nullptr;
   std::string types;
   for (const auto& [name, n] : by_type) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
@@ -252,7 +261,7 @@ int inspect_gguf(const std::filesystem::path& path, bool json, bool tensors, Com
     if (m) {
       j["config"] = model_config_to_json(m->config);
       j["parameters"] = parameter_count(m->config);
-      j["fingerprint"] = weights_fingerprint(m->weights);
+      j["fingerprint"] = m->fingerprint;
     }
     io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
@@ -270,7 +279,7 @@ int inspect_gguf(const std::filesystem::path& path, bool json, bool tensors, Com
     io.out << "model       none (no token_embd.weight: not a model file)\n";
   }
   io.out << "tensors     " << list.size() << (types.empty() ? "" : ": " + types) << "\n";
-  if (m) io.out << "fingerprint " << weights_fingerprint(m->weights) << " (of the dequantized weights)\n";
+  if (m) io.out << "fingerprint " << m->fingerprint << " (of the dequantized weights)\n";
   io.out << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n"
          << "metadata\n";
   for (const auto& [key, v] : f.metadata()) io.out << "  " << key << " = " << printable(v.summary()) << "\n";
@@ -297,8 +306,9 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
       return inspect_mtp(path, mtp_inside, store, json, tensors, io);
     }
   }
-  const LlamaModel m = load_llama_checkpoint(path);
-  const ModelConfig& c = m.config;
+  const CheckpointReader reader(path);
+  const ModelConfig& c = reader.config();
+  const std::string fingerprint = weights_fingerprint(reader);  // streamed: no fp32 copy of the model
   const auto tokenizer = text::load_tokenizer(path, c.bos_token_id);
   nlohmann::json list = nlohmann::json::array();
   std::set<std::string> files;
@@ -313,7 +323,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
                         {"path", path.string()},
                         {"config", model_config_to_json(c)},
                         {"parameters", parameter_count(c)},
-                        {"fingerprint", weights_fingerprint(m.weights)},
+                        {"fingerprint", fingerprint},
                         {"tokenizer", tokenizer ? tokenizer->description() : "none"},
                         {"tensors", list}};
     if (!mtp_inside.layout.empty()) j["mtp_modules"] = {{"layout", mtp_inside.layout}, {"modules", mtp_inside.modules}};
@@ -328,7 +338,7 @@ int inspect_checkpoint(const std::filesystem::path& path, bool json, bool tensor
          << c.head_dim << "), vocab " << c.vocab_size << (c.tie_word_embeddings ? ", tied head" : ", separate head") << "\n"
          << "numerics    rms_norm_eps " << std::defaultfloat << c.rms_norm_eps << ", rope_theta " << c.rope_theta << "\n"
          << "tensors     " << list.size() << " in " << files.size() << (files.size() == 1 ? " file\n" : " files\n")
-         << "fingerprint " << weights_fingerprint(m.weights) << "\n"
+         << "fingerprint " << fingerprint << "\n"
          << "tokenizer   " << (tokenizer ? tokenizer->description() : "none (prompts as token ids)") << "\n";
   if (!mtp_inside.layout.empty()) {
     io.out << "mtp         " << mtp_inside.modules << " module" << (mtp_inside.modules == 1 ? "" : "s") << " (mtp ("
