@@ -168,7 +168,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
   // The head is loaded (and checked against the target) before any forward runs.
   std::optional<EagleHead> head;
   if (!a.drafter.empty()) {
-    head.emplace(load_eagle_head(a.drafter, m.reference()));
+    head.emplace(load_eagle_head(a.drafter, m.head_target()));
     if (a.backend != "reference") head.emplace(bind_head(a.backend, *head));
   }
 

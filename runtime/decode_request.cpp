@@ -50,6 +50,24 @@ std::unique_ptr<Transformer> LoadedModel::take_reference() {
   return std::move(model_);
 }
 
+TargetTensors LoadedModel::head_target() const {
+  if (model_) return TargetTensors(*model_);
+  if (!shared_) {
+    const CheckpointReader reader(path);
+    const ModelConfig& c = reader.config();
+    auto s = std::make_unique<SharedTensors>();
+    s->config = c;
+    s->embed_tokens = reader.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+    if (!c.tie_word_embeddings) {
+      reader.check_shape("lm_head.weight", c.vocab_size, c.hidden_size, " (config.json has tie_word_embeddings false)");
+      s->lm_head = reader.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
+    }
+    shared_ = std::move(s);
+  }
+  const SharedTensors& s = *shared_;
+  return TargetTensors(s.config, s.embed_tokens, s.config.tie_word_embeddings ? s.embed_tokens : s.lm_head);
+}
+
 const std::string& LoadedModel::fingerprint() const {
   if (fingerprint_.empty())
     fingerprint_ = model_ ? weights_fingerprint(model_->weights()) : weights_fingerprint(CheckpointReader(path));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reference/decoding/generation.hpp"
+#include "reference/drafters/target_tensors.hpp"
 #include "reference/methods/method_spec.hpp"
 #include "reference/model/transformer.hpp"
 #include "reference/policies/policy_spec.hpp"
@@ -51,11 +52,12 @@ struct LoadedModel;
 LoadedModel load_model(const std::string& path, const std::string& backend = "reference");
 
 // A checkpoint loaded for decoding. Target forwards go to forward_model(): the backend chosen with
-// --backend. The reference Transformer (fp32 weights) is loaded only where something needs it —
-// the reference backend itself, and EAGLE-family and MTP heads, which bind to the target's
-// embeddings and LM head — by reference() on first use, so a run on another backend holds only
-// that backend's weights. The fingerprint (of the fp32 weights, fingerprint.hpp) is likewise
-// computed on first use, streamed from the checkpoint when the reference is not loaded.
+// --backend. The reference Transformer (fp32 weights) is loaded only for the reference backend or
+// where something asks for it (reference(); validation), so a run on another backend holds only
+// that backend's weights. EAGLE-family and MTP heads bind to head_target(): the reference when it
+// is loaded, else the target's fp32 embeddings and LM head alone. The fingerprint (of the fp32
+// weights, fingerprint.hpp) is computed on first use, streamed from the checkpoint when the
+// reference is not loaded.
 struct LoadedModel {
   std::string path;
   ModelConfig config;
@@ -69,6 +71,8 @@ struct LoadedModel {
   // Moves the reference out (loading it first): a draft LM on the reference backend.
   std::unique_ptr<Transformer> take_reference();
   bool reference_loaded() const { return model_ != nullptr; }
+  // What a drafter head shares with this target, loaded on first use (one thread at a time).
+  TargetTensors head_target() const;
   const std::string& fingerprint() const;
   const LanguageModel& forward_model() const {
     if (backend_model) return *backend_model;
@@ -77,6 +81,11 @@ struct LoadedModel {
 
  private:
   mutable std::unique_ptr<Transformer> model_;
+  struct SharedTensors {  // on the heap: a head's view stays valid when the LoadedModel moves
+    ModelConfig config;
+    Matrix embed_tokens, lm_head;  // [V, H]; lm_head empty when tied
+  };
+  mutable std::unique_ptr<SharedTensors> shared_;
   mutable std::string fingerprint_;
   friend LoadedModel load_model(const std::string& path, const std::string& backend);
 };

@@ -132,7 +132,7 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   }
   if (need.kind == DrafterNeed::Kind::eagle_head && need.head == EagleKind::mtp) {
     // Every module of the checkpoint: module 0 drafts first, the others follow (mtp.cpp).
-    std::vector<EagleHead> modules = load_mtp_modules(a.drafter, target.reference());
+    std::vector<EagleHead> modules = load_mtp_modules(a.drafter, target.head_target());
     for (EagleHead& m : modules) {
       auto bound = std::make_unique<EagleHead>(a.backend != "reference" ? bind_head(a.backend, m) : std::move(m));
       if (!d.head) {
@@ -150,7 +150,7 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
     d.config_json = mtp_config_to_json(d.head->config(), target.config.architecture).dump();
     return d;
   }
-  d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, target.reference()));
+  d.head = std::make_unique<EagleHead>(load_eagle_head(a.drafter, target.head_target()));
   if (d.head->config().kind != need.head) {
     throw Error(a.drafter + " holds an " + eagle_kind_name(d.head->config().kind) + " head; --method " + a.method.name +
                 " needs an " + eagle_kind_name(need.head) + " head");

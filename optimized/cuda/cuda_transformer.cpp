@@ -12,6 +12,7 @@
 #include "optimized/cuda/device_ops.hpp"
 #include "optimized/cuda/device_weights.hpp"
 #include "reference/core/error.hpp"
+#include "reference/io/checkpoint_reader.hpp"
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/decoder_layer.hpp"
 #include "reference/model/precision.hpp"
@@ -102,6 +103,27 @@ CudaTransformer::CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, ModelCo
   }
   m.norm = upload_vector(rt, weights.norm);
   if (!c.tie_word_embeddings) m.lm_head = upload_matrix(rt, weights.lm_head, precision, "lm_head.weight");
+  m.count_step_bytes();
+}
+
+CudaTransformer::CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, const CheckpointReader& reader, Dtype precision) {
+  if (!runtime) throw Error("cuda backend: no device runtime given");
+  check_weight_precision(precision, "cuda backend, checkpoint '" + reader.path().string() + "'");
+  ModelConfig config = reader.config();
+  validate_model_config(config, reader.path().string());
+  impl_ = std::make_unique<Impl>(std::move(runtime), std::move(config), precision);
+  Impl& m = *impl_;
+  DeviceRuntime& rt = *m.rt;
+  const ModelConfig& c = m.config;
+  m.embed = upload_matrix(rt, reader.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size), precision,
+                          "model.embed_tokens.weight");
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    m.layers.push_back(upload_layer(rt, load_layer_weights(reader, l), precision, "model.layers." + std::to_string(l) + "."));
+  m.norm = upload_vector(rt, reader.vector("model.norm.weight", c.hidden_size));
+  if (!c.tie_word_embeddings) {
+    reader.check_shape("lm_head.weight", c.vocab_size, c.hidden_size, " (config.json has tie_word_embeddings false)");
+    m.lm_head = upload_matrix(rt, reader.matrix("lm_head.weight", c.vocab_size, c.hidden_size), precision, "lm_head.weight");
+  }
   m.count_step_bytes();
 }
 
@@ -309,8 +331,7 @@ std::unique_ptr<CudaTransformer> load_cuda_transformer(std::shared_ptr<DeviceRun
 std::unique_ptr<CudaTransformer> load_cuda_transformer(std::shared_ptr<DeviceRuntime> runtime,
                                                        const std::filesystem::path& path, Dtype precision) {
   check_weight_precision(precision, "cuda backend, checkpoint '" + path.string() + "'");
-  LlamaModel model = load_llama_checkpoint(path);
-  return std::make_unique<CudaTransformer>(std::move(runtime), std::move(model.config), model.weights, precision);
+  return std::make_unique<CudaTransformer>(std::move(runtime), CheckpointReader(path), precision);
 }
 
 }  // namespace specdec::cuda

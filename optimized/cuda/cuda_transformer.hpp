@@ -19,6 +19,10 @@
 #include "reference/model/language_model.hpp"
 #include "reference/model/weights.hpp"
 
+namespace specdec {
+class CheckpointReader;
+}
+
 namespace specdec::cuda {
 
 class CudaTransformer final : public LanguageModel {
@@ -28,6 +32,9 @@ class CudaTransformer final : public LanguageModel {
   // unsupported, a weight is beyond the F16 range, or the device is out of memory.
   CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, ModelConfig config, const LlamaWeights& weights,
                   Dtype precision = Dtype::F32);
+  // The same straight from a checkpoint, tensor after tensor: host memory holds one layer's or one
+  // embedding's fp32 weights at a time, never the whole model.
+  CudaTransformer(std::shared_ptr<DeviceRuntime> runtime, const CheckpointReader& reader, Dtype precision);
   // A model of `config`'s shape whose weights are pseudo-random, generated straight into
   // `precision` on the device (random_matrix; norms 1, biases 0): for benchmarks at real model
   // sizes, where the fp32 weights the other constructor takes would not fit on the host.

@@ -319,7 +319,7 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
     // and tensor names), else a draft language model.
     std::string head_error;
     try {
-      const EagleHead probe = load_eagle_head(path, target->m.reference());
+      const EagleHead probe = load_eagle_head(path, target->m.head_target());
       method = method_for_head(probe.config().kind);
     } catch (const Error& e) {
       head_error = e.what();

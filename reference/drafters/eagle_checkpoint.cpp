@@ -68,7 +68,7 @@ void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
 
 }  // namespace
 
-EagleHead load_eagle_head(const fs::path& path, const Transformer& target) {
+EagleHead load_eagle_head(const fs::path& path, const TargetTensors& target) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("drafter head checkpoint '" + path.string() + "' does not exist");
   if (is_medusa_checkpoint(path)) {

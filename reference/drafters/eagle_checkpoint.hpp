@@ -17,7 +17,7 @@ namespace specdec {
 // FORMATS.md, detecting kind and layout from config.json and the tensor names (an MTP checkpoint:
 // its module 0, mtp_checkpoint.hpp). Aux layers default
 // to the target's {2, L/2, L−3}. Errors name the file, tensor or field and what was expected.
-EagleHead load_eagle_head(const std::filesystem::path& dir, const Transformer& target);
+EagleHead load_eagle_head(const std::filesystem::path& dir, const TargetTensors& target);
 
 // Writes config.json and model.safetensors (floats as F32, F16 or BF16; d2t I64, t2d BOOL) in the
 // head's layout into `dir` (created if missing), each file atomically; load_eagle_head reads it

@@ -85,8 +85,8 @@ void check_eagle_weights(const EagleHeadConfig& c, const EagleWeights& weights, 
   }
 }
 
-EagleHead::EagleHead(EagleHeadConfig config, EagleWeights weights, const Transformer& target, const std::string& source)
-    : config_(std::move(config)), target_(&target), rope_(config_.layer) {
+EagleHead::EagleHead(EagleHeadConfig config, EagleWeights weights, const TargetTensors& target, const std::string& source)
+    : config_(std::move(config)), target_(target), rope_(config_.layer) {
   validate_eagle_config(config_, source);
   check_eagle_config_against_target(config_, target.config(), source);
   check_eagle_weights(config_, weights, source);
@@ -107,7 +107,7 @@ EagleHead EagleHead::with_engine(std::shared_ptr<const EagleHeadEngine> engine) 
 }
 
 const Matrix& EagleHead::embeddings() const {
-  return config_.own_embeddings ? weights_->embed_tokens : target_->weights().embed_tokens;
+  return config_.own_embeddings ? weights_->embed_tokens : target_.embed_tokens();
 }
 
 bool EagleHead::shares_target_head() const {
@@ -115,7 +115,7 @@ bool EagleHead::shares_target_head() const {
 }
 
 const Matrix& EagleHead::output_head() const {
-  return shares_target_head() ? target_->weights().output_head() : weights_->lm_head;
+  return shares_target_head() ? target_.output_head() : weights_->lm_head;
 }
 
 std::unique_ptr<KVCache> EagleHead::new_cache(int capacity) const {
@@ -312,7 +312,7 @@ TokenBlock head_token_block(const EagleHead::Input& in, const Rope& rope, int fi
   return block;
 }
 
-EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev) {
+EagleHead random_eagle_head(EagleHeadConfig config, const TargetTensors& target, uint64_t seed, float stddev) {
   const std::string source = "random_eagle_head";
   if (!config.reads_final_hidden() && config.aux_layers.empty()) {
     config.aux_layers = default_aux_layers(target.config().num_hidden_layers);

@@ -19,6 +19,7 @@
 
 #include "reference/core/tensor.hpp"
 #include "reference/drafters/eagle_config.hpp"
+#include "reference/drafters/target_tensors.hpp"
 #include "reference/model/attention_mask.hpp"
 #include "reference/model/decoder_layer.hpp"
 #include "reference/model/kv_cache.hpp"
@@ -78,7 +79,7 @@ class EagleHead {
 
   // Validates the config, the weights and both against the target. The head keeps a pointer to
   // the target (embeddings, EAGLE-1's LM head): the target must outlive the head.
-  EagleHead(EagleHeadConfig config, EagleWeights weights, const Transformer& target,
+  EagleHead(EagleHeadConfig config, EagleWeights weights, const TargetTensors& target,
             const std::string& source = "eagle head");
 
   // Appends the T rows to `cache` (from new_cache) and runs the head. Batch-invariant: T rows
@@ -106,7 +107,7 @@ class EagleHead {
 
   const EagleHeadConfig& config() const { return config_; }
   const EagleWeights& weights() const { return *weights_; }
-  const Transformer& target() const { return *target_; }
+  const TargetTensors& target() const { return target_; }
   const Rope& rope() const { return rope_; }
   // The embedding table in use: the head's own, else the target's. [V, H]
   const Matrix& embeddings() const;
@@ -131,7 +132,7 @@ class EagleHead {
 
   EagleHeadConfig config_;
   std::shared_ptr<const EagleWeights> weights_;  // immutable once checked; shared by with_engine
-  const Transformer* target_;
+  TargetTensors target_;
   Rope rope_;
   std::shared_ptr<const EagleHeadEngine> engine_;  // null: the reference
 };
@@ -163,6 +164,6 @@ TokenBlock head_token_block(const EagleHead::Input& in, const Rope& rope, int fi
 // weights 1 + N(0, 0.1²), from std::mt19937_64(seed) by Box-Muller. Empty aux_layers of an
 // EAGLE-3 / P-EAGLE config get the target's default. When draft_vocab < target_vocab, d2t maps the
 // draft ids to a seeded random ascending subset of the target vocabulary.
-EagleHead random_eagle_head(EagleHeadConfig config, const Transformer& target, uint64_t seed, float stddev);
+EagleHead random_eagle_head(EagleHeadConfig config, const TargetTensors& target, uint64_t seed, float stddev);
 
 }  // namespace specdec

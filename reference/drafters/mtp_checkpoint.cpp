@@ -170,7 +170,7 @@ MtpCheckpointInfo describe_mtp_checkpoint(const json& j, const std::vector<std::
   return info;
 }
 
-std::vector<EagleHead> load_mtp_modules(const fs::path& path, const Transformer& target) {
+std::vector<EagleHead> load_mtp_modules(const fs::path& path, const TargetTensors& target) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("MTP checkpoint '" + path.string() + "' does not exist");
   if (is_medusa_checkpoint(path)) {

@@ -45,7 +45,7 @@ MtpCheckpointInfo describe_mtp_checkpoint(const nlohmann::json& config, const st
 // Every module of the MTP checkpoint at `path` (a directory, a .safetensors file or a shard
 // index), module j at index j, bound to `target` (which must outlive them). Errors name the file,
 // the tensor or field and what was expected.
-std::vector<EagleHead> load_mtp_modules(const std::filesystem::path& path, const Transformer& target);
+std::vector<EagleHead> load_mtp_modules(const std::filesystem::path& path, const TargetTensors& target);
 
 // Writes config.json and model.safetensors of `modules` (modules 0..n−1 of one checkpoint, one
 // layout) into `dir`, each file atomically; load_mtp_modules reads them back (exactly for F32).

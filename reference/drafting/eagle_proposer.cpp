@@ -71,7 +71,7 @@ EagleProposer::EagleProposer(const EagleHead& head, EagleOptions options, int ca
     if (!m || c.kind != EagleKind::mtp || m->config().kind != EagleKind::mtp) {
       throw Error(who + ": further modules are MTP modules given with an MTP module");
     }
-    if (&m->target() != &head.target()) throw Error(who + ": every MTP module must draft for the same target");
+    if (m->target() != head.target()) throw Error(who + ": every MTP module must draft for the same target");
     modules_.push_back(m);
   }
   if (c.kind != EagleKind::mtp && (options_.feedback != MtpFeedback::prenorm || options_.zero_embedding_at_position_0)) {

@@ -18,6 +18,8 @@
 #include "tests/reference/batch_invariance.hpp"
 #include "tests/optimized/device_under_test.hpp"
 #include "tests/reference/error_capture.hpp"
+#include "tests/reference/gguf_writer.hpp"
+#include "tests/reference/scratch_dir.hpp"
 #include "tests/reference/tree_fixtures.hpp"
 
 namespace specdec {
@@ -242,6 +244,30 @@ TEST_F(LaunchConfig, ThreadCountsAKernelCannotTakeAreRefused) {
     }
     EXPECT_GT(refused, 0) << "the device caps the linear kernels at " << limits.max_linear_threads
                           << " threads, yet every form took 1024";
+  }
+}
+
+// A checkpoint (safetensors in each precision, sharded or not, or a GGUF file) loads tensor by
+// tensor onto the device in its stored precision and computes bitwise what the reference loaded
+// from the same files computes.
+TEST_F(CudaTransformer, LoadedCheckpointsEqualTheReference) {
+  const LlamaModel target = load_llama_checkpoint(std::string(SPECDEC_SOURCE_DIR) + "/models/target");
+  testing::ScratchDir dir("cuda-load");
+  save_llama_checkpoint(dir / "F32", target.config, target.weights, Dtype::F32, 200000);  // sharded
+  save_llama_checkpoint(dir / "BF16", target.config, target.weights, Dtype::BF16);
+  testing::write_gguf_model(dir / "q8.gguf", target, "llama", testing::GgufStorage::q8_0);
+  for (const auto& [name, precision] : {std::pair{std::string("F32"), Dtype::F32}, std::pair{std::string("BF16"), Dtype::BF16},
+                                        std::pair{std::string("q8.gguf"), Dtype::F32}}) {
+    const auto model = cuda::load_cuda_transformer(testing::test_device(), dir / name);
+    EXPECT_EQ(model->precision(), precision) << name;
+    const LlamaModel loaded = load_llama_checkpoint(dir / name);
+    const Transformer reference(loaded.config, loaded.weights);
+    const auto tokens = random_tokens(6, loaded.config.vocab_size, kSeed + 9);
+    auto rc = reference.new_cache(8);
+    auto cc = model->new_cache(8);
+    EXPECT_TRUE(bitwise_equal(model->forward(*cc, ForwardRequest::chain(tokens)).logits,
+                              reference.forward(*rc, ForwardRequest::chain(tokens)).logits))
+        << name << ", seed " << kSeed + 9;
   }
 }
 
