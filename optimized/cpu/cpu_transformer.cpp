@@ -1,6 +1,7 @@
 #include "optimized/cpu/cpu_transformer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -94,20 +95,18 @@ CpuTransformer::CpuTransformer(const CheckpointReader& reader, Dtype precision) 
   shape.kv = c.kv_dim();
   shape.in = shape.hidden = c.hidden_size;
   shape.intermediate = c.intermediate_size;
-  static constexpr const char* kMatrix[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                                            "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-                                            "mlp.down_proj.weight"};  // LayerMatrix's order
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    const std::array<std::string, 7> names = layer_matrix_names(l);  // LayerMatrix's order
     // Norms and biases read, matrix shapes checked; the matrices packed from the file's rows.
     const LayerWeights vectors = load_layer_weights(reader, l, false);
     PackedLayer pl = pack_layer(
         shape,
         [&](LayerMatrix which, int64_t first, int64_t n, float* out) {
-          reader.read_rows(prefix + kMatrix[static_cast<int>(which)], first, n, out);
+          reader.read_rows(names[static_cast<std::size_t>(which)], first, n, out);
         },
         vectors, precision, prefix);
-    for (const char* name : kMatrix) reader.release(prefix + name);
+    for (const std::string& name : names) reader.release(name);
     bytes += pl.bytes();
     m.layers.push_back(std::move(pl));
   }

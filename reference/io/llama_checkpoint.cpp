@@ -12,6 +12,8 @@
 #include <set>
 #include <span>
 #include <system_error>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "reference/core/error.hpp"
@@ -258,6 +260,20 @@ LlamaModel load_llama_checkpoint(const fs::path& path) {
   return model;
 }
 
+std::array<std::string, 7> layer_matrix_names(int layer) {
+  // Read off the slots, so the names are written once (add_layer_slots).
+  ModelConfig c;
+  LayerWeights l;
+  std::vector<Slot> slots;
+  add_layer_slots(c, l, layer, "model.", slots);
+  std::array<std::string, 7> names;
+  const auto matrices = layer_matrices(l);
+  for (const Slot& s : slots)
+    for (std::size_t k = 0; k < matrices.size(); ++k)
+      if (s.m == matrices[k]) names[k] = s.name;
+  return names;
+}
+
 LayerWeights load_layer_weights(const CheckpointReader& reader, int layer, bool with_matrices) {
   LayerWeights l;
   std::vector<Slot> slots;
@@ -299,80 +315,75 @@ void save_llama_checkpoint(const fs::path& dir_arg, const ModelConfig& config, c
   }
 }
 
+namespace {
+
+// The order fingerprints hash a layer's tensors in: LayerWeights' declaration order.
+using LayerTensor = std::variant<Vector LayerWeights::*, Matrix LayerWeights::*>;
+constexpr LayerTensor kHashOrder[] = {
+    &LayerWeights::input_layernorm, &LayerWeights::q_proj,    &LayerWeights::k_proj,    &LayerWeights::v_proj,
+    &LayerWeights::q_bias,          &LayerWeights::k_bias,    &LayerWeights::v_bias,    &LayerWeights::o_proj,
+    &LayerWeights::o_bias,          &LayerWeights::q_norm,    &LayerWeights::k_norm,    &LayerWeights::post_attention_layernorm,
+    &LayerWeights::gate_proj,       &LayerWeights::up_proj,   &LayerWeights::down_proj, &LayerWeights::gate_bias,
+    &LayerWeights::up_bias,         &LayerWeights::down_bias,
+};
+
+// As Fnv1a64::update(Matrix) for tensor `name` ([rows, cols]) read a chunk of rows at a time.
+void hash_streamed(Fnv1a64& h, const CheckpointReader& reader, const std::string& name, int64_t rows, int64_t cols) {
+  reader.check_shape(name, rows, cols);
+  h.update_u64(static_cast<uint64_t>(rows));
+  h.update_u64(static_cast<uint64_t>(cols));
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 18) / cols);
+  std::vector<float> buffer(static_cast<std::size_t>(std::min(chunk, rows) * cols));
+  for (int64_t first = 0; first < rows; first += chunk) {
+    const int64_t n = std::min(chunk, rows - first);
+    reader.read_rows(name, first, n, buffer.data());
+    h.update(buffer.data(), static_cast<std::size_t>(n * cols) * sizeof(float));
+  }
+  reader.release(name);
+}
+
+}  // namespace
+
 void hash_layer_weights(Fnv1a64& h, const LayerWeights& l) {
-  h.update(l.input_layernorm);
-  h.update(l.q_proj);
-  h.update(l.k_proj);
-  h.update(l.v_proj);
-  h.update(l.q_bias);
-  h.update(l.k_bias);
-  h.update(l.v_bias);
-  h.update(l.o_proj);
-  h.update(l.o_bias);
-  h.update(l.q_norm);
-  h.update(l.k_norm);
-  h.update(l.post_attention_layernorm);
-  h.update(l.gate_proj);
-  h.update(l.up_proj);
-  h.update(l.down_proj);
-  h.update(l.gate_bias);
-  h.update(l.up_bias);
-  h.update(l.down_bias);
+  for (const LayerTensor& t : kHashOrder) std::visit([&](auto member) { h.update(l.*member); }, t);
 }
 
 std::string weights_fingerprint(const CheckpointReader& reader) {
   const ModelConfig& c = reader.config();
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  const int64_t q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
   Fnv1a64 h;
-  std::vector<float> rows;
-  // As Fnv1a64::update(Matrix): rows and cols, then the fp32 bytes, a chunk of rows at a time.
-  auto matrix = [&](const std::string& name, int64_t r, int64_t cols) {
-    reader.check_shape(name, r, cols);
-    h.update_u64(static_cast<uint64_t>(r));
-    h.update_u64(static_cast<uint64_t>(cols));
-    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 18) / cols);
-    rows.resize(static_cast<std::size_t>(std::min(chunk, r) * cols));
-    for (int64_t first = 0; first < r; first += chunk) {
-      const int64_t n = std::min(chunk, r - first);
-      reader.read_rows(name, first, n, rows.data());
-      h.update(rows.data(), static_cast<std::size_t>(n * cols) * sizeof(float));
-    }
-    reader.release(name);
-  };
-  // As Fnv1a64::update(Vector); an absent one (present = false) hashes as empty.
-  auto vector = [&](const std::string& name, int64_t n, bool present = true) {
-    if (!present) return h.update_u64(0);
-    h.update(reader.vector(name, n));
-  };
-  matrix("model.embed_tokens.weight", V, H);
+  hash_streamed(h, reader, "model.embed_tokens.weight", c.vocab_size, c.hidden_size);
   for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    // hash_layer_weights' order
-    vector(p + "input_layernorm.weight", H);
-    matrix(p + "self_attn.q_proj.weight", q, H);
-    matrix(p + "self_attn.k_proj.weight", kv, H);
-    matrix(p + "self_attn.v_proj.weight", kv, H);
-    vector(p + "self_attn.q_proj.bias", q, c.attention_bias);
-    vector(p + "self_attn.k_proj.bias", kv, c.attention_bias);
-    vector(p + "self_attn.v_proj.bias", kv, c.attention_bias);
-    matrix(p + "self_attn.o_proj.weight", H, q);
-    vector(p + "self_attn.o_proj.bias", H, c.o_proj_bias);
-    vector(p + "self_attn.q_norm.weight", hd, c.qk_norm);
-    vector(p + "self_attn.k_norm.weight", hd, c.qk_norm);
-    vector(p + "post_attention_layernorm.weight", H);
-    matrix(p + "mlp.gate_proj.weight", I, H);
-    matrix(p + "mlp.up_proj.weight", I, H);
-    matrix(p + "mlp.down_proj.weight", H, I);
-    vector(p + "mlp.gate_proj.bias", I, c.mlp_bias);
-    vector(p + "mlp.up_proj.bias", I, c.mlp_bias);
-    vector(p + "mlp.down_proj.bias", H, c.mlp_bias);
+    // The layer's tensors as the checkpoint holds them, hashed in kHashOrder; an absent one as empty.
+    LayerWeights l;
+    std::vector<Slot> slots;
+    add_layer_slots(c, l, i, "model.", slots);
+    for (const LayerTensor& t : kHashOrder) {
+      std::visit(
+          [&](auto member) {
+            auto* target = &(l.*member);
+            const auto s = std::find_if(slots.begin(), slots.end(), [&](const Slot& x) {
+              if constexpr (std::is_same_v<decltype(target), Matrix*>) {
+                return x.m == target;
+              } else {
+                return x.v == target;
+              }
+            });
+            if (s == slots.end()) {
+              h.update(*target);  // empty: its zero dimensions
+            } else if (s->m) {
+              hash_streamed(h, reader, s->name, s->rows, s->cols);
+            } else {
+              h.update(reader.vector(s->name, s->rows));
+            }
+          },
+          t);
+    }
   }
-  vector("model.norm.weight", H);
+  h.update(reader.vector("model.norm.weight", c.hidden_size));
   if (c.tie_word_embeddings) {
     h.update(Matrix());
   } else {
-    matrix("lm_head.weight", V, H);
+    hash_streamed(h, reader, "lm_head.weight", c.vocab_size, c.hidden_size);
   }
   return h.str();
 }

@@ -2,6 +2,7 @@
 // Llama-family checkpoints in the Hugging Face layout: config.json plus model.safetensors, or
 // shards model-0000k-of-0000N.safetensors listed by model.safetensors.index.json. Standard tensor
 // names (model.embed_tokens.weight, model.layers.{i}.self_attn.q_proj.weight, ..., lm_head.weight).
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -27,6 +28,8 @@ struct LlamaModel {
 // config does not call for are ignored, as Hugging Face does. Errors name the tensor, the file or
 // directory, and the expected and actual shapes.
 LlamaModel load_llama_checkpoint(const std::filesystem::path& path);
+// The names of layer `layer`'s seven matrices, in layer_matrices' order (q, k, v, o, gate, up, down).
+std::array<std::string, 7> layer_matrix_names(int layer);
 // Layer `layer`'s tensors alone, shapes checked; without `with_matrices` only its norms and biases
 // are read (for loaders that convert the matrices themselves, a chunk of rows at a time).
 LayerWeights load_layer_weights(const CheckpointReader& reader, int layer, bool with_matrices = true);
