@@ -42,17 +42,10 @@ DecodeArgs args_for(const MethodSpec& spec, const std::string& backend, const st
   return a;
 }
 
-std::string row_name(const MethodSpec& s) {
-  std::string n = s.label();
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
-
 TEST(MethodRegistry, EveryMethodEqualsSequentialOnEveryBackend) {
   for (const std::string& backend : backends_built_here()) {
     const LoadedModel& target = bundled_target(backend);
-    for (const std::string& sampling : {"greedy", "coupled"}) {
+    for (const char* sampling : {"greedy", "coupled"}) {
       const DecodeArgs seq = args_for(MethodSpec{}, backend, sampling);
       const std::vector<int32_t> expected =
           run_method(seq, target, kPrompt, sampling_params(seq), generation_options(seq)).tokens;
@@ -63,6 +56,24 @@ TEST(MethodRegistry, EveryMethodEqualsSequentialOnEveryBackend) {
         EXPECT_EQ(r.tokens, expected) << spec.label() << " on " << backend << ", " << sampling << " (seed 7)";
       }
     }
+  }
+}
+
+// On a backend other than the reference, no method loads the target's fp32 copy: the target
+// computes on the backend, heads bind to its embeddings and LM head alone, and the fingerprint
+// streamed from the files equals the one of the loaded reference weights.
+TEST(MethodRegistry, OtherBackendsNeverLoadTheFp32Target) {
+  const std::string path = args_for(MethodSpec{}, "reference", "greedy").model;
+  const std::string want = load_model(path, "reference").fingerprint();
+  for (const std::string& backend : backends_built_here()) {
+    if (backend == "reference") continue;
+    const LoadedModel target = load_model(path, backend);
+    for (const MethodSpec& spec : method_rows()) {
+      (void)load_drafter(args_for(spec, backend, "greedy"), target);
+      EXPECT_FALSE(target.reference_loaded()) << spec.label() << " on " << backend;
+    }
+    EXPECT_EQ(target.fingerprint(), want) << backend;
+    EXPECT_FALSE(target.reference_loaded()) << backend;
   }
 }
 
@@ -110,9 +121,13 @@ TEST(MethodRegistry, ShapesAMethodDoesNotTakeAreRefused) {
     MethodSpec s;
     s.name = e.name;
     s.tree = "dynamic";
-    if (!e.shapes.dynamic_tree) EXPECT_THROW(check_method_spec(s), Error) << e.name;
+    if (!e.shapes.dynamic_tree) {
+      EXPECT_THROW(check_method_spec(s), Error) << e.name;
+    }
     s.tree = "mc_sim_7b_63";
-    if (!e.shapes.static_tree) EXPECT_THROW(check_method_spec(s), Error) << e.name;
+    if (!e.shapes.static_tree) {
+      EXPECT_THROW(check_method_spec(s), Error) << e.name;
+    }
     s.tree = "chain";
     s.k = 0;
     EXPECT_THROW(check_method_spec(s), Error) << e.name;
