@@ -1,8 +1,6 @@
 #include "reference/io/gguf.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +11,7 @@
 #include <set>
 
 #include "reference/core/error.hpp"
-#include "reference/io/mapped_pages.hpp"
+#include "reference/io/mapped_file.hpp"
 
 namespace specdec {
 
@@ -250,28 +248,12 @@ std::vector<int64_t> GgufTensorInfo::shape() const {
   return std::vector<int64_t>(ne.rbegin(), ne.rend());
 }
 
-GgufFile::GgufFile(const std::filesystem::path& path) : path_(path) {
+GgufFile::GgufFile(const std::filesystem::path& path)
+    : path_(path), mapped_(path, "GGUF file", 24, "a GGUF header (24)") {
   const std::string file = path.string();
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not a regular file below.
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw Error("cannot open GGUF file '" + file + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + file + "' is not a regular file");
-  }
-  map_size_ = static_cast<std::size_t>(st.st_size);
-  if (map_size_ < 24) {
-    ::close(fd);
-    throw Error(file + ": file is " + std::to_string(map_size_) + " bytes, shorter than a GGUF header (24)");
-  }
-  void* m = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file open
-  if (m == MAP_FAILED) throw Error("cannot map '" + file + "': " + std::strerror(errno));
-  map_ = static_cast<const std::byte*>(m);
-
-  try {
-    Cursor c(map_, map_size_, file);
+  const std::size_t map_size = mapped_.size();
+  {  // on a throw, mapped_ unmaps the file
+    Cursor c(mapped_.data(), map_size, file);
     if (c.read<uint32_t>("magic") != kMagic) throw Error(file + ": not a GGUF file (it does not start with \"GGUF\")");
     version_ = c.read<uint32_t>("version");
     if (version_ != 2 && version_ != 3) {
@@ -344,11 +326,11 @@ GgufFile::GgufFile(const std::filesystem::path& path) : path_(path) {
     const uint64_t pad = (alignment - c.pos() % alignment) % alignment;
     if (pad > c.left()) {
       if (!tensors_.empty()) throw Error(file + ": the data section starts past the end of the file (truncated?)");
-      data_start_ = map_size_;
+      data_start_ = map_size;
     } else {
       data_start_ = c.pos() + static_cast<std::size_t>(pad);
     }
-    const uint64_t data_size = map_size_ - data_start_;
+    const uint64_t data_size = map_size - data_start_;
     std::vector<const GgufTensorInfo*> by_offset;
     for (const GgufTensorInfo& t : tensors_) {
       if (t.offset > data_size || t.bytes > data_size - t.offset) {
@@ -364,18 +346,6 @@ GgufFile::GgufFile(const std::filesystem::path& path) : path_(path) {
         throw Error(file + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap in the data section");
       }
     }
-  } catch (...) {
-    close();
-    throw;
-  }
-}
-
-GgufFile::~GgufFile() { close(); }
-
-void GgufFile::close() noexcept {
-  if (map_ != nullptr) {
-    ::munmap(const_cast<std::byte*>(map_), map_size_);
-    map_ = nullptr;
   }
 }
 
@@ -481,7 +451,7 @@ std::optional<std::vector<int64_t>> GgufFile::get_ints(const std::string& key) c
 
 std::span<const std::byte> GgufFile::raw(const std::string& name) const {
   const GgufTensorInfo& t = tensor(name);
-  return {map_ + data_start_ + t.offset, static_cast<std::size_t>(t.bytes)};
+  return {mapped_.data() + data_start_ + t.offset, static_cast<std::size_t>(t.bytes)};
 }
 
 void GgufFile::dequantize_into(const std::string& name, std::span<float> out) const {
@@ -516,9 +486,9 @@ void GgufFile::dequantize_rows_into(const std::string& name, uint64_t first_row,
 
 void GgufFile::release(const std::string& name) const noexcept {
   const auto it = index_.find(name);
-  if (it == index_.end() || map_ == nullptr) return;
+  if (it == index_.end()) return;
   const GgufTensorInfo& t = tensors_[it->second];
-  release_mapped_pages(map_ + data_start_ + t.offset, static_cast<std::size_t>(t.bytes));
+  mapped_.release(data_start_ + t.offset, static_cast<std::size_t>(t.bytes));
 }
 
 std::vector<float> GgufFile::floats(const std::string& name) const {

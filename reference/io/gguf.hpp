@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "reference/io/ggml_dequantize.hpp"
+#include "reference/io/mapped_file.hpp"
 
 namespace specdec {
 
@@ -64,7 +65,6 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   explicit GgufFile(const std::filesystem::path& path);
-  ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
@@ -95,21 +95,18 @@ class GgufFile {
   // Rows [first_row, first_row + out.size() / ne[0]) of the tensor (rows of ne[0] elements, whole
   // blocks each), dequantized as dequantize_into does, into out.
   void dequantize_rows_into(const std::string& name, uint64_t first_row, std::span<float> out) const;
-  // Gives back the resident pages of the tensor's bytes (mapped_pages.hpp); later reads still work.
+  // Gives back the resident pages of the tensor's bytes (mapped_file.hpp); later reads still work.
   void release(const std::string& name) const noexcept;
   // Dequantizes into `out` (numel() floats), without an intermediate copy.
   void dequantize_into(const std::string& name, std::span<float> out) const;
 
  private:
-  void close() noexcept;
-
   std::filesystem::path path_;
   uint32_t version_ = 0;
   std::map<std::string, GgufValue> metadata_;
   std::vector<GgufTensorInfo> tensors_;
   std::map<std::string, std::size_t> index_;
-  const std::byte* map_ = nullptr;
-  std::size_t map_size_ = 0;
+  MappedFile mapped_;  // the whole file
   std::size_t data_start_ = 0;
 };
 

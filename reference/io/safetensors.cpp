@@ -1,10 +1,5 @@
 #include "reference/io/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -16,7 +11,7 @@
 #include <utility>
 
 #include "reference/core/error.hpp"
-#include "reference/io/mapped_pages.hpp"
+#include "reference/io/mapped_file.hpp"
 #include "reference/core/half.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_input.hpp"
@@ -199,37 +194,21 @@ int64_t TensorInfo::numel() const {
 
 // ---- reader ----------------------------------------------------------------------------------
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path) {
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : path_(path), mapped_(path, "safetensors file", 8, "the 8-byte safetensors header length") {
   const std::string file = path.string();
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not a regular file below.
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw Error("cannot open safetensors file '" + file + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + file + "' is not a regular file");
-  }
-  map_size_ = static_cast<std::size_t>(st.st_size);
-  if (map_size_ < 8) {
-    ::close(fd);
-    throw Error(file + ": file is " + std::to_string(map_size_) +
-                " bytes, shorter than the 8-byte safetensors header length");
-  }
-  void* m = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file open
-  if (m == MAP_FAILED) throw Error("cannot map '" + file + "': " + std::strerror(errno));
-  map_ = static_cast<const std::byte*>(m);
-
-  try {
-    const uint64_t header_len = load<uint64_t>(map_);
-    if (header_len > map_size_ - 8) {
+  const std::byte* const map = mapped_.data();
+  const std::size_t map_size = mapped_.size();
+  {  // on a throw, mapped_ unmaps the file
+    const uint64_t header_len = load<uint64_t>(map);
+    if (header_len > map_size - 8) {
       throw Error(file + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                  std::to_string(map_size_) + " bytes; truncated or not a safetensors file?)");
+                  std::to_string(map_size) + " bytes; truncated or not a safetensors file?)");
     }
     data_start_ = 8 + static_cast<std::size_t>(header_len);
-    const uint64_t data_size = map_size_ - data_start_;
+    const uint64_t data_size = map_size - data_start_;
     const json header =
-        parse_header(std::string_view(reinterpret_cast<const char*>(map_ + 8), header_len), file);
+        parse_header(std::string_view(reinterpret_cast<const char*>(map + 8), header_len), file);
 
     for (const auto& [name, value] : header.items()) {
       if (name == "__metadata__") {
@@ -262,41 +241,6 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path
                     ") overlap in the data section");
       }
     }
-  } catch (...) {
-    close();
-    throw;
-  }
-}
-
-SafetensorsFile::~SafetensorsFile() { close(); }
-
-SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      tensors_(std::move(other.tensors_)),
-      index_(std::move(other.index_)),
-      metadata_(std::move(other.metadata_)),
-      map_(std::exchange(other.map_, nullptr)),
-      map_size_(std::exchange(other.map_size_, 0)),
-      data_start_(other.data_start_) {}
-
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
-  if (this != &other) {
-    close();
-    path_ = std::move(other.path_);
-    tensors_ = std::move(other.tensors_);
-    index_ = std::move(other.index_);
-    metadata_ = std::move(other.metadata_);
-    map_ = std::exchange(other.map_, nullptr);
-    map_size_ = std::exchange(other.map_size_, 0);
-    data_start_ = other.data_start_;
-  }
-  return *this;
-}
-
-void SafetensorsFile::close() noexcept {
-  if (map_ != nullptr) {
-    ::munmap(const_cast<std::byte*>(map_), map_size_);
-    map_ = nullptr;
   }
 }
 
@@ -308,7 +252,7 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
 
 std::span<const std::byte> SafetensorsFile::raw(const std::string& name) const {
   const TensorInfo& t = info(name);
-  return {map_ + data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin)};
+  return {mapped_.data() + data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin)};
 }
 
 std::vector<float> SafetensorsFile::floats(const std::string& name) const {
@@ -357,9 +301,9 @@ void SafetensorsFile::floats_into(const std::string& name, uint64_t first, std::
 
 void SafetensorsFile::release(const std::string& name) const noexcept {
   const auto it = index_.find(name);
-  if (it == index_.end() || map_ == nullptr) return;
+  if (it == index_.end()) return;
   const TensorInfo& t = tensors_[it->second];
-  release_mapped_pages(map_ + data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin));
+  mapped_.release(data_start_ + t.begin, static_cast<std::size_t>(t.end - t.begin));
 }
 
 std::vector<int64_t> SafetensorsFile::int64s(const std::string& name) const {

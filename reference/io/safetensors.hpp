@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reference/io/mapped_file.hpp"
+
 namespace specdec {
 
 enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
@@ -42,9 +44,8 @@ struct TensorInfo {
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::filesystem::path& path);
-  ~SafetensorsFile();
-  SafetensorsFile(SafetensorsFile&& other) noexcept;
-  SafetensorsFile& operator=(SafetensorsFile&& other) noexcept;
+  SafetensorsFile(SafetensorsFile&& other) noexcept = default;
+  SafetensorsFile& operator=(SafetensorsFile&& other) noexcept = default;
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -60,7 +61,7 @@ class SafetensorsFile {
   std::vector<float> floats(const std::string& name) const;
   // Elements [first, first + out.size()) of the tensor, converted as floats() does, into out.
   void floats_into(const std::string& name, uint64_t first, std::span<float> out) const;
-  // Gives back the resident pages of the tensor's bytes (mapped_pages.hpp); later reads still work.
+  // Gives back the resident pages of the tensor's bytes (mapped_file.hpp); later reads still work.
   void release(const std::string& name) const noexcept;
   // The tensor's elements converted to int64 (from BOOL, U8, I8, I16, U16, I32, U32, I64, U64;
   // a U64 value beyond the int64 range is an error).
@@ -69,14 +70,11 @@ class SafetensorsFile {
   std::span<const std::byte> raw(const std::string& name) const;
 
  private:
-  void close() noexcept;
-
   std::filesystem::path path_;
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, std::size_t> index_;
   std::map<std::string, std::string> metadata_;
-  const std::byte* map_ = nullptr;  // the whole file
-  std::size_t map_size_ = 0;
+  MappedFile mapped_;            // the whole file
   std::size_t data_start_ = 0;  // 8 + header length
 };
 
