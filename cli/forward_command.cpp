@@ -167,9 +167,11 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
 
   // The head is loaded (and checked against the target) before any forward runs.
   std::optional<EagleHead> head;
+  std::string head_fingerprint;
   if (!a.drafter.empty()) {
-    head.emplace(load_eagle_head(a.drafter, m.head_target()));
-    if (a.backend != "reference") head.emplace(bind_head(a.backend, *head));
+    EagleHead loaded = load_eagle_head(a.drafter, m.head_target());
+    head_fingerprint = eagle_head_fingerprint(loaded);  // before binding, which may take the fp32 weights
+    head.emplace(bind_head(a.backend, std::move(loaded), m.forward_model()));
   }
 
   ForwardRequest req = ForwardRequest::chain(tokens);
@@ -207,7 +209,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
       g.write_attribute("drafter", a.drafter);
       g.write_attribute("kind", eagle_kind_name(head->config().kind));
       g.write_attribute("layout", head->config().layout);
-      g.write_attribute("fingerprint", eagle_head_fingerprint(*head));
+      g.write_attribute("fingerprint", head_fingerprint);
       write_rows(g, "logits", draft->output.logits);
       write_rows(g, "hidden", draft->output.hidden);
       g.write_vector<int32_t>("tokens", draft->input.tokens);

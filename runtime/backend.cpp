@@ -163,6 +163,7 @@ std::unique_ptr<LanguageModel> make_backend(const std::string& name, const Model
 
 EagleHead bind_head(const std::string& name, const EagleHead& head) {
   check_backend(name, "backend");
+  head.require_weights("bind_head to backend " + name);
   if (plugin::is_plugin_backend(name)) return plugin::bind_plugin_head(name, head);
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_eagle_head(head);
@@ -173,14 +174,43 @@ EagleHead bind_head(const std::string& name, const EagleHead& head) {
   return head.with_engine(nullptr);
 }
 
+EagleHead bind_head(const std::string& name, EagleHead&& head, const LanguageModel& target_model) {
+  check_backend(name, "backend");
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") {
+    // A target on another backend lends nothing: the head reads its own TargetTensors.
+    return cpu::cpu_eagle_head(std::move(head), dynamic_cast<const cpu::CpuTransformer*>(&target_model));
+  }
+#endif
+  (void)target_model;
+  return bind_head(name, head);
+}
+
+bool backend_lends_target_tensors(const std::string& name) {
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") return true;
+#endif
+  (void)name;
+  return false;
+}
+
 MedusaHeads bind_medusa(const std::string& name, const MedusaHeads& heads) {
   check_backend(name, "backend");
+  heads.require_weights("bind_medusa to backend " + name);
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   if (name == "cpu") return cpu::cpu_medusa_heads(heads);
 #endif
   // cuda and plug-ins have no Medusa engine: the heads run the reference's code on the host (a
   // one-row forward per step), on the hidden state the backend's target forward returned.
   return heads.with_engine(nullptr);
+}
+
+MedusaHeads bind_medusa(const std::string& name, MedusaHeads&& heads) {
+  check_backend(name, "backend");
+#ifdef SPECDEC_HAVE_OPTIMIZED_CPU
+  if (name == "cpu") return cpu::cpu_medusa_heads(std::move(heads));
+#endif
+  return bind_medusa(name, static_cast<const MedusaHeads&>(heads));
 }
 
 double weight_bytes_per_step(const LanguageModel& model) {

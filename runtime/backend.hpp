@@ -3,9 +3,9 @@
 // the truth), "cpu" (optimized/cpu, when this build has it) and "cuda" (optimized/cuda: the
 // target and draft LM on a GPU, or with SPECDEC_CUDA_DEVICE=emulator on the CPU grid emulator) and
 // "plugin:PATH.so" (a shared library of the user's, plugin_api.hpp / plugin_backend.hpp). Decoding algorithms take a
-// `const LanguageModel&`, so a backend is just another LanguageModel. EAGLE heads stay bound to
-// the reference Transformer for the target's embeddings and LM head and compute on a backend
-// through bind_head.
+// `const LanguageModel&`, so a backend is just another LanguageModel. EAGLE heads bind to the
+// target's embeddings and LM head (TargetTensors) and compute on a backend through bind_head; the
+// cpu backend lends its own packed copies of those to its heads (backend_lends_target_tensors).
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -51,12 +51,25 @@ double weight_bytes_per_step(const LanguageModel& model);
 // the reference's own code, "cpu" on optimized/cpu (cpu_eagle_head.hpp), "cuda" on the device
 // (cuda_eagle_head.hpp), both bitwise equal.
 EagleHead bind_head(const std::string& name, const EagleHead& head);
+// The same for a head loaded for this run alone, `target_model` being the backend's model of the
+// head's target (it must outlive the head): on "cpu" the head's fp32 weights move into the engine
+// (cpu_eagle_head(EagleHead&&, target)) and, when `target_model` is a cpu model, the target's
+// embeddings and LM head are read from it, so the run holds one packed copy of each; elsewhere
+// as bind_head above.
+EagleHead bind_head(const std::string& name, EagleHead&& head, const LanguageModel& target_model);
+// Whether backend `name`'s head engines read the target's embeddings and LM head from the
+// backend's own target model (bind_head with `target_model`): a head on it then binds to a
+// TargetTensors of the target's config alone, and no fp32 copy of those tensors is loaded.
+bool backend_lends_target_tensors(const std::string& name);
 
 // `heads` computing on backend `name` (same config and weights): "cpu" on optimized/cpu
 // (cpu_medusa_heads.hpp, bitwise equal to the reference); "reference", "cuda" and plug-ins in the
 // reference's own code on the host — one (1, H) row per step through K small heads, while the
 // target, which the heads read from, still runs on the backend.
 MedusaHeads bind_medusa(const std::string& name, const MedusaHeads& heads);
+// The same for heads loaded for this run alone: on "cpu" their fp32 weights move into the engine
+// (cpu_medusa_heads(MedusaHeads&&)), so the run holds one packed copy; elsewhere as above.
+MedusaHeads bind_medusa(const std::string& name, MedusaHeads&& heads);
 
 // The instruction-set path the cpu backend's kernels use here: "portable", "avx2" or "avx512"
 // (optimized/cpu/cpu_isa.hpp; SPECDEC_CPU_ISA forces one); "" when this build has no cpu backend.

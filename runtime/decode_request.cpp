@@ -52,10 +52,16 @@ std::unique_ptr<Transformer> LoadedModel::take_reference() {
 
 TargetTensors LoadedModel::head_target() const {
   if (model_) return TargetTensors(*model_);
+  const bool lent = backend_model && backend_lends_target_tensors(backend);
   if (!shared_) {
+    auto s = std::make_unique<SharedTensors>();
+    if (lent) {  // the backend's own packed tensors serve the head (bind_head with forward_model())
+      s->config = config;
+      shared_ = std::move(s);
+      return TargetTensors(shared_->config);
+    }
     const CheckpointReader reader(path);
     const ModelConfig& c = reader.config();
-    auto s = std::make_unique<SharedTensors>();
     s->config = c;
     s->embed_tokens = reader.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
     if (!c.tie_word_embeddings) {
@@ -65,6 +71,7 @@ TargetTensors LoadedModel::head_target() const {
     shared_ = std::move(s);
   }
   const SharedTensors& s = *shared_;
+  if (lent) return TargetTensors(s.config);
   return TargetTensors(s.config, s.embed_tokens, s.config.tie_word_embeddings ? s.embed_tokens : s.lm_head);
 }
 

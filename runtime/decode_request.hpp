@@ -55,7 +55,8 @@ LoadedModel load_model(const std::string& path, const std::string& backend = "re
 // --backend. The reference Transformer (fp32 weights) is loaded only for the reference backend or
 // where something asks for it (reference(); validation), so a run on another backend holds only
 // that backend's weights. EAGLE-family and MTP heads bind to head_target(): the reference when it
-// is loaded, else the target's fp32 embeddings and LM head alone. The fingerprint (of the fp32
+// is loaded; else, on a backend that lends its own copies to its heads (the cpu backend), the
+// config alone; else the target's fp32 embeddings and LM head alone. The fingerprint (of the fp32
 // weights, fingerprint.hpp) is computed on first use, streamed from the checkpoint when the
 // reference is not loaded.
 struct LoadedModel {

@@ -97,16 +97,6 @@ DecodeJob prepare_decode(const DecodeArgs& a) {
   return job;
 }
 
-namespace {
-
-std::vector<const EagleHead*> mtp_module_list(const LoadedDrafter& d) {
-  std::vector<const EagleHead*> out{d.head.get()};
-  for (const auto& m : d.extra_modules) out.push_back(m.get());
-  return out;
-}
-
-}  // namespace
-
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target) {
   check_method_args(a);
   const DrafterNeed& need = method_entry(a.method.name).drafter;
@@ -125,28 +115,29 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   }
   if (need.kind == DrafterNeed::Kind::medusa_heads) {
     d.medusa = std::make_unique<MedusaHeads>(load_medusa_heads(a.drafter, target.config));
-    if (a.backend != "reference") d.medusa = std::make_unique<MedusaHeads>(bind_medusa(a.backend, *d.medusa));
-    d.fingerprint = medusa_heads_fingerprint(*d.medusa);
+    d.fingerprint = medusa_heads_fingerprint(*d.medusa);  // before binding, which may take the fp32 weights
+    if (a.backend != "reference") d.medusa = std::make_unique<MedusaHeads>(bind_medusa(a.backend, std::move(*d.medusa)));
     d.config_json = medusa_config_to_json(d.medusa->config()).dump();
     return d;
   }
   if (need.kind == DrafterNeed::Kind::eagle_head && need.head == EagleKind::mtp) {
     // Every module of the checkpoint: module 0 drafts first, the others follow (mtp.cpp).
     std::vector<EagleHead> modules = load_mtp_modules(a.drafter, target.head_target());
+    // The fingerprint is taken before binding: a bound module may have given its fp32 weights away.
+    Fnv1a64 h;  // every module's weights
+    for (const EagleHead& m : modules) {
+      const std::string f = eagle_head_fingerprint(m);
+      h.update(f.data(), f.size());
+    }
+    d.fingerprint = modules.size() == 1 ? eagle_head_fingerprint(modules.front()) : h.str();
     for (EagleHead& m : modules) {
-      auto bound = std::make_unique<EagleHead>(a.backend != "reference" ? bind_head(a.backend, m) : std::move(m));
+      auto bound = std::make_unique<EagleHead>(bind_head(a.backend, std::move(m), target.forward_model()));
       if (!d.head) {
         d.head = std::move(bound);
       } else {
         d.extra_modules.push_back(std::move(bound));
       }
     }
-    Fnv1a64 h;  // every module's weights
-    for (const EagleHead* m : mtp_module_list(d)) {
-      const std::string f = eagle_head_fingerprint(*m);
-      h.update(f.data(), f.size());
-    }
-    d.fingerprint = d.extra_modules.empty() ? eagle_head_fingerprint(*d.head) : h.str();
     d.config_json = mtp_config_to_json(d.head->config(), target.config.architecture).dump();
     return d;
   }
@@ -155,8 +146,8 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
     throw Error(a.drafter + " holds an " + eagle_kind_name(d.head->config().kind) + " head; --method " + a.method.name +
                 " needs an " + eagle_kind_name(need.head) + " head");
   }
-  if (a.backend != "reference") d.head = std::make_unique<EagleHead>(bind_head(a.backend, *d.head));
-  d.fingerprint = eagle_head_fingerprint(*d.head);
+  d.fingerprint = eagle_head_fingerprint(*d.head);  // before binding, which may take the fp32 weights
+  if (a.backend != "reference") d.head = std::make_unique<EagleHead>(bind_head(a.backend, std::move(*d.head), target.forward_model()));
   d.config_json = eagle_config_to_json(d.head->config(), target.config.num_hidden_layers,
                                        target.config.architecture)
                       .dump();

@@ -9,6 +9,7 @@
 #include "optimized/cpu/cpu_decoder_layer.hpp"
 #include "optimized/cpu/cpu_isa.hpp"
 #include "optimized/cpu/cpu_kv_cache.hpp"
+#include "optimized/cpu/cpu_transformer.hpp"
 #include "optimized/cpu/fused_linear.hpp"
 #include "optimized/cpu/packed_matrix.hpp"
 #include "reference/core/error.hpp"
@@ -25,7 +26,11 @@ PackedMatrix pack_exact(const Matrix& m, const std::string& name) {
 
 class CpuEagleEngine final : public EagleHeadEngine {
  public:
-  explicit CpuEagleEngine(const EagleHead& head);
+  // Packs the head's matrices: `owned` (handed over by release_weights; each matrix is freed once
+  // packed, so the head's fp32 and packed copies are never both whole) or, when null, the head's
+  // own weights, which it keeps. The token embeddings and a shared LM head (EAGLE-1, an MTP module
+  // without its own) are `target`'s packed tensors when given, else head.target()'s fp32 ones.
+  CpuEagleEngine(const EagleHead& head, EagleWeights* owned, const CpuTransformer* target);
 
   std::string name() const override { return "cpu"; }
   std::unique_ptr<KVCache> new_cache(int capacity) const override {
@@ -49,32 +54,80 @@ class CpuEagleEngine final : public EagleHeadEngine {
   void prepare(KVCache& cache, const EagleHead::Input& in, Entry& e) const;
   // Appends every entry to its cache and computes them together, each weight read once.
   std::vector<EagleHead::Output> run(std::vector<Entry>& entries) const;
+  // Token `t`'s embedding row (H) into out.
+  void embedding_row(int32_t t, float* out) const;
 
   EagleHeadConfig config_;
   Rope rope_;
-  const Matrix* embed_;             // [V, H] fp32: the head's table or the target's
-  PackedMatrix fc;                  // [H, fc_in]
-  std::vector<float> fc_bias;       // (H) or empty
-  std::vector<float> hidden_norm;   // (H); empty for EAGLE-1
-  std::vector<float> embed_norm;    // (H) MTP; empty for the others
-  std::vector<PackedLayer> layers;  // num_layers; layer 0 of EAGLE-3 / P-EAGLE reads 2H
-  std::vector<float> norm;          // (H); empty for EAGLE-1
-  PackedMatrix output_head;         // [Vd, H]
+  const PackedMatrix* embed_ = nullptr;  // [V, H]: own_embed_ or the target backend's, else
+  const Matrix* embed_fp32_ = nullptr;   // [V, H]: the target's fp32 table
+  PackedMatrix own_embed_;               // [V, H] when config.own_embeddings
+  PackedMatrix fc;                       // [H, fc_in]
+  std::vector<float> fc_bias;            // (H) or empty
+  std::vector<float> hidden_norm;        // (H); empty for EAGLE-1
+  std::vector<float> embed_norm;         // (H) MTP; empty for the others
+  std::vector<PackedLayer> layers;       // num_layers; layer 0 of EAGLE-3 / P-EAGLE reads 2H
+  std::vector<float> norm;               // (H); empty for EAGLE-1
+  PackedMatrix own_output_head_;         // [Vd, H] unless the target backend's is shared
+  const PackedMatrix* output_head_;      // [Vd, H]: own_output_head_ or the target backend's LM head
 };
 
-CpuEagleEngine::CpuEagleEngine(const EagleHead& head)
-    : config_(head.config()), rope_(head.rope()), embed_(&head.embeddings()) {
-  const EagleWeights& w = head.weights();
+CpuEagleEngine::CpuEagleEngine(const EagleHead& head, EagleWeights* owned, const CpuTransformer* target)
+    : config_(head.config()), rope_(head.rope()), output_head_(&own_output_head_) {
+  const EagleHeadConfig& c = config_;
+  if (target) {
+    const ModelConfig& tc = target->config();
+    if (tc.vocab_size != c.target_vocab || tc.hidden_size != head.target().config().hidden_size) {
+      throw Error("cpu_eagle_head: the head drafts for a target of vocab " + std::to_string(c.target_vocab) +
+                  " and hidden size " + std::to_string(head.target().config().hidden_size) +
+                  ", the cpu target given has vocab " + std::to_string(tc.vocab_size) + " and hidden size " +
+                  std::to_string(tc.hidden_size));
+    }
+  } else if (!head.target().has_tensors() && (!c.own_embeddings || head.shares_target_head())) {
+    throw Error("cpu_eagle_head: the head's target tensors stay with the target's backend; bind it with the "
+                "CpuTransformer computing the target");
+  }
+  // `w` is *owned (not const) whenever a matrix is freed.
+  const EagleWeights& w = owned ? *owned : head.weights();
+  auto release = [owned](const Matrix& m) {
+    if (owned) const_cast<Matrix&>(m).resize(0, 0);
+  };
+  if (c.own_embeddings) {
+    own_embed_ = pack_exact(w.embed_tokens, "embed_tokens.weight");
+    release(w.embed_tokens);
+    embed_ = &own_embed_;
+  } else if (target) {
+    embed_ = &target->embeddings();
+  } else {
+    embed_fp32_ = &head.target().embed_tokens();
+  }
   fc = pack_exact(w.fc, "fc.weight");
+  release(w.fc);
   fc_bias = to_vector(w.fc_bias);
   hidden_norm = to_vector(w.hidden_norm);
   embed_norm = to_vector(w.embed_norm);
   for (std::size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& lw = w.layers[l];
     layers.push_back(pack_layer(lw, lossless_precision(layer_matrices(lw)), "layers." + std::to_string(l) + "."));
+    for (const Matrix* m : layer_matrices(lw)) release(*m);
   }
   norm = to_vector(w.norm);
-  output_head = pack_exact(head.output_head(), head.shares_target_head() ? "the target's lm_head" : "lm_head.weight");
+  if (!head.shares_target_head()) {
+    own_output_head_ = pack_exact(w.lm_head, "lm_head.weight");
+    release(w.lm_head);
+  } else if (target) {
+    output_head_ = &target->output_head();
+  } else {
+    own_output_head_ = pack_exact(head.target().output_head(), "the target's lm_head");
+  }
+}
+
+void CpuEagleEngine::embedding_row(int32_t t, float* out) const {
+  if (embed_) {
+    embed_->widen_row(t, out);
+  } else {
+    std::memcpy(out, embed_fp32_->row(t).data(), sizeof(float) * embed_fp32_->cols());
+  }
 }
 
 void CpuEagleEngine::prepare(KVCache& cache_base, const EagleHead::Input& in, Entry& e) const {
@@ -110,7 +163,7 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
       if (zero_first && entries[i].block.positions[t] == 0) {
         std::fill(row, row + H, 0.0f);  // vLLM's MTP: no embedding at position 0
       } else {
-        std::memcpy(row, embed_->row(tokens[t]).data(), sizeof(float) * H);
+        embedding_row(tokens[t], row);
       }
     }
   }
@@ -204,7 +257,7 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
   for (std::size_t i = 0; i < B; ++i) logit_first[i + 1] = logit_first[i] + entries[i].in->logit_rows.size();
   const int R = static_cast<int>(logit_first[B]);
   if (R > 0) {
-    const int Vd = output_head.rows();
+    const int Vd = output_head_->rows();
     std::vector<float> rows(static_cast<std::size_t>(R) * H);  // (R, H)
     for (std::size_t i = 0; i < B; ++i) {
       const std::vector<int>& logit_rows = entries[i].in->logit_rows;
@@ -219,7 +272,7 @@ std::vector<EagleHead::Output> CpuEagleEngine::run(std::vector<Entry>& entries) 
       rows.swap(normed);
     }
     std::vector<float> logits(static_cast<std::size_t>(R) * Vd);  // (R, Vd)
-    linear(output_head, nullptr, rows.data(), H, R, logits.data(), Vd, false);
+    linear(*output_head_, nullptr, rows.data(), H, R, logits.data(), Vd, false);
     for (std::size_t i = 0; i < B; ++i) {
       const int Ri = static_cast<int>(logit_first[i + 1] - logit_first[i]);
       if (Ri == 0) continue;
@@ -260,7 +313,16 @@ std::vector<EagleHead::Output> CpuEagleEngine::forward_batch(const std::vector<E
 
 EagleHead cpu_eagle_head(const EagleHead& head) {
   active_isa();  // an invalid SPECDEC_CPU_ISA is reported here, before any kernel runs
-  return head.with_engine(std::make_shared<const CpuEagleEngine>(head));
+  head.require_weights("cpu_eagle_head");
+  return head.with_engine(std::make_shared<const CpuEagleEngine>(head, nullptr, nullptr));
+}
+
+EagleHead cpu_eagle_head(EagleHead&& head, const CpuTransformer* target) {
+  active_isa();
+  head.require_weights("cpu_eagle_head");
+  EagleWeights weights = head.release_weights();
+  auto engine = std::make_shared<const CpuEagleEngine>(head, &weights, target);
+  return head.with_engine(std::move(engine));
 }
 
 }  // namespace specdec::cpu

@@ -23,7 +23,9 @@ PackedMatrix pack_exact(const Matrix& m, const std::string& name) {
 
 class CpuMedusaEngine final : public MedusaHeadsEngine {
  public:
-  explicit CpuMedusaEngine(const MedusaHeads& heads);
+  // Packs `owned` (handed over by release_weights; each matrix freed once packed) or, when null,
+  // the heads' own weights, which they keep.
+  CpuMedusaEngine(const MedusaHeads& heads, MedusaWeights* owned);
 
   std::string name() const override { return "cpu"; }
   std::vector<Matrix> forward(const Matrix& hidden, int heads) const override;
@@ -38,19 +40,25 @@ class CpuMedusaEngine final : public MedusaHeadsEngine {
   std::vector<PackedMatrix> lm_heads_;      // K of [V, H]; one when shared
 };
 
-CpuMedusaEngine::CpuMedusaEngine(const MedusaHeads& heads) : config_(heads.config()) {
-  const MedusaWeights& w = heads.weights();
+CpuMedusaEngine::CpuMedusaEngine(const MedusaHeads& heads, MedusaWeights* owned) : config_(heads.config()) {
+  // `w` is *owned (not const) whenever a matrix is freed.
+  const MedusaWeights& w = owned ? *owned : heads.weights();
+  auto release = [owned](const Matrix& m) {
+    if (owned) const_cast<Matrix&>(m).resize(0, 0);
+  };
   for (std::size_t k = 0; k < w.blocks.size(); ++k) {
     std::vector<Block> head;
     for (std::size_t l = 0; l < w.blocks[k].size(); ++l) {
       const MedusaBlock& b = w.blocks[k][l];
       head.push_back({pack_exact(b.weight, "medusa head " + std::to_string(k) + " block " + std::to_string(l)),
                       to_vector(b.bias)});
+      release(b.weight);
     }
     blocks_.push_back(std::move(head));
   }
   for (std::size_t k = 0; k < w.lm_heads.size(); ++k) {
     lm_heads_.push_back(pack_exact(w.lm_heads[k], "medusa head " + std::to_string(k) + " projection"));
+    release(w.lm_heads[k]);
   }
 }
 
@@ -86,7 +94,16 @@ std::vector<Matrix> CpuMedusaEngine::forward(const Matrix& hidden, int heads) co
 
 MedusaHeads cpu_medusa_heads(const MedusaHeads& heads) {
   active_isa();  // an invalid SPECDEC_CPU_ISA is reported here, before any kernel runs
-  return heads.with_engine(std::make_shared<const CpuMedusaEngine>(heads));
+  heads.require_weights("cpu_medusa_heads");
+  return heads.with_engine(std::make_shared<const CpuMedusaEngine>(heads, nullptr));
+}
+
+MedusaHeads cpu_medusa_heads(MedusaHeads&& heads) {
+  active_isa();
+  heads.require_weights("cpu_medusa_heads");
+  MedusaWeights weights = heads.release_weights();
+  auto engine = std::make_shared<const CpuMedusaEngine>(heads, &weights);
+  return heads.with_engine(std::move(engine));
 }
 
 }  // namespace specdec::cpu

@@ -9,8 +9,13 @@
 
 namespace specdec::cpu {
 
-// `heads` computing on the cpu backend (MedusaHeads::with_engine): same config and weights. The
-// packed copy lives as long as the returned heads or a copy of them.
+// `heads` computing on the cpu backend (MedusaHeads::with_engine): same config and weights.
+// `heads` keep their fp32 weights beside the packed copy, which lives as long as the returned
+// heads or a copy of them.
 MedusaHeads cpu_medusa_heads(const MedusaHeads& heads);
+// The same for heads loaded for this run alone: the fp32 weights move into the engine
+// (MedusaHeads::release_weights), which frees each matrix once packed, and the heads compute on
+// the cpu backend alone.
+MedusaHeads cpu_medusa_heads(MedusaHeads&& heads);
 
 }  // namespace specdec::cpu

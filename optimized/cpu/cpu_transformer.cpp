@@ -120,6 +120,8 @@ CpuTransformer::~CpuTransformer() = default;
 
 const ModelConfig& CpuTransformer::config() const { return impl_->config; }
 Dtype CpuTransformer::precision() const { return impl_->precision; }
+const PackedMatrix& CpuTransformer::embeddings() const { return impl_->embed; }
+const PackedMatrix& CpuTransformer::output_head() const { return impl_->head(); }
 std::size_t CpuTransformer::weight_bytes_per_step() const { return impl_->step_bytes; }
 
 std::unique_ptr<KVCache> CpuTransformer::new_cache(int capacity) const {

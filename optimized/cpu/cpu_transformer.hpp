@@ -22,6 +22,8 @@ class CheckpointReader;
 
 namespace specdec::cpu {
 
+class PackedMatrix;
+
 class CpuTransformer final : public LanguageModel {
  public:
   // Packs `weights` into `precision` (F32, BF16 or F16; rounding to nearest even when narrower).
@@ -48,6 +50,10 @@ class CpuTransformer final : public LanguageModel {
   std::vector<ForwardResult> forward_batch(const std::vector<BatchEntry>& batch) const override;
 
   Dtype precision() const;
+  // The packed token embeddings [V, H] and LM head [V, H] (the embeddings when tied): heads bound
+  // to this target read them (cpu_eagle_head), so a run holds no other copy.
+  const PackedMatrix& embeddings() const;
+  const PackedMatrix& output_head() const;
   // Bytes of weights one forward step reads: every linear layer and norm, the LM head, and one
   // embedding row per token (the bandwidth-limit denominator for benchmarks).
   std::size_t weight_bytes_per_step() const;

@@ -260,6 +260,7 @@ std::vector<EagleHead::Output> CudaEagleEngine::run(const std::vector<EagleHead:
 
 EagleHead cuda_eagle_head(std::shared_ptr<DeviceRuntime> runtime, const EagleHead& head) {
   if (!runtime) throw Error("cuda backend: no device runtime given");
+  head.require_weights("cuda_eagle_head");
   return head.with_engine(std::make_shared<const CudaEagleEngine>(std::move(runtime), head));
 }
 

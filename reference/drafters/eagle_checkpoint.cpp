@@ -45,6 +45,7 @@ namespace {
 
 // Writes config.json and model.safetensors into the existing directory `dir`.
 void write_head_files(const fs::path& dir, const EagleHead& head, Dtype dtype) {
+  head.require_weights("save_eagle_head");
   EagleHeadConfig c = head.config();
   c.layer.torch_dtype = dtype_to_torch(dtype);
   EagleWeights& w = const_cast<EagleWeights&>(head.weights());  // eagle_tensors only takes addresses
@@ -172,6 +173,7 @@ void save_eagle_head(const fs::path& dir_arg, const EagleHead& head, Dtype dtype
 }
 
 std::string eagle_head_fingerprint(const EagleHead& head) {
+  head.require_weights("eagle_head_fingerprint (take it before binding the head)");
   const EagleWeights& w = head.weights();
   Fnv1a64 h;
   h.update(w.fc);

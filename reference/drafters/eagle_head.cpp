@@ -1,6 +1,7 @@
 #include "reference/drafters/eagle_head.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -97,13 +98,43 @@ EagleHead::EagleHead(EagleHeadConfig config, EagleWeights weights, const TargetT
       weights.t2d[static_cast<std::size_t>(static_cast<int64_t>(d) + weights.d2t[d])] = 1;
     }
   }
-  weights_ = std::make_shared<const EagleWeights>(std::move(weights));
+  weights_ = std::make_shared<EagleWeights>(std::move(weights));
 }
 
 EagleHead EagleHead::with_engine(std::shared_ptr<const EagleHeadEngine> engine) const {
   EagleHead head = *this;
   head.engine_ = std::move(engine);
   return head;
+}
+
+EagleWeights EagleHead::release_weights() {
+  if (weights_released_) throw Error("release_weights: this head's fp32 weights were already handed to an engine");
+  // Sole owner: move. Another copy of the head still computes with them: copy.
+  EagleWeights all = weights_.use_count() == 1 ? std::move(*weights_) : *weights_;
+  EagleWeights kept;
+  kept.fc_bias = all.fc_bias;
+  kept.hidden_norm = all.hidden_norm;
+  kept.embed_norm = all.embed_norm;
+  kept.layers.resize(all.layers.size());
+  for (std::size_t l = 0; l < all.layers.size(); ++l) {
+    const std::array<Vector*, 11> from = layer_vectors(all.layers[l]);
+    const std::array<Vector*, 11> to = layer_vectors(kept.layers[l]);
+    for (std::size_t i = 0; i < from.size(); ++i) *to[i] = *from[i];
+  }
+  kept.norm = all.norm;
+  kept.d2t = all.d2t;
+  kept.t2d = all.t2d;
+  kept.mask_hidden = all.mask_hidden;
+  weights_ = std::make_shared<EagleWeights>(std::move(kept));
+  weights_released_ = true;
+  return all;
+}
+
+void EagleHead::require_weights(const std::string& what) const {
+  if (weights_released_) {
+    throw Error(what + ": this head's fp32 weights were given to the engine it was bound to (release_weights); "
+                "load the head again to run it in the reference, save it or take its fingerprint");
+  }
 }
 
 const Matrix& EagleHead::embeddings() const {
@@ -203,11 +234,10 @@ void EagleHead::check_input(const Input& in) const {
   for (int r : in.logit_rows) {
     if (r < 0 || r >= T) throw Error(where + "logit row " + std::to_string(r) + " outside [0, " + std::to_string(T) + ")");
   }
-  const Matrix& embed = embeddings();  // [V, H]
-  for (int32_t tok : in.tokens) {
-    if (tok < 0 || tok >= embed.rows()) {
+  for (int32_t tok : in.tokens) {  // the embedding table is [V, H], the head's own or the target's
+    if (tok < 0 || tok >= c.target_vocab) {
       throw Error(where + "token id " + std::to_string(tok) + " outside the vocabulary [0, " +
-                  std::to_string(embed.rows()) + ")");
+                  std::to_string(c.target_vocab) + ")");
     }
   }
 }
@@ -217,6 +247,7 @@ EagleHead::Output EagleHead::reference_forward(KVCache& cache_base, const Input&
   const EagleWeights& weights = *weights_;
   const ModelConfig& lc = c.layer;
   const std::string where = "eagle head forward: ";
+  require_weights("eagle head forward in the reference");
   auto* cache = dynamic_cast<DenseKVCache*>(&cache_base);
   if (!cache) throw Error(where + "the KV cache was not created by the reference backend (use EagleHead::new_cache)");
   check_head_cache(c, cache->layers(), cache->kv_dim());

@@ -105,7 +105,18 @@ class EagleHead {
   // The engine the forwards run on; null for the reference.
   const EagleHeadEngine* engine() const { return engine_.get(); }
 
+  // Hands the fp32 weights to an engine that keeps its own copy of them (cpu_eagle_head): returns
+  // them (moved when no other copy of this head shares them, else copied) and keeps only the
+  // vectors (norms, biases, d2t, t2d, mask_hidden). This head and its copies then compute on an
+  // engine alone; the reference's forward, saving and the fingerprint throw.
+  EagleWeights release_weights();
+  // Whether release_weights gave the fp32 matrices away.
+  bool weights_released() const { return weights_released_; }
+  // Throws specdec::Error naming `what` (what needed them) once release_weights gave them away.
+  void require_weights(const std::string& what) const;
+
   const EagleHeadConfig& config() const { return config_; }
+  // The fp32 weights; only the vectors once weights_released().
   const EagleWeights& weights() const { return *weights_; }
   const TargetTensors& target() const { return target_; }
   const Rope& rope() const { return rope_; }
@@ -131,10 +142,13 @@ class EagleHead {
   Output reference_forward(KVCache& cache, const Input& in) const;
 
   EagleHeadConfig config_;
-  std::shared_ptr<const EagleWeights> weights_;  // immutable once checked; shared by with_engine
+  // Immutable once checked, shared by with_engine; release_weights moves it out when this head is
+  // its only owner.
+  std::shared_ptr<EagleWeights> weights_;
   TargetTensors target_;
   Rope rope_;
   std::shared_ptr<const EagleHeadEngine> engine_;  // null: the reference
+  bool weights_released_ = false;
 };
 
 // Another implementation of EagleHead's forward (optimized/cpu/cpu_eagle_head.hpp): it receives

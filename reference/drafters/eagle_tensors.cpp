@@ -131,6 +131,7 @@ std::vector<EagleTensor> all_eagle_members(const EagleHeadConfig& c, EagleWeight
 
 EagleHead round_head(const EagleHead& head, Dtype precision) {
   check_weight_precision(precision, "round_head");
+  head.require_weights("round_head");
   if (precision == Dtype::F32) return head;
   EagleWeights w = head.weights();
   for (const EagleTensor& t : eagle_tensors(head.config(), w)) {

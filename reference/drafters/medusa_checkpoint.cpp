@@ -221,6 +221,7 @@ Opened open_checkpoint(const fs::path& path) {
 }
 
 void write_files(const fs::path& dir, const MedusaHeads& heads, const MedusaConfig& c, Dtype dtype) {
+  heads.require_weights("save_medusa_heads");
   MedusaWeights& w = const_cast<MedusaWeights&>(heads.weights());  // medusa_tensors only takes addresses
   SafetensorsWriter writer;
   writer.set_metadata("format", "pt");  // safetensors.torch and transformers refuse files without it
@@ -378,6 +379,7 @@ void save_medusa_heads(const MedusaHeads& heads, const fs::path& dir_arg, Medusa
 }
 
 std::string medusa_heads_fingerprint(const MedusaHeads& heads) {
+  heads.require_weights("medusa_heads_fingerprint (take it before binding the heads)");
   const MedusaConfig& c = heads.config();
   Fnv1a64 h;
   h.update_u64(static_cast<uint64_t>(c.num_heads));

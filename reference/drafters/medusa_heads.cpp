@@ -126,7 +126,29 @@ MedusaHeads::MedusaHeads(MedusaConfig config, MedusaWeights weights, const Model
   validate_medusa_config(config_, source);
   check_medusa_config_against_target(config_, target, source);
   check_medusa_weights(config_, weights, source);
-  weights_ = std::make_shared<const MedusaWeights>(std::move(weights));
+  weights_ = std::make_shared<MedusaWeights>(std::move(weights));
+}
+
+MedusaWeights MedusaHeads::release_weights() {
+  if (weights_released_) throw Error("release_weights: these Medusa heads' fp32 weights were already handed to an engine");
+  // Sole owner: move. Another copy of the heads still computes with them: copy.
+  MedusaWeights all = weights_.use_count() == 1 ? std::move(*weights_) : *weights_;
+  MedusaWeights kept;
+  for (const std::vector<MedusaBlock>& head : all.blocks) {
+    std::vector<MedusaBlock> biases;
+    for (const MedusaBlock& b : head) biases.push_back({Matrix(), b.bias});
+    kept.blocks.push_back(std::move(biases));
+  }
+  weights_ = std::make_shared<MedusaWeights>(std::move(kept));
+  weights_released_ = true;
+  return all;
+}
+
+void MedusaHeads::require_weights(const std::string& what) const {
+  if (weights_released_) {
+    throw Error(what + ": these Medusa heads' fp32 weights were given to the engine they were bound to (release_weights); "
+                "load them again to run them in the reference, save them or take their fingerprint");
+  }
 }
 
 MedusaHeads MedusaHeads::with_engine(std::shared_ptr<const MedusaHeadsEngine> engine) const {
@@ -137,6 +159,7 @@ MedusaHeads MedusaHeads::with_engine(std::shared_ptr<const MedusaHeadsEngine> en
 
 const Matrix& MedusaHeads::lm_head(int k) const {
   if (k < 0 || k >= config_.num_heads) throw Error("medusa heads: head " + n(k) + " outside [0, " + n(config_.num_heads) + ")");
+  require_weights("medusa heads lm_head");
   return weights_->lm_heads[config_.shared_lm_head ? 0 : static_cast<std::size_t>(k)];
 }
 
@@ -154,6 +177,7 @@ std::vector<Matrix> MedusaHeads::forward(const Matrix& hidden, int heads) const 
 }
 
 std::vector<Matrix> MedusaHeads::reference_forward(const Matrix& hidden, int heads) const {
+  require_weights("medusa heads forward in the reference");
   const MedusaWeights& w = *weights_;
   std::vector<Matrix> logits;
   logits.reserve(static_cast<std::size_t>(heads));

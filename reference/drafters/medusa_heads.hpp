@@ -104,7 +104,18 @@ class MedusaHeads {
   // The engine the forwards run on; null for the reference.
   const MedusaHeadsEngine* engine() const { return engine_.get(); }
 
+  // Hands the fp32 weights to an engine that keeps its own copy of them (cpu_medusa_heads): returns
+  // them (moved when no other copy of these heads shares them, else copied) and keeps only the
+  // biases. These heads and their copies then compute on an engine alone; the reference's forward,
+  // saving and the fingerprint throw.
+  MedusaWeights release_weights();
+  // Whether release_weights gave the matrices away.
+  bool weights_released() const { return weights_released_; }
+  // Throws specdec::Error naming `what` (what needed them) once release_weights gave them away.
+  void require_weights(const std::string& what) const;
+
   const MedusaConfig& config() const { return config_; }
+  // The fp32 weights; only the biases once weights_released().
   const MedusaWeights& weights() const { return *weights_; }
   int num_heads() const { return config_.num_heads; }
   // The projection head k uses: [V, H] (the shared one under shared_lm_head).
@@ -115,8 +126,11 @@ class MedusaHeads {
 
  private:
   MedusaConfig config_;
-  std::shared_ptr<const MedusaWeights> weights_;  // immutable once checked; shared by with_engine
+  // Immutable once checked, shared by with_engine; release_weights moves it out when these heads
+  // are its only owner.
+  std::shared_ptr<MedusaWeights> weights_;
   std::shared_ptr<const MedusaHeadsEngine> engine_;  // null: the reference
+  bool weights_released_ = false;
 };
 
 // Another implementation of MedusaHeads::forward (optimized/cpu/cpu_medusa_heads.hpp): it gets

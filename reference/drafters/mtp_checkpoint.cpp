@@ -121,6 +121,7 @@ void write_mtp_files(const fs::path& dir, const std::vector<EagleHead>& modules,
   SafetensorsWriter writer;
   writer.set_metadata("format", "pt");
   for (const EagleHead& m : modules) {
+    m.require_weights("save_mtp_modules");
     EagleWeights& w = const_cast<EagleWeights&>(m.weights());  // eagle_tensors only takes addresses
     for (const EagleTensor& t : eagle_tensors(m.config(), w)) {
       const float* data = t.m ? t.m->data() : t.v->data();

@@ -513,6 +513,33 @@ TEST_P(CpuMedusaHeadsPaths, EqualsTheReferenceBitwiseForEveryRowCountPrecisionAn
   }
 }
 
+// Heads moved onto the cpu backend (the runtime's binding) hold one copy of their weights, compute
+// bitwise what the reference does, and refuse what needs the fp32 matrices.
+TEST(CpuMedusaHeads, MovedHeadsHoldOnlyThePackedCopyAndEqualTheReference) {
+  for (const HeadsCase& c : heads_cases()) {
+    const MedusaHeads reference = make_heads(c);
+    MedusaHeads copy = reference;  // shares the weights: release_weights copies them
+    const MedusaHeads moved = cpu::cpu_medusa_heads(std::move(copy));
+    ASSERT_TRUE(moved.weights_released()) << c.name;
+    for (const Matrix& m : moved.weights().lm_heads) EXPECT_EQ(m.size(), 0) << c.name;
+    for (const std::vector<MedusaBlock>& head : moved.weights().blocks)
+      for (const MedusaBlock& b : head) EXPECT_EQ(b.weight.size(), 0) << c.name;
+    const Matrix hidden = random_hidden(3, c.config.hidden, c.seed + 7);
+    const std::vector<Matrix> want = reference.forward(hidden), got = moved.forward(hidden);
+    ASSERT_EQ(got.size(), want.size()) << c.name;
+    for (std::size_t k = 0; k < got.size(); ++k) expect_bitwise(want[k], got[k], c.name + ", seed " + std::to_string(c.seed) + ", head " + std::to_string(k));
+  }
+  const MedusaHeads moved = cpu::cpu_medusa_heads(make_heads(heads_cases().front()));
+  const std::string gone = "fp32 weights were given to the engine they were bound to";
+  const MedusaHeads on_reference = moved.with_engine(nullptr);
+  const Matrix hidden = random_hidden(1, heads_cases().front().config.hidden, 1);
+  EXPECT_CONTAINS(error_of([&] { on_reference.forward(hidden); }), "medusa heads forward in the reference: these Medusa heads' " + gone);
+  EXPECT_CONTAINS(error_of([&] { medusa_heads_fingerprint(moved); }), gone);
+  EXPECT_CONTAINS(error_of([&] { cpu::cpu_medusa_heads(moved); }), "cpu_medusa_heads: ");
+  MedusaHeads again = moved;
+  EXPECT_CONTAINS(error_of([&] { again.release_weights(); }), "already handed to an engine");
+}
+
 // --- the proposer ---------------------------------------------------------------------------------
 
 struct Context {

@@ -141,7 +141,7 @@ void expect_eagle_methods_match_sequential(const SamplingParams& sampling) {
         expected[{tk, pi}] = decode_sequential((tk == 0 ? plain : bigram)->cpu, kPrompts[pi], sampling, testing::max_new_tokens(kNewTokens)).tokens;
     std::map<std::string, std::pair<double, int>> acceptance;  // method -> (sum of AL, runs)
     testing::HeadPool pool;
-    pool.bind = cpu::cpu_eagle_head;  // the heads run on the cpu backend too
+    pool.bind = [](const EagleHead& h) { return cpu::cpu_eagle_head(h); };  // the heads run on the cpu backend too
     for (const testing::EagleMethod& m : testing::eagle_methods(pool)) {
       const int tk = m.target == testing::EagleTarget::plain ? 0 : 1;
       const CpuTwin& twin = tk == 0 ? *plain : *bigram;

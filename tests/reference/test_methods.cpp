@@ -68,9 +68,21 @@ TEST(MethodRegistry, OtherBackendsNeverLoadTheFp32Target) {
   for (const std::string& backend : backends_built_here()) {
     if (backend == "reference") continue;
     const LoadedModel target = load_model(path, backend);
+    const LoadedModel reference_target = load_model(path, "reference");
     for (const MethodSpec& spec : method_rows()) {
-      (void)load_drafter(args_for(spec, backend, "greedy"), target);
+      const std::optional<LoadedDrafter> d = load_drafter(args_for(spec, backend, "greedy"), target);
       EXPECT_FALSE(target.reference_loaded()) << spec.label() << " on " << backend;
+      if (!d || !d->head) continue;
+      // The head's fingerprint is the reference run's, however the head is held.
+      EXPECT_EQ(d->fingerprint, load_drafter(args_for(spec, "reference", "greedy"), reference_target)->fingerprint)
+          << spec.label() << " on " << backend;
+      // The cpu backend holds one copy of a head: its packed weights, and the target's packed
+      // embeddings and LM head in place of fp32 ones.
+      if (backend == "cpu") {
+        EXPECT_TRUE(d->head->weights_released()) << spec.label();
+        EXPECT_EQ(d->head->weights().fc.size(), 0) << spec.label();
+        EXPECT_FALSE(d->head->target().has_tensors()) << spec.label();
+      }
     }
     EXPECT_EQ(target.fingerprint(), want) << backend;
     EXPECT_FALSE(target.reference_loaded()) << backend;
