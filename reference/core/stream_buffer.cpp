@@ -1,6 +1,7 @@
 #include "reference/core/stream_buffer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -25,6 +26,19 @@ StreamBuffer allocate_stream_buffer(std::size_t bytes) {
   if (align == kHugePage) ::madvise(buffer.get(), bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
 #endif
   return buffer;
+}
+
+void prefault_for_writing(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + kPage - 1) / kPage * kPage;
+  const std::uintptr_t last = (begin + bytes) / kPage * kPage;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 }  // namespace specdec

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "reference/core/error.hpp"
+#include "reference/core/stream_buffer.hpp"
 #include "reference/io/gguf.hpp"
 #include "reference/io/gguf_checkpoint.hpp"
 #include "reference/io/llama_checkpoint.hpp"
@@ -135,6 +136,7 @@ void CheckpointReader::release(const std::string& name) const noexcept {
 Matrix CheckpointReader::matrix(const std::string& name, int64_t rows, int64_t cols) const {
   check_shape(name, rows, cols);
   Matrix out(rows, cols);  // row-major (tensor.hpp): rows of `cols` floats, as the files store them
+  prefault_for_writing(out.data(), sizeof(float) * static_cast<std::size_t>(out.size()));
   read_rows(name, 0, rows, out.data());
   release(name);
   return out;
