@@ -44,6 +44,11 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
       r.args.drafter = item.substr(eq + 1);
     } else if (!method.drafter.bundled_dir.empty()) {
       r.args.drafter = (siblings / method.drafter.bundled_dir).string();
+      std::error_code ec;
+      if (!std::filesystem::exists(r.args.drafter, ec)) {
+        throw Error("--methods " + item + ": no drafter given, and the bundled layout's '" + r.args.drafter +
+                    "' (beside --model) does not exist; name one as " + item + "=DIR");
+      }
     }
     if (method.make_proposer) {
       r.args.fallback_method = base.fallback_method;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "cli/known_options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
@@ -97,7 +98,7 @@ bool parse_options(const std::vector<std::string>& args, po::options_description
   po::variables_map vm;
   auto parser = po::command_line_parser(args).options(desc);
   if (positional) parser.positional(*positional);
-  po::store(parser.run(), vm);
+  po::store(parse_known_options(parser, desc), vm);
   // Bound variables are only written by notify(), which also enforces required options: look at
   // --help in the map first so that it works without them.
   if (vm.count("help") && vm["help"].as<bool>()) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/cli.hpp"
+#include "cli/known_options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_input.hpp"
@@ -782,7 +783,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   // clang-format on
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::command_line_parser parser(args);
+    parser.options(desc);
+    po::store(parse_known_options(parser, desc), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw Error(std::string("simulate: ") + e.what() + " (see specdec simulate --help)");

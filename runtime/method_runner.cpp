@@ -1,6 +1,7 @@
 #include "runtime/method_runner.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "runtime/backend.hpp"
 #include "reference/acceptance/acceptor.hpp"
@@ -8,10 +9,12 @@
 #include "reference/decoding/sequential.hpp"
 #include "reference/decoding/speculative.hpp"
 #include "reference/drafters/eagle_checkpoint.hpp"
+#include "reference/drafters/eagle_config.hpp"
 #include "reference/drafters/mtp_checkpoint.hpp"
 #include "reference/io/fingerprint.hpp"
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/io/json_int.hpp"
+#include "reference/io/tensor_store.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "runtime/drafter_fault.hpp"
@@ -97,6 +100,31 @@ DecodeJob prepare_decode(const DecodeArgs& a) {
   return job;
 }
 
+namespace {
+
+// What a drafter checkpoint holds when it is a head rather than a language model, with the method
+// that decodes with it ("an EAGLE-1 head (decode with --method eagle)"); "" when it is none.
+std::string head_checkpoint_kind(const std::string& path) {
+  try {
+    if (is_medusa_checkpoint(path)) {
+      const MethodEntry& e = method_drafting_with(DrafterNeed::Kind::medusa_heads);
+      return e.drafter.description + " (decode with --method " + e.name + ")";
+    }
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::is_directory(path, ec) ? std::filesystem::path(path)
+                                                                              : std::filesystem::path(path).parent_path();
+    const nlohmann::json j = read_drafter_config(dir / "config.json");
+    const std::vector<std::string> names = TensorStore(path).names();
+    const EagleKind kind = is_mtp_checkpoint(j, names) ? EagleKind::mtp : parse_eagle_config(j, names, path).kind;
+    const MethodEntry& e = method_drafting_with(DrafterNeed::Kind::eagle_head, kind);
+    return e.drafter.description + " (decode with --method " + e.name + ")";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+}  // namespace
+
 std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel& target) {
   check_method_args(a);
   const DrafterNeed& need = method_entry(a.method.name).drafter;
@@ -106,7 +134,16 @@ std::optional<LoadedDrafter> load_drafter(const DecodeArgs& a, const LoadedModel
   if (const auto make = method_entry(a.method.name).make_run_state) d.run_state = make(a.method.normalized());
   if (need.kind == DrafterNeed::Kind::context) return d;  // no checkpoint: the drafter is the token history
   if (need.kind == DrafterNeed::Kind::language_model) {
-    LoadedModel m = load_model(a.drafter, a.backend);
+    LoadedModel m = [&] {
+      try {
+        return load_model(a.drafter, a.backend);
+      } catch (const Error&) {
+        const std::string head = head_checkpoint_kind(a.drafter);
+        if (head.empty()) throw;
+        throw Error("--drafter " + a.drafter + " holds " + head + ", not the draft language model --method " + a.method.name +
+                    " needs (a whole model sharing the target's tokenizer)");
+      }
+    }();
     d.fingerprint = m.fingerprint();
     d.config_json = model_config_to_json(m.config).dump();
     if (!m.backend_model) d.model = m.take_reference();

@@ -120,21 +120,20 @@ ValidateOutcome validate_one(DecodeArgs a, const ValidateRequest& r, const Trace
   const std::vector<int32_t> prompt = trace ? trace->prompt : prompt_tokens(a, target);
   DecodeArgs reference_args = a;
   reference_args.backend = "reference";
-  const std::optional<LoadedDrafter> drafter = recorded_drafts ? std::nullopt : load_drafter(reference_args, target);
-  if (trace) {
-    auto check = [&](const std::string& role, const std::string& path, const std::string& fingerprint) {
-      const auto it = trace->meta.models.find(role);
-      if (it == trace->meta.models.end()) throw Error(trace_path + " records no " + role + " model; it cannot be checked against " + path);
-      if (it->second.fingerprint != fingerprint) {
-        throw Error(trace_path + " was recorded with a " + role + " of fingerprint " + it->second.fingerprint + ", but " + path +
-                    " has fingerprint " + fingerprint + " (another model, or other weights)");
-      }
-    };
-    check("target", a.model, target.fingerprint());
-    // A draft-free method's drafter is the token history: no checkpoint, nothing to fingerprint.
-    if (drafter && !r.force_drafts && method_entry(a.method.name).drafter.loads_checkpoint()) {
-      check("drafter", drafter->path, drafter->fingerprint);
+  auto check = [&](const std::string& role, const std::string& path, const std::string& fingerprint) {
+    const auto it = trace->meta.models.find(role);
+    if (it == trace->meta.models.end()) throw Error(trace_path + " records no " + role + " model; it cannot be checked against " + path);
+    if (it->second.fingerprint != fingerprint) {
+      throw Error(trace_path + " was recorded with a " + role + " of fingerprint " + it->second.fingerprint + ", but " + path +
+                  " has fingerprint " + fingerprint + " (another model, or other weights)");
     }
+  };
+  // The target first: a trace of another model is reported as such, before anything about its drafter.
+  if (trace) check("target", a.model, target.fingerprint());
+  const std::optional<LoadedDrafter> drafter = recorded_drafts ? std::nullopt : load_drafter(reference_args, target);
+  // A draft-free method's drafter is the token history: no checkpoint, nothing to fingerprint.
+  if (trace && drafter && !r.force_drafts && method_entry(a.method.name).drafter.loads_checkpoint()) {
+    check("drafter", drafter->path, drafter->fingerprint);
   }
 
   struct Loaded {

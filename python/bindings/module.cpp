@@ -422,6 +422,11 @@ DecodeArgs decode_args(const std::string& model_path, const std::string& backend
                 " drafter (method " + drafter->method + ")");
   }
   if (!drafts) a.drafter.clear();
+  if (drafts && a.drafter.empty()) {  // said here in Python's words, before check_method_args says it in the CLI's
+    const MethodEntry& e = method_entry(a.method.name);
+    throw Error("method " + e.name + " needs a drafter: drafter= a checkpoint path or specdec.load_drafter(path, model) (" +
+                e.drafter.description + ")");
+  }
   a.method.k = m.k;
   a.method.tree = m.tree;
   a.method.depth = m.depth;

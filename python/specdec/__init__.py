@@ -24,6 +24,29 @@ try:
         set_num_threads,
         validate,
     )
+    import difflib as _difflib
+    import functools as _functools
+    import re as _re
+
+    def _checked_keywords(fn):
+        """`fn` refusing an unknown keyword argument by name, with the closest accepted one, in place of
+        pybind11's list of the signature's argument types."""
+        first = (fn.__doc__ or "").split("\n", 1)[0]  # "generate(model: Model, prompt: object, *, k: int = 4, ...)"
+        known = set(_re.findall(r"[(,]\s*(\w+):", first[first.find("("):first.rfind(")") + 1]))
+
+        @_functools.wraps(fn)
+        def call(*args, **kwargs):
+            for name in kwargs:
+                if known and name not in known:
+                    close = _difflib.get_close_matches(name, sorted(known), n=1)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    raise TypeError(f"{fn.__name__}() got an unexpected keyword argument '{name}'{hint} "
+                                    f"(it takes {', '.join(sorted(known))})")
+            return fn(*args, **kwargs)
+        return call
+
+    load_model, load_drafter, generate, generate_batch, record, validate, draft_free = (
+        _checked_keywords(f) for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free))
 except ImportError as _error:  # the extension was not built (no pybind11) or not found
     _core_import_error = _error
 

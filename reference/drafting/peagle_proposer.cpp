@@ -40,7 +40,7 @@ PEagleProposer::PEagleProposer(const EagleHead& head, PEagleOptions options, int
   }
   if (c.trained_depth > 0 && depth_ > c.trained_depth && !options_.force) {
     throw Error(who + ": " + std::to_string(depth_) + " parallel positions requested but the head was trained for at most " +
-                std::to_string(c.trained_depth) + "; positions beyond it are untrained (lower K, or force it)");
+                std::to_string(c.trained_depth) + "; positions beyond it are untrained (lower K, or allow them with --force-depth, force_depth in a method spec)");
   }
   pairs_.emplace(head, cache_capacity, depth_ - 1, who);
 }

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "reference/core/error.hpp"
+#include "reference/core/suggest.hpp"
 #include "reference/io/json_input.hpp"
 
 namespace specdec {
@@ -159,6 +161,13 @@ TreeChoices tree_choices_from_spec(const std::string& spec) {
       throw Error(label + ": not valid JSON (" + e.what() + ")");
     }
     return parse_tree_choices(j, label);
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(spec, ec) && spec.find('/') == std::string::npos && spec.find('.') == std::string::npos) {
+    // A word, not a path: most likely a mistyped name.
+    const std::vector<std::string> named = {"chain", "dynamic", "mc_sim_7b_63"};
+    throw Error("tree '" + spec + "' is neither a named tree (chain, dynamic, mc_sim_7b_63" + did_you_mean(spec, named) +
+                ") nor a file; expected a name, or " + kExample + ", inline or in a JSON file");
   }
   return load_tree_choices(spec);
 }

@@ -36,7 +36,17 @@ TensorStore::TensorStore(const std::filesystem::path& path) : source_(path) {
       throw Error("model directory '" + path.string() + "' has neither " + kSingleFile + " nor " + kIndexFile);
     }
   } else if (fs::exists(path, ec)) {
-    (ends_with(path.filename().string(), ".index.json") ? index : single) = path;
+    const std::string file = path.filename().string();
+    if (ends_with(file, ".json") && !ends_with(file, ".index.json")) {
+      const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+      throw Error("'" + path.string() + "' is a JSON file, not weights: give the checkpoint directory that holds it ('" +
+                  dir.string() + "'), its .safetensors file or its shard index (.index.json)");
+    }
+    if (ends_with(file, ".bin") || ends_with(file, ".pt") || ends_with(file, ".pth")) {
+      throw Error("'" + path.string() + "' is a PyTorch pickle, which specdec does not read; convert it to " + kSingleFile +
+                  " first (safetensors.torch.save_file)");
+    }
+    (ends_with(file, ".index.json") ? index : single) = path;
   } else {
     throw Error("model path '" + path.string() + "' does not exist");
   }

@@ -384,6 +384,9 @@ TEST_F(Cli, CompareRunsMethodsSideBySideAndChecksAgreement) {
   EXPECT_EQ(hj["head"], "eagle1");
 }
 
+// A bundled model or drafter (models/NAME).
+std::string bundled(const std::string& name) { return std::string(SPECDEC_SOURCE_DIR) + "/models/" + name; }
+
 TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
   struct Case {
     std::vector<std::string> args;
@@ -411,6 +414,23 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
       {{"generate", "--model", model(), "--prompt", "a", "--method", "draft"}, "--drafter"},
       {{"generate", "--model", model(), "--prompt", "a", "--method", "draft", "--drafter", model(), "--k", "0"}, "--k must be >= 1"},
       {{"explain", "--model", model(), "--prompt", "a", "--color", "pink"}, "--color"},
+      // What a user mistypes or mixes up is named, with what was meant.
+      {{"generate", "--model", model() + "/config.json", "--prompt", "a"},
+       "config.json' is a JSON file, not weights: give the checkpoint directory that holds it ('" + model() + "')"},
+      {{"generate", "--model", model(), "--prompt", "a", "--temprature", "0.5"}, "unrecognised option '--temprature'; did you mean --temperature?"},
+      {{"generate", "--model", model(), "--prompt", "a", "--max_new_tokens=4"}, "unrecognised option '--max_new_tokens'; did you mean --max-new-tokens?"},
+      {{"compare", "--model", model(), "--prompt", "a", "--method", "eagle", "--drafterr", "x"}, "did you mean --drafter?"},
+      {{"simulate", "--modl", "llama-3.1-8b"}, "unrecognised option '--modl'; did you mean --model?"},
+      {{"generate", "--model", bundled("target"), "--prompt", "a", "--method", "draft", "--drafter", bundled("eagle1")},
+       "holds an EAGLE-1 head (decode with --method eagle), not the draft language model --method draft needs"},
+      {{"generate", "--model", bundled("target"), "--prompt", "a", "--method", "draft", "--drafter", bundled("medusa")},
+       "holds Medusa heads (decode with --method medusa)"},
+      {{"generate", "--model", bundled("target"), "--prompt", "a", "--method", "eagle", "--drafter", bundled("eagle1"), "--tree", "mc_sim_7b_64"},
+       "tree 'mc_sim_7b_64' is neither a named tree (chain, dynamic, mc_sim_7b_63; did you mean mc_sim_7b_63?) nor a file"},
+      {{"generate", "--model", bundled("target"), "--prompt", "a", "--method", "peagle", "--drafter", bundled("peagle"), "--k", "12"},
+       "allow them with --force-depth"},
+      {{"compare", "--model", model(), "--prompt", "a", "--methods", "sequential,eagle"},
+       "--methods eagle: no drafter given, and the bundled layout's '" + (dir_ / "eagle1").string() + "' (beside --model) does not exist; name one as eagle=DIR"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.args);

@@ -105,5 +105,5 @@ def test_bad_arguments_raise_specdec_error(target):
         specdec.generate_batch(target, "one string")
     with pytest.raises(specdec.Error, match=r"prompts\[1\]: .*not a token id"):
         specdec.generate_batch(target, [[1, 2], [1, 100000]])
-    with pytest.raises(specdec.Error, match="needs --drafter"):
+    with pytest.raises(specdec.Error, match="method eagle needs a drafter: drafter="):
         specdec.generate_batch(target, PROMPTS, method="eagle")

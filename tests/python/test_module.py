@@ -337,7 +337,9 @@ def test_user_errors_raise_specdec_error(target, drafters, prompt, tmp_path):
     raises(lambda: target.forward([1], logit_rows=[1]), "logit_rows")
     # decoding options
     raises(lambda: specdec.generate(target, prompt, method="medusa"), "medusa")
-    raises(lambda: specdec.generate(target, prompt, method="eagle3"), "drafter")
+    message = raises(lambda: specdec.generate(target, prompt, method="eagle3"), "method eagle3 needs a drafter", "drafter=",
+                     "specdec.load_drafter(path, model)")
+    assert "--drafter" not in message, message
     raises(lambda: specdec.generate(target, prompt, method="eagle3", drafter=drafters["eagle"]), "eagle3", "eagle1")
     raises(lambda: specdec.generate(other, prompt, drafter=drafters["eagle3"]), "another target")
     raises(lambda: specdec.generate(target, prompt, drafter=drafters["eagle3"], k=0), "k")
@@ -356,6 +358,22 @@ def test_user_errors_raise_specdec_error(target, drafters, prompt, tmp_path):
     raises(lambda: specdec.validate(target, trace=str(tmp_path / "missing.h5")), "missing.h5")
     raises(lambda: specdec.validate(target), "prompt")
     raises(lambda: specdec.validate(target, prompt, against="tpu"), "tpu")
+
+
+def test_a_mistyped_keyword_is_named_with_the_closest_one(target, prompt):
+    for call, wrong, right in [(lambda: specdec.generate(target, prompt, max_tokens=4), "max_tokens", "max_new_tokens"),
+                               (lambda: specdec.generate(target, prompt, temprature=0.5), "temprature", "temperature"),
+                               (lambda: specdec.load_model(TARGET, backnd="cpu"), "backnd", "backend"),
+                               (lambda: specdec.record(target, prompt, outt="x.h5"), "outt", "out")]:
+        with pytest.raises(TypeError) as e:
+            call()
+        message = str(e.value)
+        assert f"unexpected keyword argument '{wrong}'; did you mean '{right}'?" in message, message
+        assert "incompatible function arguments" not in message, message
+    with pytest.raises(TypeError) as e:  # nothing close: the accepted names are listed
+        specdec.generate(target, prompt, zzz=1)
+    assert "'zzz' (it takes" in str(e.value) and "max_new_tokens" in str(e.value), str(e.value)
+    assert specdec.generate(target, prompt, max_new_tokens=2).tokens  # known keywords pass through
 
 
 # ---- installation -----------------------------------------------------------------------------------

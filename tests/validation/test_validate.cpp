@@ -385,6 +385,9 @@ TEST_F(Validate, BadInputsGiveClearErrorsAndExitCode2) {
       {{"validate", "--model", model(), "--trace", path("missing.h5")}, "missing.h5"},
       {{"validate", "--model", model(), "--trace", not_a_trace}, "not_a_trace.h5"},
       {{"validate", "--model", path("other"), "--trace", trace}, "fingerprint"},
+      // Another model's trace is named as such before its drafter (made for tiny) is found not to fit.
+      {{"validate", "--model", std::string(SPECDEC_SOURCE_DIR) + "/models/target", "--trace", head_trace},
+       "was recorded with a target of fingerprint"},
       {{"validate", "--model", model(), "--trace", head_trace, "--drafter", path("eagle3")}, "eagle3 head"},
       {{"validate", "--model", model(), "--trace", trace, "--prompt", "x"}, "the prompt comes from the trace"},
       {{"validate", "--model", model(), "--prompt", "x", "--backend", "gpu"}, "--backend 'gpu' is not a backend"},
