@@ -1,6 +1,8 @@
 // specdec compare: the same prompt through several decoding methods side by side — output,
 // acceptance length, tokens per target forward, speed — and whether every output equals the
 // first method's (it must, token for token, under greedy and coupled sampling).
+#include <algorithm>
+#include <filesystem>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -18,12 +20,49 @@ namespace specdec::cli {
 namespace {
 
 struct MethodRun {
-  std::string label;  // as given in --methods
+  std::string label;  // the method and its shape: "eagle3 k=2", "sequential"
   DecodeArgs args;
   GenerationResult result;
 };
 
-// "sequential,eagle,peagle=models/peagle" -> one DecodeArgs per entry.
+int option_int(const std::string& value, const std::string& where) {
+  std::size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) throw Error(where + ": '" + value + "' is not an integer");
+  return v;
+}
+
+// One KEY=VALUE of an entry's options onto its method: the shape (k, tree, depth, tree_top_k,
+// total_tokens, force_depth) or, for any other key, one of the method's own parameters (gathered
+// into `params` as "key=value" for parse_method_text).
+void apply_method_option(const std::string& option, MethodSpec& m, std::string& params, const std::string& where) {
+  const std::size_t eq = option.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error(where + ": '" + option + "' is not KEY=VALUE (e.g. k=2, tree=dynamic, depth=5)");
+  }
+  std::string key = option.substr(0, eq);
+  std::replace(key.begin(), key.end(), '-', '_');  // tree-top-k as the command-line option spells it
+  const std::string value = option.substr(eq + 1), at = where + ": " + key;
+  if (key == "k") m.k = option_int(value, at);
+  else if (key == "tree") m.tree = value;
+  else if (key == "depth") m.depth = option_int(value, at);
+  else if (key == "tree_top_k") m.tree_top_k = option_int(value, at);
+  else if (key == "total_tokens") m.total_tokens = option_int(value, at);
+  else if (key == "force_depth") {
+    if (value != "true" && value != "false" && value != "1" && value != "0") throw Error(at + ": '" + value + "' is not true or false");
+    m.force_depth = value == "true" || value == "1";
+  } else {
+    params += "," + key + "=" + value;
+  }
+}
+
+// "sequential,eagle,peagle=models/peagle,eagle3:k=2,eagle3:tree=dynamic:depth=5" -> one
+// DecodeArgs per entry: NAME[=DRAFTER][:KEY=VALUE]..., the options overriding the command's.
 std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& base) {
   std::vector<MethodRun> out;
   std::stringstream ss(list);
@@ -31,23 +70,33 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
   const std::filesystem::path siblings = std::filesystem::path(base.model).lexically_normal().parent_path();
   while (std::getline(ss, item, ',')) {
     if (item.empty()) throw Error("--methods '" + list + "': empty entry; expected e.g. sequential,eagle,peagle");
-    MethodRun r{item, base, {}};
+    const std::string where = "--methods " + item;
+    MethodRun r{"", base, {}};
     r.args.fallback_method.clear();  // --fallback-* and --drafter-fault go with the speculative entries only
     r.args.fallback_drafter.clear();
     r.args.drafter_fault.clear();
-    const auto eq = item.find('=');
+    const std::size_t colon = item.find(':');
+    const std::string head = item.substr(0, colon);
+    const auto eq = head.find('=');
     // The drafter a method uses when --methods names none: the bundled models' layout, a sibling
     // of the target directory.
-    const MethodEntry& method = method_entry(item.substr(0, eq), "--methods");
+    const MethodEntry& method = method_entry(head.substr(0, eq), "--methods");
     r.args.method.name = method.name;
+    std::string params;
+    if (colon != std::string::npos) {
+      std::stringstream options(item.substr(colon + 1));
+      std::string option;
+      while (std::getline(options, option, ':')) apply_method_option(option, r.args.method, params, where);
+    }
+    if (!params.empty()) r.args.method.params = parse_method_text(method.name + params, where).params;
     if (eq != std::string::npos) {
-      r.args.drafter = item.substr(eq + 1);
+      r.args.drafter = head.substr(eq + 1);
     } else if (!method.drafter.bundled_dir.empty()) {
       r.args.drafter = (siblings / method.drafter.bundled_dir).string();
       std::error_code ec;
       if (!std::filesystem::exists(r.args.drafter, ec)) {
-        throw Error("--methods " + item + ": no drafter given, and the bundled layout's '" + r.args.drafter +
-                    "' (beside --model) does not exist; name one as " + item + "=DIR");
+        throw Error(where + ": no drafter given, and the bundled layout's '" + r.args.drafter +
+                    "' (beside --model) does not exist; name one as " + head + "=DIR");
       }
     }
     if (method.make_proposer) {
@@ -56,6 +105,7 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
       r.args.drafter_fault = base.drafter_fault;
     }
     check_method_args(r.args);
+    r.label = r.args.method.label();
     out.push_back(std::move(r));
   }
   if (out.empty()) throw Error("--methods is empty; expected e.g. sequential,eagle,peagle");
@@ -71,8 +121,9 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   po::options_description desc("compare options");
   add_decode_options(desc, a);
   desc.add_options()("methods", po::value(&methods)->default_value(methods),
-                     "methods to run, comma-separated, each METHOD or METHOD=DRAFTER_DIR; a missing drafter "
-                     "directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)");
+                     "methods to run, comma-separated, each METHOD[=DRAFTER_DIR][:KEY=VALUE]... (options of its "
+                     "shape or parameters, e.g. eagle3:k=2,eagle3:tree=dynamic:depth=5,ngram:n_min=2); a missing "
+                     "drafter directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)");
   if (!parse_options(args, desc, io,
                      "specdec compare --model DIR (--prompt TEXT | --prompt-ids IDS) [--methods sequential,eagle,peagle] [options]")) {
     return 0;
@@ -126,14 +177,20 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
          << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
   if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
   if (a.policy.name != "fixed") io.out << "policy   " << a.policy.label() << " (speculative methods)\n";
-  io.out << "\n" << std::left << std::setw(12) << "method" << std::right << std::setw(7) << "AL" << std::setw(7) << "depth"
+  std::size_t width = 12;  // the method column fits the longest label
+  for (const MethodRun& r : runs) width = std::max(width, r.label.size() + 2);
+  const int w = static_cast<int>(width);
+  for (const MethodRun& r : runs) {
+    if (!r.args.drafter.empty()) io.out << "drafter  " << r.label << ": " << r.args.drafter << "\n";
+  }
+  io.out << "\n" << std::left << std::setw(w) << "method" << std::right << std::setw(7) << "AL" << std::setw(7) << "depth"
          << std::setw(12) << "tok/forward" << std::setw(10) << "target" << std::setw(10) << "drafter" << std::setw(10) << "tok/s"
          << "  output\n";
-  io.out << std::setw(12) << "" << std::setw(7) << "" << std::setw(7) << "(mean)" << std::setw(12) << "" << std::setw(10) << "forwards"
+  io.out << std::setw(w) << "" << std::setw(7) << "" << std::setw(7) << "(mean)" << std::setw(12) << "" << std::setw(10) << "forwards"
          << std::setw(10) << "forwards" << std::setw(10) << "" << "\n";
   for (const MethodRun& r : runs) {
     const GenerationResult& g = r.result;
-    io.out << std::left << std::setw(12) << r.label.substr(0, r.label.find('=')) << std::right << std::fixed
+    io.out << std::left << std::setw(w) << r.label << std::right << std::fixed
            << std::setprecision(2) << std::setw(7) << al(g) << std::setw(7) << g.stats.mean_draft_depth() << std::setw(12) << per_forward(g) << std::setw(10)
            << g.stats.target_forwards << std::setw(10) << g.stats.drafter_forwards << std::setprecision(0)
            << std::setw(10) << g.decode_tokens_per_second() << "  "

@@ -1,5 +1,6 @@
 // specdec tokenize: a checkpoint's tokenizer on its own — text to ids (and each token's text), or
 // ids back to text — for checking a tokenizer against the library that wrote it.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,21 @@
 namespace specdec::cli {
 
 namespace {
+
+// A token's text for a table: in double quotes, with backslashes, newlines, tabs and quotes
+// escaped (so " " and "\n" are visible), other bytes as printable() shows them.
+std::string quoted_token(const std::string& text) {
+  std::string escaped;
+  for (char c : text) escaped += c == '\\' ? std::string("\\\\") : std::string(1, c);
+  std::string out = "\"";
+  for (char c : printable(escaped)) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '"') out += "\\\"";
+    else out += c;
+  }
+  return out + "\"";
+}
 
 std::vector<int32_t> parse_ids(const std::string& list) {
   std::vector<int32_t> ids;
@@ -106,7 +122,12 @@ int run_tokenize(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   io.out << "tokenizer  " << tokenizer->description() << "\n" << "tokens     " << ids.size() << "\n";
-  for (std::size_t i = 0; i < ids.size(); ++i) io.out << "  " << ids[i] << "  " << printable(tokens[i]) << "\n";
+  std::size_t width = 1;  // the ids right-aligned, each token's text quoted so spaces show
+  for (int32_t id : ids) width = std::max(width, std::to_string(id).size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::string id = std::to_string(ids[i]);
+    io.out << "  " << std::string(width - id.size(), ' ') << id << "  " << quoted_token(tokens[i]) << "\n";
+  }
   return 0;
 }
 

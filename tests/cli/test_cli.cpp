@@ -164,6 +164,15 @@ TEST_F(Cli, TokenizeEncodesAndDecodes) {
   EXPECT_EQ(skipped.out, "Hi\n");
   const CliRun text = run({"tokenize", "--model", model(), "--text", "a"});
   EXPECT_NE(text.out.find("vocab.json (bytes, 259 token ids)"), std::string::npos) << text.out;
+  // Each token's text is quoted, so a space, a newline or a quote shows; ids are right-aligned.
+  const CliRun spaced = run({"tokenize", "--model", model(), "--text", "a \n\"\\", "--no-special"});
+  ASSERT_EQ(spaced.code, 0) << spaced.err;
+  EXPECT_NE(spaced.out.find(R"(  100  "a"
+   35  " "
+   13  "\n"
+   37  "\""
+   95  "\\"
+)"), std::string::npos) << spaced.out;
   // Errors: no input, two inputs, a bad id, a directory without a tokenizer, a tokenizer too big.
   EXPECT_EQ(run({"tokenize", "--model", model()}).code, 1);
   EXPECT_EQ(run({"tokenize", "--model", model(), "--text", "a", "--decode", "1"}).code, 1);
@@ -363,6 +372,26 @@ TEST_F(Cli, CompareRunsMethodsSideBySideAndChecksAgreement) {
   ASSERT_EQ(j["runs"].size(), 2u);
   EXPECT_EQ(j["runs"][0]["output_tokens"], j["runs"][1]["output_tokens"]);
   EXPECT_GE(j["runs"][1]["acceptance_length"].get<double>(), 1.0);
+
+  // Two variants of one method side by side, each with its shape and drafter shown.
+  const CliRun variants = run(with({"--methods", "sequential,eagle:k=2,eagle:tree=dynamic:depth=3:tree-top-k=2:total-tokens=6"}));
+  ASSERT_EQ(variants.code, 0) << variants.err;
+  EXPECT_NE(variants.out.find("drafter  eagle k=2: " + (zoo / "eagle1").string() + "\n"), std::string::npos) << variants.out;
+  EXPECT_NE(variants.out.find("\neagle k=2 "), std::string::npos) << variants.out;
+  EXPECT_NE(variants.out.find("\neagle tree=dynamic depth=3 top_k=2 total_tokens=6 "), std::string::npos) << variants.out;
+  EXPECT_NE(variants.out.find("all outputs agree token for token"), std::string::npos) << variants.out;
+  const auto vj = nlohmann::json::parse(run(with({"--methods", "eagle:k=2,ngram:n_min=2", "--json"})).out);
+  EXPECT_EQ(vj["runs"][0]["method"]["k"], 2);
+  EXPECT_EQ(vj["runs"][1]["method"]["n_min"], 2);
+  for (const auto& [methods, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"eagle:k=x", "--methods eagle:k=x: k: 'x' is not an integer"},
+           {"eagle:deep", "--methods eagle:deep: 'deep' is not KEY=VALUE"},
+           {"ngram:n_mni=2", "n_mni"},
+           {"eagle:k=0", "--k must be >= 1"}}) {
+    const CliRun bad = run(with({"--methods", methods}));
+    EXPECT_EQ(bad.code, 1) << methods;
+    EXPECT_NE(bad.err.find(fragment), std::string::npos) << methods << ": " << bad.err;
+  }
 
   const CliRun unknown = run(with({"--methods", "sequential,hydra"}));
   EXPECT_EQ(unknown.code, 1);
