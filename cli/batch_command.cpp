@@ -11,6 +11,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "runtime/backend.hpp"
 #include "cli/batch_progress.hpp"
 #include "cli/monitor_options.hpp"
 #include "cli/options.hpp"
@@ -134,7 +135,7 @@ void print_summary(std::ostream& out, const json& s, const LoadedModel& m, const
   const json& t = s["timing"];
   out << "model      " << m.path << " (" << c.architecture << ", " << parameter_count(c) / 1e6 << "M parameters, "
       << m.stored_dtype << ")\n";
-  out << "method     " << a.method.label() << ", " << sampling_params(a).to_string() << ", backend " << a.backend << "\n";
+  out << "method     " << a.method.label() << ", " << sampling_params(a).to_string() << ", backend " << backend_summary(a.backend) << "\n";
   out << "requests   " << s["requests"].get<int64_t>() << " from " << prompt_count << " prompt" << (prompt_count == 1 ? "" : "s")
       << " (" << source << "), " << s["concurrency"].get<int>() << " in flight at most, "
       << (s["rate"].is_null() ? std::string("all arriving at once")

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/speculation_report.hpp"
 #include "cli/options.hpp"
@@ -176,6 +177,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   io.out << "model    " << job.target.path << " (" << parameter_count(c) / 1e6 << "M parameters), "
          << job.sampling.to_string() << ", " << a.max_new_tokens << " new tokens at most\n";
   if (job.target.tokenizer) io.out << "prompt   " << printable(text(job.prompt)) << "\n";
+  if (a.backend != "reference") io.out << "backend  " << backend_summary(a.backend) << "\n";
   if (a.policy.name != "fixed") io.out << "policy   " << a.policy.label() << " (speculative methods)\n";
   std::size_t width = 12;  // the method column fits the longest label
   for (const MethodRun& r : runs) width = std::max(width, r.label.size() + 2);

@@ -99,7 +99,7 @@ int run_generate(const std::vector<std::string>& args, CommandIO& io) {
   const auto print_header = [&] {
     io.out << "model    " << m.path << " (" << c.architecture << ", " << parameter_count(c) / 1e6 << "M parameters, "
            << m.stored_dtype << ")\n";
-    io.out << "method   " << a.method.label() << ", " << sampling.to_string() << ", backend " << a.backend << "\n";
+    io.out << "method   " << a.method.label() << ", " << sampling.to_string() << ", backend " << backend_summary(a.backend) << "\n";
     if (m.tokenizer) io.out << "prompt   " << printable(m.tokenizer->decode(prompt)) << "  (" << prompt.size() << " tokens)\n";
   };
   std::optional<StreamingText> streaming;

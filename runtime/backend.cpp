@@ -237,6 +237,22 @@ std::string backend_name(const LanguageModel& model) {
   return "other";
 }
 
+std::string backend_summary(const std::string& name) {
+  if (name == "cpu") return "cpu (" + cpu_kernel_path() + " kernels)";
+#ifdef SPECDEC_HAVE_OPTIMIZED_CUDA
+  if (name == "cuda") {
+    const std::shared_ptr<cuda::DeviceRuntime> device = cuda_device();
+    if (!device) return name;
+    const std::string on = device->name();
+    if (on.rfind("CPU grid emulator", 0) == 0) {
+      return "cuda on the " + on + " (SPECDEC_CUDA_DEVICE=emulator: bitwise the GPU's results, far slower)";
+    }
+    return "cuda on " + on;
+  }
+#endif
+  return name;
+}
+
 std::string cpu_kernel_path() {
 #ifdef SPECDEC_HAVE_OPTIMIZED_CPU
   return cpu::isa_name(cpu::active_isa());

@@ -76,6 +76,11 @@ MedusaHeads bind_medusa(const std::string& name, MedusaHeads&& heads);
 // Throws specdec::Error when SPECDEC_CPU_ISA names an unknown path or one this CPU cannot run.
 std::string cpu_kernel_path();
 
+// Backend `name` and what it runs on, for a run's header: "reference", "cpu (avx512 kernels)",
+// "cuda on NVIDIA H200 (sm_90, 132 SMs)", "cuda on the CPU grid emulator (SPECDEC_CUDA_DEVICE=
+// emulator: bitwise the GPU's results, far slower)", "plugin:PATH".
+std::string backend_summary(const std::string& name);
+
 // "reference", "cpu", "cuda", "plugin:NAME" or "other" for a model built by this file's functions.
 std::string backend_name(const LanguageModel& model);
 

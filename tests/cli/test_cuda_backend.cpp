@@ -39,6 +39,9 @@ TEST(CudaBackend, GenerateEqualsTheReference) {
   const auto want = tokens("reference");
   EXPECT_EQ(want.size(), 8u);
   EXPECT_EQ(tokens("cuda"), want);
+  // The text output says the device was emulated.
+  const CliRun text = run({"generate", "--model", kRoot + "/models/target", "--backend", "cuda", "--prompt", "And", "--max-new-tokens", "1"});
+  EXPECT_NE(text.out.find("backend cuda on the CPU grid emulator (SPECDEC_CUDA_DEVICE=emulator"), std::string::npos) << text.out;
 }
 
 // Every recorded golden trace, by name (sequential_prose_greedy, eagle3-chain_code_sample, ...);
