@@ -75,6 +75,10 @@ int diff(const std::string& a_path, const std::string& b_path, bool as_json, Com
     return r.same ? 0 : 1;
   }
   io.out << (r.same ? "SAME" : "DIVERGENT") << ": " << a_path << " (A) vs " << b_path << " (B), " << a.meta.method << "\n";
+  if (!r.config_differences.empty()) {
+    io.out << "configurations differ, so the outputs need not agree (a divergence here is no error):\n";
+    for (const std::string& d : r.config_differences) io.out << "  " << d << "\n";
+  }
   if (r.first_divergence) {
     const validation::Divergence& d = *r.first_divergence;
     io.out << "first divergence: step " << d.step << ", position " << d.position << ": " << d.what << ": " << d.detail << "\n";

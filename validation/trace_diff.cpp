@@ -7,6 +7,9 @@
 #include <sstream>
 #include <utility>
 
+#include "reference/methods/method_spec.hpp"
+#include "reference/policies/policy_spec.hpp"
+#include "reference/sampling/sampling_params.hpp"
 #include "validation/drafter_rows.hpp"
 #include "validation/layer_departure.hpp"
 #include "validation/row_comparison.hpp"
@@ -261,13 +264,57 @@ class Differ {
 
 }  // namespace
 
-TraceDiffReport diff_traces(const Trace& a, const Trace& b, const TolerancePolicy& policy) { return Differ(a, b, policy).run(); }
+TraceDiffReport diff_traces(const Trace& a, const Trace& b, const TolerancePolicy& policy) {
+  TraceDiffReport r = Differ(a, b, policy).run();
+  r.config_differences = config_differences(a, b);
+  return r;
+}
+
+std::vector<std::string> config_differences(const Trace& a, const Trace& b) {
+  std::vector<std::string> out;
+  const auto parsed = [](const std::string& text) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_discarded() || !j.is_object() ? nlohmann::json::object() : j;
+  };
+  // Each value readable when it parses, else as its JSON.
+  const auto readable = [](const nlohmann::json& j, auto&& show) {
+    try {
+      return show(j);
+    } catch (const std::exception&) {
+      return j.dump();
+    }
+  };
+  const auto differ = [&](const std::string& what, const nlohmann::json& x, const nlohmann::json& y, auto&& show) {
+    if (x != y) out.push_back(what + ": " + readable(x, show) + " vs " + readable(y, show));
+  };
+  const nlohmann::json sa = parsed(a.meta.sampling_json), sb = parsed(b.meta.sampling_json);
+  differ("sampling", sa, sb, [](const nlohmann::json& j) { return j.get<SamplingParams>().to_string(); });
+  const nlohmann::json ca = parsed(a.meta.config_json), cb = parsed(b.meta.config_json);
+  const auto field = [](const nlohmann::json& j, const char* key) { return j.contains(key) ? j.at(key) : nlohmann::json(); };
+  differ("method shape", field(ca, "method"), field(cb, "method"), [](const nlohmann::json& j) {
+    const std::string shape = method_from_json(j, "method").shape();
+    return shape.empty() ? std::string("(none)") : shape;
+  });
+  differ("policy", field(ca, "policy"), field(cb, "policy"),
+         [](const nlohmann::json& j) { return j.is_null() ? std::string("fixed") : policy_from_json(j, "policy").label(); });
+  for (const char* key : {"max_new_tokens", "stop_at_eos"}) {
+    differ(key, field(ca, key), field(cb, key), [](const nlohmann::json& j) { return j.dump(); });
+  }
+  for (const auto& [role, model] : a.meta.models) {
+    const auto it = b.meta.models.find(role);
+    if (it != b.meta.models.end() && it->second.fingerprint != model.fingerprint) {
+      out.push_back(role + " weights: " + model.fingerprint + " vs " + it->second.fingerprint);
+    }
+  }
+  return out;
+}
 
 nlohmann::json to_json(const TraceDiffReport& r) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"result", r.same ? "same" : "divergent"}, {"steps_a", r.steps_a}, {"steps_b", r.steps_b},
                       {"steps_compared", r.steps_compared}, {"tokens_equal", r.tokens_equal}};
   j["drafter_rows"] = to_json(r.drafter_rows);
+  j["config_differences"] = r.config_differences;
   j["quantities"] = nlohmann::json::array();
   for (const QuantitySummary& q : r.quantities) {
     j["quantities"].push_back({{"quantity", q.quantity}, {"rule", q.rule}, {"bound", q.bound}, {"worst", num(q.worst)},

@@ -20,7 +20,14 @@ struct TraceDiffReport {
   std::optional<Divergence> first_divergence;  // reference = A, candidate = B
   std::vector<QuantitySummary> quantities;     // worst logit error per compared quantity
   DrafterRowCounts drafter_rows;  // B's drafter rows, when both traces record them
+  // What the two runs were asked to do differently ("sampling: greedy vs sample temperature=0.8",
+  // "method shape: k=4 vs tree=dynamic ...", the policy, the token budget, the models' weights):
+  // empty for two runs of one configuration (on two backends, say), whose outputs must agree.
+  std::vector<std::string> config_differences;
 };
+
+// The configuration differences of two traces (TraceDiffReport::config_differences).
+std::vector<std::string> config_differences(const Trace& a, const Trace& b);
 
 // A is the reference, B the candidate. Compares until the first divergence.
 TraceDiffReport diff_traces(const Trace& a, const Trace& b, const TolerancePolicy& policy = TolerancePolicy::defaults());

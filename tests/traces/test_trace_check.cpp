@@ -443,6 +443,26 @@ TEST(TraceDiff, ATraceEqualsItself) {
   EXPECT_TRUE(j["first_divergence"].is_null());
 }
 
+// Traces of two configurations (greedy vs sampled, a chain vs a dynamic tree) are compared, and
+// the report says first that they were configured differently; two runs of one configuration
+// report no difference.
+TEST(TraceDiff, SaysWhenTheConfigurationsDiffer) {
+  const std::string chain_greedy = (kGolden / "eagle-chain_code_greedy.h5").string();
+  const std::string chain_sample = (kGolden / "eagle-chain_code_sample.h5").string();
+  const std::string tree_greedy = (kGolden / "eagle-dynamic_code_greedy.h5").string();
+  const auto sampled = testing::run({"trace", "diff", chain_greedy, chain_sample});
+  EXPECT_NE(sampled.out.find("configurations differ, so the outputs need not agree"), std::string::npos) << sampled.out;
+  EXPECT_NE(sampled.out.find("\n  sampling: mode=greedy"), std::string::npos) << sampled.out;
+  EXPECT_NE(sampled.out.find(" vs mode=sample"), std::string::npos) << sampled.out;
+  const auto tree = nlohmann::json::parse(testing::run({"trace", "diff", "--json", chain_greedy, tree_greedy}).out);
+  ASSERT_EQ(tree["config_differences"].size(), 1u) << tree.dump();
+  EXPECT_EQ(tree["config_differences"][0].get<std::string>().rfind("method shape: k=", 0), 0u) << tree.dump();
+  EXPECT_NE(tree["config_differences"][0].get<std::string>().find(" vs tree=dynamic"), std::string::npos) << tree.dump();
+  const auto same = nlohmann::json::parse(testing::run({"trace", "diff", "--json", chain_greedy, chain_greedy}).out);
+  EXPECT_EQ(same["config_differences"], nlohmann::json::array());
+  EXPECT_EQ(testing::run({"trace", "diff", chain_greedy, chain_greedy}).out.find("configurations differ"), std::string::npos);
+}
+
 TEST(TraceDiff, FindsTheTamperedStep) {
   TempDir dir;
   const std::string g = (kGolden / kSpec).string();
