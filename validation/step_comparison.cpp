@@ -227,6 +227,24 @@ StepOutcome StepComparer::compare_fields(int s, const StepRecord& live, const St
     d.position = static_cast<int32_t>(rec.position + static_cast<int64_t>(k));
     d.reference_token = k < ref.emitted_tokens.size() ? ref.emitted_tokens[k] : -1;
     d.candidate_token = k < cand.emitted_tokens.size() ? cand.emitted_tokens[k] : -1;
+    // The token after the accepted path is the draft the candidate had just rejected there: its
+    // rule after a rejection is wrong, whatever its logits (in sample mode the rejected token has
+    // no residual mass: the test rejects x only where p(x) < q(x)).
+    const int32_t last = ref.accepted_path.empty() ? -1 : ref.accepted_path.back();
+    if (k == ref.accepted_path.size() && d.candidate_token >= 0) {
+      for (std::size_t node = 0; node < ref.draft_tokens.size() && node < ref.draft_parents.size(); ++node) {
+        const auto judged = std::find(ref.accept_nodes.begin(), ref.accept_nodes.end(), static_cast<int32_t>(node));
+        const auto at = static_cast<std::size_t>(judged - ref.accept_nodes.begin());
+        const bool rejected = judged == ref.accept_nodes.end() || (at < ref.accept_decisions.size() && ref.accept_decisions[at] == 0);
+        if (ref.draft_parents[node] != last || ref.draft_tokens[node] != d.candidate_token || !rejected) continue;
+        d.detail += "; the candidate emitted token " + std::to_string(d.candidate_token) + ", the draft it had just rejected there" +
+                    (setup_.sampling.mode == SamplingParams::Mode::sample
+                         ? ", which has zero residual mass (max(0, p - q) is 0 wherever the test rejects)"
+                         : "") +
+                    ": its rule for the token after a rejection is wrong";
+        break;
+      }
+    }
     // The reference's own decision of that token, with its margin: a candidate whose logits
     // and draws agree but whose rule is wrong (a residual, a bonus) differs only here.
     if (const std::vector<Decision>* own = reference_decisions(s)) {

@@ -1,8 +1,10 @@
 #include "validation/validation_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <string>
 
 #include "reference/core/format.hpp"
 
@@ -47,6 +49,37 @@ std::optional<Divergence> all_passed_over(const DrafterRowCounts& c) {
   return d;
 }
 
+DecisionCoverage decision_coverage(const std::vector<StepRecord>& steps, int n, bool sampled) {
+  DecisionCoverage c;
+  c.sampled = sampled;
+  for (int s = 0; s < n && s < static_cast<int>(steps.size()); ++s) {
+    const StepRecord& step = steps[static_cast<std::size_t>(s)];
+    if (step.draft_tokens.empty()) continue;
+    c.speculative = true;
+    c.tests += static_cast<long>(step.accept_decisions.size());
+    for (uint8_t d : step.accept_decisions) (d ? c.accepted : c.rejected) += 1;
+    // The step's last token follows the accepted path: after a rejection when the last accepted
+    // node (or the root) has children, the bonus after a leaf otherwise.
+    const int32_t last = step.accepted_path.empty() ? -1 : step.accepted_path.back();
+    const bool has_children = std::find(step.draft_parents.begin(), step.draft_parents.end(), last) != step.draft_parents.end();
+    (has_children ? c.after_rejection : c.bonus) += 1;
+  }
+  return c;
+}
+
+std::vector<std::string> coverage_gaps(const DecisionCoverage& c) {
+  std::vector<std::string> gaps;
+  if (!c.speculative) return gaps;
+  const std::string more = "; a longer prompt, more tokens or other seeds would exercise it";
+  if (c.rejected == 0) gaps.push_back("no draft was rejected: the acceptance test's rejections went untested" + more);
+  if (c.after_rejection == 0) {
+    gaps.push_back(std::string("no token followed a rejection: the ") +
+                   (c.sampled ? "residual distribution max(0, p - q)" : "target's choice after a rejection") + " went untested" + more);
+  }
+  if (c.bonus == 0) gaps.push_back("no draft was accepted to its end: the bonus token went untested" + more);
+  return gaps;
+}
+
 nlohmann::json to_json(const ValidationReport& r) {
   nlohmann::json j;
   j["result"] = r.passed ? "pass" : "fail";
@@ -58,6 +91,12 @@ nlohmann::json to_json(const ValidationReport& r) {
   j["tokens_compared"] = r.tokens_compared;
   j["candidate_runs"] = r.candidate_runs;
   j["drafter_rows"] = to_json(r.drafter_rows);
+  j["coverage"] = {{"acceptance_tests", r.coverage.tests},
+                   {"accepted", r.coverage.accepted},
+                   {"rejected", r.coverage.rejected},
+                   {"after_rejection", r.coverage.after_rejection},
+                   {"bonus", r.coverage.bonus},
+                   {"untested", coverage_gaps(r.coverage)}};
   j["near_ties"] = nlohmann::json::array();
   for (const NearTie& t : r.near_ties) {
     j["near_ties"].push_back({{"step", t.step},
@@ -163,6 +202,16 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
       << r.steps_compared << "/" << r.reference_steps << " steps, " << r.tokens_compared << " tokens equal, "
       << r.near_ties.size() << " near-tie" << (r.near_ties.size() == 1 ? "" : "s") << ", " << r.candidate_runs << " candidate run"
       << (r.candidate_runs == 1 ? "" : "s") << summary_text(r.drafter_rows) << "\n";
+  if (r.coverage.speculative) {
+    const DecisionCoverage& c = r.coverage;
+    const auto count = [](long n, const std::string& one, const std::string& many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+    out << "covered: " << count(c.tests, "acceptance test", "acceptance tests") << " (" << c.accepted << " accepted, " << c.rejected
+        << " rejected), "
+        << (c.sampled ? count(c.after_rejection, "residual draw", "residual draws")
+                      : count(c.after_rejection, "token after a rejection", "tokens after a rejection"))
+        << ", " << count(c.bonus, "bonus token", "bonus tokens") << "\n";
+    for (const std::string& gap : coverage_gaps(c)) out << "untested: " << gap << "\n";
+  }
   if (r.failure) {
     const Divergence& d = *r.failure;
     out << "first divergence: " << d.what;

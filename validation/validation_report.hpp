@@ -12,6 +12,7 @@
 
 #include "validation/tolerance_policy.hpp"
 #include "text/tokenizer.hpp"
+#include "traces/trace.hpp"
 
 namespace specdec::validation {
 
@@ -102,6 +103,22 @@ struct DrafterRowCounts {
   long not_compared() const { return recorded - compared - passed_over; }
 };
 
+// The token decisions the compared steps exercised (counted on the reference's steps): what the
+// validation could have caught. A rule the run never exercised is untested however the run ends:
+// with no rejection, a wrong residual rule passes; with no fully accepted draft, a wrong bonus rule.
+struct DecisionCoverage {
+  bool speculative = false;  // some compared step drafted
+  bool sampled = false;      // sample mode: the token after a rejection is a residual draw
+  long tests = 0;            // acceptance tests of draft nodes
+  long accepted = 0, rejected = 0;
+  long after_rejection = 0;  // tokens emitted after a rejection: residual draws (sample mode), else the target's choice
+  long bonus = 0;            // tokens emitted after a draft accepted to its leaf
+};
+// Over steps [0, n) of `steps`; `sampled`: the run's sampling mode is sample.
+DecisionCoverage decision_coverage(const std::vector<StepRecord>& steps, int n, bool sampled);
+// One sentence per rule the run did not exercise; empty when it exercised all (or did not draft).
+std::vector<std::string> coverage_gaps(const DecisionCoverage& c);
+
 struct ValidationReport {
   bool passed = false;
   std::string candidate;   // backend name
@@ -114,6 +131,7 @@ struct ValidationReport {
   std::vector<NearTie> near_ties;
   std::vector<QuantitySummary> quantities;
   DrafterRowCounts drafter_rows;  // a candidate trace with drafter rows (validate --candidate)
+  DecisionCoverage coverage;      // of the steps compared
   std::optional<Divergence> failure;
   TolerancePolicy policy;
 };

@@ -101,6 +101,8 @@ ValidationReport run_validation(const ValidationSetup& setup, const Backend& liv
   }
   for (int s = 0; s < report.steps_compared; ++s)
     report.tokens_compared += static_cast<int>(recorded.trace->steps[static_cast<size_t>(s)].emitted_tokens.size());
+  report.coverage = decision_coverage(recorded.trace->steps, report.steps_compared,
+                                     setup.sampling.mode == SamplingParams::Mode::sample);
   report.quantities = stats.summary(policy);
   if (drafter_rows) {
     report.drafter_rows = stats.drafter_rows();

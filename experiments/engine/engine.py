@@ -16,6 +16,7 @@ the same conventions so that its runs compare token for token:
   "rope_layer3"           decoder layer 3 rotates q and k the wrong way (sin negated)
   "tree_mask_off_by_one"  in the verify forward each draft node also sees its next sibling
   "residual_rule"         after a rejection the token is drawn from p instead of max(0, p - q)
+  "rejected_token"        after a rejection the engine emits the draft it has just rejected
 """
 import json
 import os
@@ -35,9 +36,10 @@ from llama import rope_cos_sin  # noqa: E402
 
 # Deliberate bugs, for showing what validation names: a wrong RoPE sign on target layer 3; a tree
 # attention mask that lets a node see its next sibling; a wrong residual in rejection sampling; the
+# rejected draft emitted after a rejection; the
 # drafter's fc loaded without its bias (its outputs depart while its inputs agree); and each
 # drafter pair fed the feature of the pair before (its inputs are wrong).
-BUGS = ("rope_layer3", "tree_mask_off_by_one", "residual_rule", "drafter_no_fc_bias", "drafter_feature_lag")
+BUGS = ("rope_layer3", "tree_mask_off_by_one", "residual_rule", "rejected_token", "drafter_no_fc_bias", "drafter_feature_lag")
 SUBSTEPS = ("input_norm", "attention", "post_attention_norm", "mlp")
 
 
@@ -389,7 +391,8 @@ class Engine:
                     q = q / q.sum() if q.sum() > 0 else q
                 p = p / p.sum()
             if nxt < 0:
-                emitted.append(sample_from(p, draws.draw(position, philox.RESIDUAL, 0)))
+                token = sample_from(p, draws.draw(position, philox.RESIDUAL, 0))
+                emitted.append(tokens[kids[-1]] if self.bug == "rejected_token" else token)
                 return accepted, emitted, decisions, nodes, draws
             accepted.append(nxt)
             emitted.append(tokens[nxt])

@@ -3,7 +3,7 @@
 
   run.py --model models/target --method eagle --drafter models/eagle1 --k 4 \
          --prompt "And God said" --max-new-tokens 20 --out eagle.h5 [--tree '[[0],[1],[0,0]]']
-         [--sampling sample --temperature 1 --seed 7] [--bug rope_layer3|tree_mask_off_by_one|residual_rule]
+         [--sampling sample --temperature 1 --seed 7] [--bug rope_layer3|tree_mask_off_by_one|residual_rule|rejected_token]
 
 Prints one JSON line: the output tokens, steps and the trace path.
 """

@@ -49,6 +49,7 @@ BUGS = {
     "rope_layer3": (dict(EAGLE1, k=4), 0, 3),  # the prefill forward already goes wrong, from layer 3
     "tree_mask_off_by_one": (dict(EAGLE1, tree=TREE), 1, 0),  # the first verify forward, from layer 0
     "residual_rule": (dict(EAGLE1, k=4, sampling="sample", seed=7), None, None),  # the first differing residual draw
+    "rejected_token": (dict(EAGLE1, k=4, sampling="sample", seed=7), None, None),  # the first rejection
 }
 # Drafter bugs: bug -> (configuration, what the report names, the step, the drafter row); the
 # trace records the drafter's inputs and outputs, so the report says which of them departed.
@@ -201,6 +202,31 @@ def test_bugged_engine_fails_at_the_right_place(traces, bug):
         assert layer_named(report, text, layer), text
         if "substep" in f:
             assert f["substep"] == "attention", text  # both bugs live in the attention block
+
+
+def test_emitting_the_rejected_draft_is_named_as_such(traces):
+    """An engine that emits the draft it has just rejected is told so: that token has zero residual
+    mass, and the report says what the rule did, not only that a token differs."""
+    path, _, cfg = traces["rejected_token"]
+    rc, report, text = validate(path, cfg)
+    assert rc == 1, text
+    detail = report["failure"]["detail"]
+    assert "the draft it had just rejected there, which has zero residual mass" in detail, text
+    assert "its rule for the token after a rejection is wrong" in detail, text
+
+
+def test_the_report_says_which_decisions_it_covered(traces):
+    """The passing run's report counts the acceptance tests, rejections, residual draws and bonus
+    tokens it compared, and they add up."""
+    path, run, cfg = traces["eagle1_chain_sample"]
+    rc, report, text = validate(path, cfg)
+    assert rc == 0, text
+    c = report["coverage"]
+    assert c["acceptance_tests"] == c["accepted"] + c["rejected"] > 0, c
+    assert 0 < c["after_rejection"] + c["bonus"] <= report["steps_compared"], c  # one per drafting step
+    assert c["rejected"] >= c["after_rejection"] > 0, c
+    assert f"{c['after_rejection']} residual draws" in text, text
+    assert c["untested"] == [] or "untested: " in text, text
 
 
 @pytest.mark.parametrize("bug", list(DRAFTER_BUGS))

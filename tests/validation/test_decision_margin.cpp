@@ -7,6 +7,7 @@
 #include <random>
 
 #include "validation/decision_margin.hpp"
+#include "validation/validation_report.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/sampling/counter_rng.hpp"
 #include "reference/sampling/sampler.hpp"
@@ -171,6 +172,52 @@ TEST(DecisionMargin, TopKChoice) {
   EXPECT_DOUBLE_EQ(d.margin, 0.25);
   EXPECT_TRUE(std::isnan(topk_choice({4}, {3.5f}, 10, 5).margin));
   EXPECT_TRUE(std::isinf(topk_choice({0}, {3.5f}, 1, 5).margin));
+}
+
+// What a run's compared steps exercised: acceptance tests, the token after a rejection (the
+// last accepted node, or the root, has children) and the bonus after a leaf.
+TEST(DecisionCoverage, CountsEachRuleTheStepsExercised) {
+  StepRecord prefill;  // no drafts: nothing counted
+  prefill.emitted_tokens = {5};
+  StepRecord rejected_in_tree;  // root children 0 and 1, node 2 under 0: 0 accepted, 2 rejected
+  rejected_in_tree.draft_tokens = {7, 8, 9};
+  rejected_in_tree.draft_parents = {-1, -1, 0};
+  rejected_in_tree.accepted_path = {0};
+  rejected_in_tree.accept_decisions = {1, 0};
+  rejected_in_tree.accept_nodes = {0, 2};
+  StepRecord to_the_leaf;  // a chain of two, both accepted: the bonus
+  to_the_leaf.draft_tokens = {3, 4};
+  to_the_leaf.draft_parents = {-1, 0};
+  to_the_leaf.accepted_path = {0, 1};
+  to_the_leaf.accept_decisions = {1, 1};
+  StepRecord first_rejected;  // the root's only child rejected
+  first_rejected.draft_tokens = {6};
+  first_rejected.draft_parents = {-1};
+  first_rejected.accept_decisions = {0};
+  const std::vector<StepRecord> steps = {prefill, rejected_in_tree, to_the_leaf, first_rejected};
+  const DecisionCoverage all = decision_coverage(steps, 4, true);
+  EXPECT_TRUE(all.speculative);
+  EXPECT_EQ(all.tests, 5);
+  EXPECT_EQ(all.accepted, 3);
+  EXPECT_EQ(all.rejected, 2);
+  EXPECT_EQ(all.after_rejection, 2);
+  EXPECT_EQ(all.bonus, 1);
+  EXPECT_TRUE(coverage_gaps(all).empty());
+  // The first two steps: one rejection and the token after it, no bonus.
+  const DecisionCoverage two = decision_coverage(steps, 2, true);
+  EXPECT_EQ(two.bonus, 0);
+  ASSERT_EQ(coverage_gaps(two).size(), 1u);
+  EXPECT_NE(coverage_gaps(two)[0].find("no draft was accepted to its end: the bonus token went untested"), std::string::npos);
+  // The leaf alone, greedy: neither a rejection nor the token after one was tested.
+  const DecisionCoverage leaf = decision_coverage({to_the_leaf}, 1, false);
+  const std::vector<std::string> gaps = coverage_gaps(leaf);
+  ASSERT_EQ(gaps.size(), 2u);
+  EXPECT_NE(gaps[0].find("no draft was rejected"), std::string::npos) << gaps[0];
+  EXPECT_NE(gaps[1].find("the target's choice after a rejection went untested"), std::string::npos) << gaps[1];
+  EXPECT_NE(coverage_gaps(decision_coverage({first_rejected}, 1, true))[0].find("bonus"), std::string::npos);
+  EXPECT_NE(coverage_gaps(decision_coverage({to_the_leaf}, 1, true))[1].find("residual distribution max(0, p - q)"), std::string::npos);
+  // A run that never drafted reports no gap.
+  EXPECT_TRUE(coverage_gaps(decision_coverage({prefill}, 1, true)).empty());
 }
 
 }  // namespace
