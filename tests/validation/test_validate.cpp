@@ -451,6 +451,46 @@ TEST_F(Validate, DocumentedPolicyIsTheCodesPolicy) {
 
 // --backend picks the forward implementation of generate / record (target, draft LM, head) and is
 // recorded in the trace's run configuration; an unknown backend is refused.
+// --seeds and --prompts validate several live runs in one command: each run is reported, the
+// verdict is every run's, and the coverage is the sum of theirs.
+TEST_F(Validate, SeedsAndPromptsValidateSeveralRuns) {
+  const std::string prompts = path("prompts.json");
+  testing::write_text(prompts, R"({"prose": ["The cat sat", "Once upon"]})");
+  const std::vector<std::string> base = {"validate", "--model", model(), "--method", "eagle", "--drafter", path("eagle1"),
+                                         "--max-new-tokens", "12", "--sampling", "sample", "--seed", "5"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const CliRun r = run(with({"--prompts", prompts, "--seeds", "2", "--json"}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  EXPECT_EQ(j["result"], "pass");
+  long rejected = 0, bonus = 0;
+  for (const auto& run_j : j["runs"]) {
+    rejected += run_j["report"]["coverage"]["rejected"].get<long>();
+    bonus += run_j["report"]["coverage"]["bonus"].get<long>();
+  }
+  EXPECT_EQ(j["coverage"]["rejected"].get<long>(), rejected);
+  EXPECT_EQ(j["coverage"]["bonus"].get<long>(), bonus);
+  EXPECT_EQ(j["runs"][1]["seed"], 6);
+  EXPECT_EQ(j["runs"][2]["prompt_id"], "prose-1");
+  const CliRun text = run(with({"--prompt", "The cat", "--seeds", "3"}));
+  ASSERT_EQ(text.code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find("seed 7: PASS"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("PASS  3 of 3 runs passed; covered in all: "), std::string::npos) << text.out;
+  for (const auto& [extra, fragment] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--prompt", "x", "--seeds", "0"}, "--seeds must be in [1, 1000], got 0"},
+           {{"--prompts", prompts, "--prompt", "x"}, "give --prompts or --prompt / --prompt-ids, not both"},
+           {{"--trace", path("t.h5"), "--seeds", "2"}, "--seeds and --prompts validate live runs"}}) {
+    const CliRun bad = run(with(extra));
+    EXPECT_EQ(bad.code, 2) << joined(extra);
+    EXPECT_NE(bad.err.find(fragment), std::string::npos) << joined(extra) << ": " << bad.err;
+  }
+}
+
 TEST_F(Validate, BackendOptionSelectsTheForwardImplementation) {
   const CliRun bad = run(command("generate", methods()[0], samplings()[0], {"--backend", "gpu"}));
   EXPECT_EQ(bad.code, 1);
