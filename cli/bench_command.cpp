@@ -64,7 +64,7 @@ int run_bench(const std::vector<std::string>& args, CommandIO& io) {
       ("prompt-length", po::value(&o.prompt_length)->default_value(o.prompt_length), "random prompt tokens before every measurement")
       ("repeat", po::value(&o.repeat)->default_value(o.repeat), "runs per measurement; the fastest counts")
       ("max-verify", po::value(&o.max_verify)->default_value(o.max_verify), "verify-cost table: 1, 2, 4, ... tokens up to this")
-      ("threads", po::value(&o.threads)->default_value(o.threads), "worker threads of the backends and of the bandwidth measurement (0 = all)")
+      ("threads", po::value(&o.threads)->default_value(o.threads), "worker threads of the backends (0 = the cores other processes are not busy on) and of the bandwidth measurement (0 = all)")
       ("bandwidth-mb", po::value(&bandwidth_mb)->default_value(bandwidth_mb), "bandwidth buffer in MiB (0 = twice the last-level cache, 256 to 1024)")
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the random prompt tokens")
       ("out", po::value(&out), "directory for bench.json, decode.csv, verify_cost.csv, methods.csv (created; files written atomically)")

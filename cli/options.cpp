@@ -67,7 +67,7 @@ void add_decode_options(po::options_description& desc, DecodeArgs& a) {
       ("seed", po::value(&a.seed)->default_value(a.seed), "random seed (Philox key)")
       ("max-new-tokens", po::value(&a.max_new_tokens)->default_value(a.max_new_tokens), "tokens to generate at most")
       ("ignore-eos", po::bool_switch(&a.ignore_eos), "do not stop at the end-of-sequence token")
-      ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it")
+      ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = the cores other processes are not busy on, at least one); results do not depend on it")
       ("backend", po::value(&a.backend)->default_value(a.backend), "forward implementation of the target, a draft LM and an EAGLE-family head: reference | cpu (optimized, when built) | cuda (the target, a draft LM and EAGLE-family and MTP heads on a GPU, Medusa heads in the reference's code on the host; SPECDEC_CUDA_DEVICE=emulator runs it on the CPU grid emulator) | plugin:PATH.so (a plug-in backend, docs/validation.md)")
       ("json", po::bool_switch(&a.json), "print one JSON object instead of text");
 }

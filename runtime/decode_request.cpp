@@ -9,6 +9,7 @@
 #include "reference/io/llama_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/thread_count.hpp"
 #include "text/load_tokenizer.hpp"
 
 namespace specdec {
@@ -135,7 +136,7 @@ void apply_threads(int threads) {
   if (threads < 0) throw Error("--threads must be >= 0 (0 = all cores), got " + std::to_string(threads));
   if (threads > kMaxThreads)
     throw Error("--threads is " + std::to_string(threads) + ", more than specdec supports (" + std::to_string(kMaxThreads) + ")");
-  if (threads > 0) ops::set_num_threads(threads);
+  ops::set_num_threads(threads > 0 ? threads : automatic_thread_count(machine_load()));
 }
 
 }  // namespace specdec

@@ -96,7 +96,7 @@ struct LoadedModel {
 std::vector<int32_t> prompt_tokens(const DecodeArgs& a, const LoadedModel& m);
 SamplingParams sampling_params(const DecodeArgs& a);
 GenerationOptions generation_options(const DecodeArgs& a);
-// Applies --threads (0 = leave the OpenMP default).
+// Applies --threads (0 = the cores other processes are not using now: automatic_thread_count).
 void apply_threads(int threads);
 
 }  // namespace specdec

@@ -12,6 +12,7 @@
 #include "reference/methods/registry.hpp"
 #include "reference/policies/registry.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/thread_count.hpp"
 #include "reference/acceptance/acceptor.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/input_limits.hpp"
@@ -105,6 +106,20 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
   auto say = [&](const std::string& line) {
     if (progress) *progress << line << std::endl;
   };
+  // Read before any worker thread exists (a spinning one would count itself as load).
+  const MachineLoad load = machine_load();
+  if (load.busy > 0) {
+    report.warnings.push_back("other processes kept " + std::to_string(load.busy) + " of " + std::to_string(load.cores) +
+                              " cores busy when the run began (load average " + fixed(load.load_1min, 2) +
+                              "): timings are lower and noisier than on an idle machine, and ratios between rows may mislead");
+  }
+  // Repeats of one measurement (tokens per second) more than 20% apart: the machine was busy or
+  // its clock changed while measuring.
+  auto check_spread = [&](const std::string& what, double best, double worst) {
+    if (options.repeat < 2 || !(worst > 0) || best / worst <= 1.2) return;
+    report.warnings.push_back(what + ": the repeats ranged from " + fixed(worst, 1) + " to " + fixed(best, 1) + " tokens/s (" +
+                              fixed(100 * (best / worst - 1), 0) + "% apart): the machine was busy or its clock changed; the best counts");
+  };
 
   // On a shared machine the bandwidth a decode can get drifts by tens of percent within seconds,
   // so the limit is probed again before every decode run and the best probe is the limit; and
@@ -137,11 +152,14 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
     const LanguageModel& target = models.target_on(b);
 
     say(b + ": sequential decode");
-    double best = 0;
+    double best = 0, worst = 0;
     for (int r = 0; r < options.repeat; ++r) {
       if (r > 0) probe();
-      best = std::max(best, decode_sequential(target, prompt, greedy, go).decode_tokens_per_second());
+      const double tps = decode_sequential(target, prompt, greedy, go).decode_tokens_per_second();
+      best = std::max(best, tps);
+      worst = r == 0 ? tps : std::min(worst, tps);
     }
+    check_spread(b + " sequential decode", best, worst);
     DecodeRow d;
     d.backend = b;
     d.precision = models.precision;
@@ -189,7 +207,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
       const auto src = models.drafter_sources.find(spec.name);
       row.drafter = src == models.drafter_sources.end() ? "-" : src->second;
       row.acceptance = acceptance_label(options);
-      double best_tps = -1;
+      double best_tps = -1, worst_tps = -1;
       for (int r = 0; r < options.repeat; ++r) {
         ProposerInputs in;
         in.target = &tc;
@@ -208,6 +226,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         control.policy = policy.get();
         const GenerationResult res = decode_speculative(target, *proposer, *acceptor, prompt, greedy, go, control, &times);
         const double tps = res.decode_tokens_per_second();
+        worst_tps = r == 0 ? tps : std::min(worst_tps, tps);
         if (tps <= best_tps) continue;
         best_tps = tps;
         const GenerationStats& st = res.stats;
@@ -220,6 +239,7 @@ BenchReport run_bench(const BenchModels& models, const BenchOptions& options, st
         row.verify_ms_per_step = static_cast<double>(times.verify_ns) / 1e6 / steps;
         row.tokens_per_s = tps;
       }
+      check_spread(b + " " + spec.label(), best_tps, worst_tps);
       row.drafter_per_target_forward = ms[0] > 0 ? row.drafter_ms_per_step / ms[0] : 0;
       row.speedup = d.tokens_per_s > 0 ? row.tokens_per_s / d.tokens_per_s : 0;
       report.methods.push_back(row);
@@ -247,6 +267,7 @@ void print_bench(const BenchReport& r, std::ostream& out) {
       << "\n";
   if (r.options.policy.name != "fixed") out << "policy     " << r.options.policy.label() << " (speculative runs; see mean_draft_depth in --json)\n";
   if (r.options.forced) out << "note       outputs are not meaningful text: forced acceptance\n";
+  for (const std::string& w : r.warnings) out << "warning    " << w << "\n";
   out << "\n";
   char line[512];
   out << "sequential decode\n";
@@ -285,6 +306,7 @@ nlohmann::json bench_json(const BenchReport& r) {
   nlohmann::json j;
   j["model"] = r.model;
   j["precision"] = r.precision;
+  j["warnings"] = r.warnings;
   if (!r.cpu_isa.empty()) j["cpu_isa"] = r.cpu_isa;
   j["bandwidth"] = {{"bytes_per_s", r.bandwidth.bytes_per_s},
                     {"threads", r.bandwidth.threads},

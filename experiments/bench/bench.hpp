@@ -78,6 +78,9 @@ struct BenchReport {
   std::vector<DecodeRow> decode;
   std::vector<VerifyRow> verify;
   std::vector<MethodRow> methods;
+  // What makes this run's timings unreliable: other processes busy on this machine's cores when
+  // it began, repeats of one measurement more than 20% apart.
+  std::vector<std::string> warnings;
 };
 
 // Runs every measurement; progress lines go to `progress` when given. Throws specdec::Error for

@@ -11,6 +11,7 @@
 #include "experiments/bench/replay_acceptor.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/random_drafters.hpp"
+#include "runtime/thread_count.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/half.hpp"
 #include "reference/drafters/eagle_tensors.hpp"
@@ -165,6 +166,7 @@ TEST(BenchCommand, ReplaysAcceptanceFromATrace) {
   const CliRun r = run(args);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["warnings"].is_array()) << "what makes the timings unreliable (a busy machine, disagreeing repeats)";
   ASSERT_EQ(j["methods"].size(), 4u);
   for (const auto& m : j["methods"]) {
     if (m["method"] == "sequential") continue;
@@ -265,6 +267,33 @@ TEST(BenchCommand, UserErrors) {
     EXPECT_EQ(r.code, 1) << cmd << "\nstdout: " << r.out << "\nstderr: " << r.err;
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << cmd << "\nstderr: " << r.err;
   }
+}
+
+// --threads 0: the cores other processes are not busy on, read from /proc/loadavg's load average
+// and runnable count (the smaller, so that neither a process that just started nor a past minute's
+// load alone takes a core away), at least one thread.
+TEST(ThreadCount, LeavesOutTheCoresOtherProcessesAreBusyOn) {
+  struct Case {
+    std::string loadavg;
+    int cores, busy, threads;
+  };
+  for (const Case& c : std::vector<Case>{{"1.20 1.06 1.31 3/84 17673", 2, 1, 1},   // one other runnable, load 1
+                                         {"0.10 0.20 0.30 1/84 17673", 8, 0, 8},   // only the reader runs
+                                         {"0.30 0.20 0.30 4/84 17673", 8, 0, 8},   // runnable now, no load before
+                                         {"6.00 5.00 4.00 1/84 17673", 8, 0, 8},   // a load that just ended
+                                         {"7.60 7.00 7.00 12/99 1", 8, 7, 1},      // all busy: still one thread
+                                         {"2.40 2.00 2.00 4/99 1", 16, 2, 14},
+                                         {"garbage", 4, 0, 4},
+                                         {"nan 1 1 3/4 5", 4, 0, 4},
+                                         {"", 0, 0, 1}}) {
+    const MachineLoad m = machine_load(c.loadavg, c.cores);
+    EXPECT_EQ(m.busy, c.busy) << "'" << c.loadavg << "' on " << c.cores << " cores";
+    EXPECT_EQ(automatic_thread_count(m), c.threads) << "'" << c.loadavg << "' on " << c.cores << " cores";
+  }
+  const MachineLoad here = machine_load();
+  EXPECT_GE(here.cores, 1);
+  EXPECT_GE(here.busy, 0);
+  EXPECT_LT(here.busy, here.cores);
 }
 
 }  // namespace
