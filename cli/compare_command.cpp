@@ -13,6 +13,7 @@
 #include "runtime/speculation_report.hpp"
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
+#include "reference/io/atomic_file.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/model/presets.hpp"
 
@@ -119,12 +120,14 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   DecodeArgs a;
   a.max_new_tokens = 48;
   std::string methods = "sequential,eagle,peagle";
+  std::string json_file;
   po::options_description desc("compare options");
   add_decode_options(desc, a);
   desc.add_options()("methods", po::value(&methods)->default_value(methods),
                      "methods to run, comma-separated, each METHOD[=DRAFTER_DIR][:KEY=VALUE]... (options of its "
                      "shape or parameters, e.g. eagle3:k=2,eagle3:tree=dynamic:depth=5,ngram:n_min=2); a missing "
-                     "drafter directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)");
+                     "drafter directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)")(
+      "json-file", po::value(&json_file), "also write the --json output to this file (written atomically)");
   if (!parse_options(args, desc, io,
                      "specdec compare --model DIR (--prompt TEXT | --prompt-ids IDS) [--methods sequential,eagle,peagle] [options]")) {
     return 0;
@@ -152,7 +155,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
     return g.stats.target_forwards ? static_cast<double>(g.tokens.size()) / g.stats.target_forwards : 0.0;
   };
 
-  if (a.json) {
+  if (a.json || !json_file.empty()) {
     nlohmann::json j = {{"model", job.target.path}, {"sampling", job.sampling}, {"prompt_tokens", job.prompt},
                         {"policy", a.policy.to_json()}, {"all_outputs_agree", all_agree}, {"runs", nlohmann::json::array()}};
     for (const MethodRun& r : runs) {
@@ -169,8 +172,12 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
       add_speculation_json(run, r.args.policy, r.result);
       j["runs"].push_back(run);
     }
-    io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+    const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (!json_file.empty()) write_file_atomically(json_file, text);
+    if (a.json) {
+      io.out << text;
+      return 0;
+    }
   }
 
   const ModelConfig& c = job.target.config;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: install what is needed, build, and run one held-out prompt through sequential
 # decoding, EAGLE and P-EAGLE on the bundled trained models (models/), side by side: output,
-# acceptance length, tokens per target forward, speed, and whether the outputs agree. Extra
+# acceptance length, tokens per target forward, speed, and whether the outputs agree; then what
+# the acceptance measured here would buy on a GPU (scripts/projection.py: the simulator's
+# predicted speedup of a published drafter of each method, with its measured error). Extra
 # arguments go to `specdec compare`, e.g.
 #   scripts/run.sh --methods sequential,draft,eagle,eagle3,peagle --sampling coupled --temperature 0.8
 #   scripts/run.sh --prompt "def parse_args(argv):" --max-new-tokens 96
@@ -21,4 +23,13 @@ given 'prompt|prompt-ids' || args+=(--prompt "$(/usr/bin/python3 -c \
 given 'model' || args+=(--model models/target)
 given 'methods' || args+=(--methods sequential,eagle,peagle)
 given 'max-new-tokens' || args+=(--max-new-tokens 48)
-"$build/specdec" compare "${args[@]}"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+"$build/specdec" compare "${args[@]}" --json-file "$out" || status=$?
+# What the acceptance measured here would buy on a GPU (the simulator), unless the caller asked
+# for JSON or help.
+if ! given 'json|help|h' && [ -s "$out" ]; then
+  /usr/bin/python3 "$root/scripts/projection.py" "$build/specdec" "$out"
+fi
+exit "$status"
