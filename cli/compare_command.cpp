@@ -13,6 +13,7 @@
 #include "runtime/speculation_report.hpp"
 #include "cli/options.hpp"
 #include "reference/core/error.hpp"
+#include "reference/core/option_text.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/methods/registry.hpp"
 #include "reference/model/presets.hpp"
@@ -27,18 +28,6 @@ struct MethodRun {
   GenerationResult result;
 };
 
-int option_int(const std::string& value, const std::string& where) {
-  std::size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size()) throw Error(where + ": '" + value + "' is not an integer");
-  return v;
-}
-
 // One KEY=VALUE of an entry's options onto its method: the shape (k, tree, depth, tree_top_k,
 // total_tokens, force_depth) or, for any other key, one of the method's own parameters (gathered
 // into `params` as "key=value" for parse_method_text).
@@ -50,11 +39,11 @@ void apply_method_option(const std::string& option, MethodSpec& m, std::string& 
   std::string key = option.substr(0, eq);
   std::replace(key.begin(), key.end(), '-', '_');  // tree-top-k as the command-line option spells it
   const std::string value = option.substr(eq + 1), at = where + ": " + key;
-  if (key == "k") m.k = option_int(value, at);
+  if (key == "k") m.k = parse_int(value, at);
   else if (key == "tree") m.tree = value;
-  else if (key == "depth") m.depth = option_int(value, at);
-  else if (key == "tree_top_k") m.tree_top_k = option_int(value, at);
-  else if (key == "total_tokens") m.total_tokens = option_int(value, at);
+  else if (key == "depth") m.depth = parse_int(value, at);
+  else if (key == "tree_top_k") m.tree_top_k = parse_int(value, at);
+  else if (key == "total_tokens") m.total_tokens = parse_int(value, at);
   else if (key == "force_depth") {
     if (value != "true" && value != "false" && value != "1" && value != "0") throw Error(at + ": '" + value + "' is not true or false");
     m.force_depth = value == "true" || value == "1";

@@ -38,4 +38,16 @@ inline double parse_finite_number(const std::string& text, const std::string& wh
   return v;
 }
 
+// The whole of `text` as an int (an integral finite number within int's range); throws
+// "<where>: '<text>' is not an integer".
+inline int parse_int(const std::string& text, const std::string& where) {
+  double v = 0.5;
+  try {
+    v = parse_finite_number(text, where);
+  } catch (const Error&) {
+  }
+  if (v != std::floor(v) || std::fabs(v) > 2147483647.0) throw Error(where + ": '" + text + "' is not an integer");
+  return static_cast<int>(v);
+}
+
 }  // namespace specdec
