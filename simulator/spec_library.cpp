@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "reference/core/error.hpp"
+#include "reference/core/suggest.hpp"
 #include "simulator/join.hpp"
 
 #ifndef SPECDEC_SPECS_DIR
@@ -46,9 +47,10 @@ std::filesystem::path SpecLibrary::find(const std::string& kind, const std::stri
     const auto p = *it / kind / (name_or_path + ".json");
     if (present(p)) return p;
   }
-  const std::string have = join_names(names(kind));
+  const std::vector<std::string> known = names(kind);
+  const std::string have = join_names(known);
   throw Error("unknown " + kind + " spec '" + name_or_path + "': not a file and not one of: " +
-              (have.empty() ? "(none found)" : have));
+              (have.empty() ? "(none found)" : have) + did_you_mean(name_or_path, known));
 }
 
 HardwareSpec SpecLibrary::hardware(const std::string& name_or_path) const {

@@ -75,6 +75,14 @@ TEST(SimulateCommand, UserErrors) {
   auto err = [](test args) { return sim::test::error_of([&] { simulate(args); }); };
   EXPECT_NE(err({"--hardware", "h100-sxm"}).find("--model is required"), std::string::npos);
   EXPECT_NE(err({"--model", "llama-9b", "--hardware", "h100-sxm"}).find("unknown models spec 'llama-9b'"), std::string::npos);
+  // A mistyped spec name is named with the closest one.
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100sxm"}).find("; did you mean h100-sxm?"), std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--method", "eagle3", "--drafter", "eagle3-lama3.1-8b"})
+                .find("unknown drafters spec 'eagle3-lama3.1-8b'"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--method", "eagle3", "--drafter", "eagle3-lama3.1-8b"})
+                .find("did you mean eagle3-llama3.1-8b?"),
+            std::string::npos);
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b"})
                 .find("needs an acceptance model"),
             std::string::npos);
