@@ -129,7 +129,7 @@ int run_forward(const std::vector<std::string>& args, CommandIO& io) {
       ("drafter", po::value(&a.drafter), "EAGLE-1 / EAGLE-3 / P-EAGLE head or MTP checkpoint (module 0) directory: also write its teacher-forced first step")
       ("k", po::value(&a.method.k)->default_value(a.method.k), "P-EAGLE: parallel depth K (K-1 mask slots)")
       ("force-depth", po::bool_switch(&a.method.force_depth), "P-EAGLE: allow K beyond the depth the head was trained for")
-      ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = all cores); results do not depend on it");
+      ("threads", po::value(&a.threads)->default_value(a.threads), "worker threads (0 = the cores other processes are not busy on, at least one); results do not depend on it");
   const std::string usage =
       "specdec forward --model DIR --prompt-ids IDS --out FILE.h5 [--drafter HEAD_DIR [--k K]]\n\n"
       "Runs one causal forward pass over the tokens (positions 0..T-1) and writes one HDF5 file:\n"

@@ -21,6 +21,7 @@
 #include "text/load_tokenizer.hpp"
 #include "reference/io/tensor_store.hpp"
 #include "reference/model/presets.hpp"
+#include "traces/hdf5.hpp"
 #include "traces/trace.hpp"
 #include "reference/io/json_input.hpp"
 
@@ -50,8 +51,21 @@ std::string join(const std::vector<int32_t>& v, size_t limit) {
   return s;
 }
 
+// The tokenizer of the checkpoint at `model`, when it is there and has one; null otherwise (a
+// trace's recorded model may be elsewhere now).
+std::unique_ptr<text::Tokenizer> tokenizer_of(const std::string& model) {
+  try {
+    return text::load_tokenizer(model, load_checkpoint_config(model).bos_token_id);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
   const Trace t = read_trace(path);
+  // The prompt and output as text, with the recorded target's tokenizer when it is at hand.
+  const auto target = t.meta.models.find("target");
+  const std::unique_ptr<text::Tokenizer> tokenizer = target == t.meta.models.end() ? nullptr : tokenizer_of(target->second.path);
   size_t full_rows = 0, topk_rows = 0, drafted = 0;
   for (const StepRecord& s : t.steps) {
     for (const LogitRecord& r : s.target_logits) (r.is_full() ? full_rows : topk_rows)++;
@@ -59,7 +73,7 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
   }
   nlohmann::json models = nlohmann::json::object();
   for (const auto& [role, info] : t.meta.models) models[role] = {{"path", info.path}, {"fingerprint", info.fingerprint}};
-  const nlohmann::json j = {
+  nlohmann::json j = {
       {"kind", "trace"},
       {"path", path.string()},
       {"schema_version", t.meta.schema_version},
@@ -79,8 +93,12 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
       // measured when the trace was recorded, apart from what it records
       {"timing", {{"prefill_ms", t.timing.prefill_ns / 1e6}, {"total_ms", t.timing.total_ns / 1e6}}},
   };
+  if (tokenizer) {
+    j["prompt_text"] = tokenizer->decode(t.prompt);
+    j["output_text"] = tokenizer->decode(t.output);
+  }
   if (json) {
-    io.out << j.dump() << "\n";
+    io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   // Traces of another contract are readable, but validation refuses them: say so here.
@@ -93,11 +111,81 @@ int inspect_trace(const std::filesystem::path& path, bool json, CommandIO& io) {
          << "contract   exactness contract " << contract << "\n"
          << "method     " << t.meta.method << ", sampling " << t.meta.sampling_json << "\n";
   for (const auto& [role, info] : t.meta.models) io.out << "model      " << role << ": " << info.path << " (" << info.fingerprint << ")\n";
-  io.out << "prompt     " << join(t.prompt, 16) << "\n"
-         << "output     " << join(t.output, 16) << "\n"
+  io.out << "prompt     " << join(t.prompt, 16) << "\n";
+  if (tokenizer) io.out << "           \"" << printable(tokenizer->decode(t.prompt)) << "\"\n";
+  io.out << "output     " << join(t.output, 16) << "\n";
+  if (tokenizer) io.out << "           \"" << printable(tokenizer->decode(t.output)) << "\"\n";
+  io.out
          << "steps      " << t.steps.size() << ", stop: " << t.stop_reason << ", target logit rows: " << full_rows << " full, "
          << topk_rows << " top-k\n"
          << "timing     prefill " << t.timing.prefill_ns / 1e6 << " ms, total " << t.timing.total_ns / 1e6 << " ms\n";
+  return 0;
+}
+
+// Whether `path` is what `specdec forward` writes (its root's description says so).
+bool is_forward_file(const std::filesystem::path& path) {
+  try {
+    const h5::File f = h5::File::open_read_only(path);
+    return f.has_attribute("description") && f.read_string_attribute("description").rfind("specdec forward", 0) == 0;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// A `specdec forward` file: what was run, the tokens (with their text when the model's tokenizer
+// is at hand) and the shape of every tensor.
+int inspect_forward(const std::filesystem::path& path, bool json, CommandIO& io) {
+  const h5::File f = h5::File::open_read_only(path);
+  const auto attribute = [](const h5::Group& g, const char* name) {
+    return g.has_attribute(name) ? g.read_string_attribute(name) : std::string();
+  };
+  const auto shape = [](const h5::Group& g, const char* name) {
+    return g.has_dataset(name) ? g.open_dataset(name).shape() : std::vector<uint64_t>{};
+  };
+  const auto shown = [](const std::vector<uint64_t>& s) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + ")";
+  };
+  const std::string model = attribute(f, "model");
+  const std::vector<int32_t> tokens = f.read_vector<int32_t>("tokens");
+  const std::unique_ptr<text::Tokenizer> tokenizer = tokenizer_of(model);
+  nlohmann::json j = {{"kind", "forward"},
+                      {"path", path.string()},
+                      {"model", model},
+                      {"model_fingerprint", attribute(f, "model_fingerprint")},
+                      {"architecture", attribute(f, "architecture")},
+                      {"stored_dtype", attribute(f, "stored_dtype")},
+                      {"backend", attribute(f, "backend")},
+                      {"tokens", tokens},
+                      {"logits_shape", shape(f, "logits")},
+                      {"hidden_shape", shape(f, "hidden")},
+                      {"hidden_convention", attribute(f, "hidden_convention")}};
+  if (tokenizer) j["text"] = tokenizer->decode(tokens);
+  std::optional<h5::Group> draft;
+  if (f.has_group("draft")) {
+    draft = f.open_group("draft");
+    j["draft"] = {{"drafter", attribute(*draft, "drafter")},     {"kind", attribute(*draft, "kind")},
+                  {"layout", attribute(*draft, "layout")},       {"fingerprint", attribute(*draft, "fingerprint")},
+                  {"logits_shape", shape(*draft, "logits")},     {"hidden_shape", shape(*draft, "hidden")},
+                  {"tokens", draft->read_vector<int32_t>("tokens")}};
+  }
+  if (json) {
+    io.out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  io.out << "forward    " << path.string() << " (" << attribute(f, "description") << ")\n"
+         << "model      " << model << " (" << j["model_fingerprint"].get<std::string>() << "), " << j["architecture"].get<std::string>()
+         << ", " << j["stored_dtype"].get<std::string>() << ", backend " << j["backend"].get<std::string>() << "\n"
+         << "tokens     " << tokens.size() << ": " << join(tokens, 16) << "\n";
+  if (tokenizer) io.out << "           \"" << printable(tokenizer->decode(tokens)) << "\"\n";
+  io.out << "logits     " << shown(shape(f, "logits")) << "\n"
+         << "hidden     " << shown(shape(f, "hidden")) << ": " << j["hidden_convention"].get<std::string>() << "\n";
+  if (draft) {
+    io.out << "draft      " << attribute(*draft, "kind") << " head " << attribute(*draft, "drafter") << " (" << attribute(*draft, "layout")
+           << " layout, " << attribute(*draft, "fingerprint") << "): logits " << shown(shape(*draft, "logits")) << ", hidden "
+           << shown(shape(*draft, "hidden")) << "\n";
+  }
   return 0;
 }
 
@@ -358,14 +446,14 @@ int run_inspect(const std::vector<std::string>& args, CommandIO& io) {
   bool json = false, tensors = false;
   po::options_description desc("inspect options");
   desc.add_options()
-      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors or GGUF file, or trace (.h5)")
+      ("path", po::value(&path)->required(), "checkpoint directory, .safetensors or GGUF file, trace (.h5) or a specdec forward output (.h5)")
       ("json", po::bool_switch(&json), "print one JSON object")
       ("tensors", po::bool_switch(&tensors), "list every tensor of a checkpoint");
   po::positional_options_description pos;
   pos.add("path", 1);
   if (!parse_options(args, desc, io, "specdec inspect PATH [--json] [--tensors]", &pos)) return 0;
   if (!std::filesystem::exists(path)) throw Error(path + ": no such file or directory");
-  if (is_hdf5(path)) return inspect_trace(path, json, io);
+  if (is_hdf5(path)) return is_forward_file(path) ? inspect_forward(path, json, io) : inspect_trace(path, json, io);
   return inspect_checkpoint(path, json, tensors, io);
 }
 

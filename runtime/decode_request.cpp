@@ -133,7 +133,7 @@ GenerationOptions generation_options(const DecodeArgs& a) {
 }
 
 void apply_threads(int threads) {
-  if (threads < 0) throw Error("--threads must be >= 0 (0 = all cores), got " + std::to_string(threads));
+  if (threads < 0) throw Error("--threads must be >= 0 (0 = the cores other processes are not busy on), got " + std::to_string(threads));
   if (threads > kMaxThreads)
     throw Error("--threads is " + std::to_string(threads) + ", more than specdec supports (" + std::to_string(kMaxThreads) + ")");
   ops::set_num_threads(threads > 0 ? threads : automatic_thread_count(machine_load()));

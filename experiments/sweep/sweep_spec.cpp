@@ -235,7 +235,7 @@ SweepSpec parse_sweep_spec(const json& j, const std::string& source, const std::
   if (j.contains("repeats")) s.repeats = as_int(j["repeats"], source + ": repeats");
   if (s.repeats < 1) throw Error(source + ": repeats must be >= 1");
   if (j.contains("threads")) s.threads = as_int(j["threads"], source + ": threads");
-  if (s.threads < 0) throw Error(source + ": threads must be >= 0 (0 = all cores)");
+  if (s.threads < 0) throw Error(source + ": threads must be >= 0 (0 = the cores other processes are not busy on)");
   check_input_limit(source, "threads", s.threads, kMaxThreads);  // libgomp crashes on tens of thousands
 
   const json drafters = j.value("drafters", json::object());

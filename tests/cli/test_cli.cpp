@@ -83,10 +83,28 @@ TEST_F(Cli, RecordThenInspectTrace) {
   EXPECT_EQ(j["target_logit_rows"]["full"], 5);
   EXPECT_EQ(j["exactness_contract"], exact::kContractVersion);
   EXPECT_EQ(t.meta.exactness_contract, exact::kContractVersion);
+  // With the recorded model's tokenizer at hand, the prompt and output as text too.
+  EXPECT_EQ(j["output_text"], nlohmann::json::parse(g.out)["output_text"]) << j.dump();
+  EXPECT_EQ(j["prompt_text"].get<std::string>().substr(j["prompt_text"].get<std::string>().size() - 3), "abc") << j.dump();
   r = run({"inspect", trace});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(std::string("contract   exactness contract ") + exact::kContractVersion + "\n"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("abc\"\noutput"), std::string::npos) << r.out;
+
+  // What specdec forward writes is inspected too: what ran, the tokens with their text, the shapes.
+  const std::string forward = (dir_ / "forward.h5").string();
+  ASSERT_EQ(run({"forward", "--model", model(), "--prompt", "abc", "--out", forward}).code, 0);
+  r = run({"inspect", forward});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("forward    " + forward + " (specdec forward: one causal forward pass over /tokens)\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\nlogits     (4, 259)\n"), std::string::npos) << r.out;
+  const auto fj = nlohmann::json::parse(run({"inspect", forward, "--json"}).out);
+  EXPECT_EQ(fj["kind"], "forward");
+  EXPECT_EQ(fj["tokens"].size(), 4u);
+  EXPECT_EQ(fj["logits_shape"], nlohmann::json({4, 259}));
+  EXPECT_EQ(fj["model_fingerprint"], j["models"]["target"]["fingerprint"]);
+  EXPECT_FALSE(fj.contains("draft"));
 }
 
 // Traces of another exactness contract, or of none, are still inspected; the contract is shown.
@@ -417,6 +435,12 @@ TEST_F(Cli, CompareRunsMethodsSideBySideAndChecksAgreement) {
 std::string bundled(const std::string& name) { return std::string(SPECDEC_SOURCE_DIR) + "/models/" + name; }
 
 TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
+  // A target with no drafter beside it (other tests put heads beside model()).
+  const std::string alone = (dir_ / "alone" / "tiny").string();
+  if (!fs::exists(alone)) {
+    fs::create_directories(dir_ / "alone");
+    fs::copy(model(), alone, fs::copy_options::recursive);
+  }
   struct Case {
     std::vector<std::string> args;
     std::string fragment;
@@ -458,8 +482,8 @@ TEST_F(Cli, UserErrorsGiveMessagesAndExitCodes) {
        "tree 'mc_sim_7b_64' is neither a named tree (chain, dynamic, mc_sim_7b_63; did you mean mc_sim_7b_63?) nor a file"},
       {{"generate", "--model", bundled("target"), "--prompt", "a", "--method", "peagle", "--drafter", bundled("peagle"), "--k", "12"},
        "allow them with --force-depth"},
-      {{"compare", "--model", model(), "--prompt", "a", "--methods", "sequential,eagle"},
-       "--methods eagle: no drafter given, and the bundled layout's '" + (dir_ / "eagle1").string() + "' (beside --model) does not exist; name one as eagle=DIR"},
+      {{"compare", "--model", alone, "--prompt", "a", "--methods", "sequential,eagle"},
+       "--methods eagle: no drafter given, and the bundled layout's '" + (dir_ / "alone" / "eagle1").string() + "' (beside --model) does not exist; name one as eagle=DIR"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.args);
