@@ -4,6 +4,8 @@
 // precision, and the inputs of one drafting sequence that exercise every path of a head forward.
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/drafters/eagle_tensors.hpp"
@@ -53,6 +55,22 @@ inline std::vector<EagleHead::Input> drafting_inputs(const EagleHead& head, uint
     steps.push_back(slots);
   }
   return steps;
+}
+
+// Runs `steps` through `reference` and `candidate` (a head on another backend), each on a fresh
+// cache of 32 positions, expecting every step's logits and hidden states bitwise equal; returns
+// the two caches (reference first) for the caller's check of the KV cache on its backend.
+inline std::pair<std::unique_ptr<KVCache>, std::unique_ptr<KVCache>> expect_steps_bitwise(
+    const EagleHead& reference, const EagleHead& candidate, const std::vector<EagleHead::Input>& steps, const std::string& where) {
+  auto ref_cache = reference.new_cache(32);
+  auto cache = candidate.new_cache(32);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const EagleHead::Output want = reference.forward(*ref_cache, steps[s]);
+    const EagleHead::Output got = candidate.forward(*cache, steps[s]);
+    expect_bitwise(want.logits, got.logits, where + ", step " + std::to_string(s) + " logits");
+    expect_bitwise(want.hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
+  }
+  return {std::move(ref_cache), std::move(cache)};
 }
 
 }  // namespace specdec::testing

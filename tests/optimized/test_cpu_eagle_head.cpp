@@ -76,15 +76,7 @@ TEST_P(CpuEagleHeadPaths, AHeadMovedOntoTheCpuTargetEqualsTheReference) {
       EagleHead copy(reference.config(), reference.weights(), config_only, "copy");
       const EagleHead moved = cpu::cpu_eagle_head(std::move(copy), &target_cpu);
       ASSERT_TRUE(moved.weights_released()) << where;
-      const std::vector<EagleHead::Input> steps = drafting_inputs(reference, k.seed + 20);
-      auto ref_cache = reference.new_cache(32);
-      auto cache = moved.new_cache(32);
-      for (std::size_t s = 0; s < steps.size(); ++s) {
-        const EagleHead::Output want = reference.forward(*ref_cache, steps[s]);
-        const EagleHead::Output got = moved.forward(*cache, steps[s]);
-        expect_bitwise(want.logits, got.logits, where + ", step " + std::to_string(s) + " logits");
-        expect_bitwise(want.hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
-      }
+      const auto [ref_cache, cache] = testing::expect_steps_bitwise(reference, moved, drafting_inputs(reference, k.seed + 20), where);
       EXPECT_TRUE(cpu_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
     }
   }

@@ -38,14 +38,7 @@ const cuda::CudaKVCache& cuda_cache(const KVCache& c) { return dynamic_cast<cons
 void expect_head_equals_reference(const EagleHead& reference, std::shared_ptr<cuda::DeviceRuntime> runtime,
                                   const std::vector<EagleHead::Input>& steps, const std::string& where) {
   const EagleHead device = cuda::cuda_eagle_head(std::move(runtime), reference);
-  auto ref_cache = reference.new_cache(32);
-  auto cache = device.new_cache(32);
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    const EagleHead::Output want = reference.forward(*ref_cache, steps[s]);
-    const EagleHead::Output got = device.forward(*cache, steps[s]);
-    expect_bitwise(want.logits, got.logits, where + ", step " + std::to_string(s) + " logits");
-    expect_bitwise(want.hidden, got.hidden, where + ", step " + std::to_string(s) + " hidden");
-  }
+  const auto [ref_cache, cache] = testing::expect_steps_bitwise(reference, device, steps, where);
   EXPECT_TRUE(cuda_cache(*cache).equals(dense_cache(*ref_cache))) << where << ": KV cache";
 }
 
