@@ -48,13 +48,7 @@ int validate_set(const validation::ValidateRequest& base, const validation::Tole
       const validation::ValidationReport& rep = v.report;
       ++count;
       passed += v.passed() ? 1 : 0;
-      total.speculative = total.speculative || rep.coverage.speculative;
-      total.sampled = rep.coverage.sampled;
-      total.tests += rep.coverage.tests;
-      total.accepted += rep.coverage.accepted;
-      total.rejected += rep.coverage.rejected;
-      total.after_rejection += rep.coverage.after_rejection;
-      total.bonus += rep.coverage.bonus;
+      total += rep.coverage;
       const std::string name = "seed " + std::to_string(r.run.seed) + (in.id.empty() ? "" : ", prompt " + in.id);
       runs.push_back({{"seed", r.run.seed}, {"prompt_id", in.id}, {"report", v.json}});
       text << name << ": " << (v.passed() ? "PASS" : "FAIL") << ", " << rep.steps_compared << "/" << rep.reference_steps << " steps, "
@@ -62,25 +56,19 @@ int validate_set(const validation::ValidateRequest& base, const validation::Tole
       if (!v.passed()) validation::print_report(rep, text, v.tokenizer.get());
     }
   }
-  const std::vector<std::string> gaps = validation::coverage_gaps(total);
   if (base.run.json) {
     io.out << nlohmann::json{{"result", passed == count ? "pass" : "fail"},
                              {"runs", runs},
                              {"passed", passed},
                              {"count", count},
-                             {"coverage", {{"acceptance_tests", total.tests}, {"accepted", total.accepted}, {"rejected", total.rejected},
-                                           {"after_rejection", total.after_rejection}, {"bonus", total.bonus}, {"untested", gaps}}}}
+                             {"coverage", validation::to_json(total)}}
                   .dump()
            << "\n";
   } else {
     io.out << text.str() << (passed == count ? "PASS" : "FAIL") << "  " << passed << " of " << count << " runs passed";
-    if (total.speculative) {
-      io.out << "; covered in all: " << total.tests << " acceptance tests (" << total.accepted << " accepted, " << total.rejected
-             << " rejected), " << total.after_rejection << (total.sampled ? " residual draws" : " tokens after a rejection") << ", "
-             << total.bonus << " bonus tokens";
-    }
+    if (total.speculative) io.out << "; covered in all: " << validation::coverage_text(total);
     io.out << "\n";
-    for (const std::string& gap : gaps) io.out << "untested: " << gap << "\n";
+    for (const std::string& gap : validation::coverage_gaps(total)) io.out << "untested: " << gap << "\n";
   }
   return passed == count ? 0 : 1;
 }

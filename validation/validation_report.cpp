@@ -80,6 +80,31 @@ std::vector<std::string> coverage_gaps(const DecisionCoverage& c) {
   return gaps;
 }
 
+DecisionCoverage& operator+=(DecisionCoverage& total, const DecisionCoverage& run) {
+  total.speculative = total.speculative || run.speculative;
+  total.sampled = run.sampled;
+  total.tests += run.tests;
+  total.accepted += run.accepted;
+  total.rejected += run.rejected;
+  total.after_rejection += run.after_rejection;
+  total.bonus += run.bonus;
+  return total;
+}
+
+nlohmann::json to_json(const DecisionCoverage& c) {
+  return {{"acceptance_tests", c.tests}, {"accepted", c.accepted}, {"rejected", c.rejected},
+          {"after_rejection", c.after_rejection}, {"bonus", c.bonus}, {"untested", coverage_gaps(c)}};
+}
+
+std::string coverage_text(const DecisionCoverage& c) {
+  const auto count = [](long n, const std::string& one, const std::string& many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  return count(c.tests, "acceptance test", "acceptance tests") + " (" + std::to_string(c.accepted) + " accepted, " +
+         std::to_string(c.rejected) + " rejected), " +
+         (c.sampled ? count(c.after_rejection, "residual draw", "residual draws")
+                    : count(c.after_rejection, "token after a rejection", "tokens after a rejection")) +
+         ", " + count(c.bonus, "bonus token", "bonus tokens");
+}
+
 nlohmann::json to_json(const ValidationReport& r) {
   nlohmann::json j;
   j["result"] = r.passed ? "pass" : "fail";
@@ -91,12 +116,7 @@ nlohmann::json to_json(const ValidationReport& r) {
   j["tokens_compared"] = r.tokens_compared;
   j["candidate_runs"] = r.candidate_runs;
   j["drafter_rows"] = to_json(r.drafter_rows);
-  j["coverage"] = {{"acceptance_tests", r.coverage.tests},
-                   {"accepted", r.coverage.accepted},
-                   {"rejected", r.coverage.rejected},
-                   {"after_rejection", r.coverage.after_rejection},
-                   {"bonus", r.coverage.bonus},
-                   {"untested", coverage_gaps(r.coverage)}};
+  j["coverage"] = to_json(r.coverage);
   j["near_ties"] = nlohmann::json::array();
   for (const NearTie& t : r.near_ties) {
     j["near_ties"].push_back({{"step", t.step},
@@ -203,14 +223,8 @@ void print_report(const ValidationReport& r, std::ostream& out, const text::Toke
       << r.near_ties.size() << " near-tie" << (r.near_ties.size() == 1 ? "" : "s") << ", " << r.candidate_runs << " candidate run"
       << (r.candidate_runs == 1 ? "" : "s") << summary_text(r.drafter_rows) << "\n";
   if (r.coverage.speculative) {
-    const DecisionCoverage& c = r.coverage;
-    const auto count = [](long n, const std::string& one, const std::string& many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
-    out << "covered: " << count(c.tests, "acceptance test", "acceptance tests") << " (" << c.accepted << " accepted, " << c.rejected
-        << " rejected), "
-        << (c.sampled ? count(c.after_rejection, "residual draw", "residual draws")
-                      : count(c.after_rejection, "token after a rejection", "tokens after a rejection"))
-        << ", " << count(c.bonus, "bonus token", "bonus tokens") << "\n";
-    for (const std::string& gap : coverage_gaps(c)) out << "untested: " << gap << "\n";
+    out << "covered: " << coverage_text(r.coverage) << "\n";
+    for (const std::string& gap : coverage_gaps(r.coverage)) out << "untested: " << gap << "\n";
   }
   if (r.failure) {
     const Divergence& d = *r.failure;

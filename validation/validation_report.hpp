@@ -118,6 +118,12 @@ struct DecisionCoverage {
 DecisionCoverage decision_coverage(const std::vector<StepRecord>& steps, int n, bool sampled);
 // One sentence per rule the run did not exercise; empty when it exercised all (or did not draft).
 std::vector<std::string> coverage_gaps(const DecisionCoverage& c);
+// The sum of two runs' coverage (validate --seeds / --prompts).
+DecisionCoverage& operator+=(DecisionCoverage& total, const DecisionCoverage& run);
+// {acceptance_tests, accepted, rejected, after_rejection, bonus, untested: coverage_gaps}.
+nlohmann::json to_json(const DecisionCoverage& c);
+// "25 acceptance tests (21 accepted, 4 rejected), 4 residual draws, 5 bonus tokens".
+std::string coverage_text(const DecisionCoverage& c);
 
 struct ValidationReport {
   bool passed = false;
