@@ -8,7 +8,7 @@ Usage: draft_free_table.py RESULTS_DIR [--out docs/drafters.md]
 Without --out the table is printed only; with it, the part of the file between the generated-part
 markers is replaced (the rest is kept). AL = (accepted drafts + steps) / steps pooled over a
 category's prompts; "drafted" = steps that drafted at least one token / steps; tokens/s is the
-mean over the category's prompts with its 95% confidence interval (Student t, n prompts);
+mean over the category's prompts with its 95% interval (sweep_results.py; none at n = 1);
 speedup = the mean over prompts of (method tokens/s) / (sequential tokens/s on the same prompt).
 """
 import argparse
@@ -32,17 +32,17 @@ def table(rows):
     for (prompt_set, category), cat_rows in by_set.items():
         n = len({r["prompt_id"] for r in cat_rows})
         lines += [f"**{prompt_set} / {category}** ({n} prompts)", "",
-                  "| method | AL | drafted | tokens/s (95% CI) | speedup |", "|---|---|---|---|---|"]
+                  "| method | AL | drafted | tokens/s (95% interval) | speedup |", "|---|---|---|---|---|"]
         for name, runs in sr.group(cat_rows, configuration).items():
             steps = sum(r["steps"] for r in runs)
             al = (sum(r["accepted_tokens"] for r in runs) + steps) / steps if steps else float("nan")
             drafted = sum(sum(r["draft_depth_per_step"][1:]) for r in runs) / steps if steps else 0.0
-            speed, half = sr.mean_ci([sr.timing(r, "tokens_per_s") for r in runs])
+            speed = sr.mean_ci([sr.timing(r, "tokens_per_s") for r in runs])
             ratios = [sr.timing(r, "tokens_per_s") / sequential[r["prompt_id"]] for r in runs
                       if sequential.get(r["prompt_id"])]
-            speedup, _ = sr.mean_ci(ratios)
+            speedup = sr.mean_ci(ratios).mean
             shown = "—" if runs[0]["method"] == "sequential" else f"{drafted:.0%}"
-            lines.append(f"| {name} | {al:.2f} | {shown} | {speed:.0f} ± {half:.0f} | {speedup:.2f} |")
+            lines.append(f"| {name} | {al:.2f} | {shown} | {speed.text(0)} | {speedup:.2f} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -55,7 +55,8 @@ def main():
     rows = [r for r in sr.load_rows(a.results) if r["sampling"] == "greedy"]
     if not rows:
         sr.fail(f"{a.results}: no greedy rows")
-    text = table(rows)
+    text = (f"From {sr.provenance(a.results, rows)}, tabulated by `analysis/draft_free_table.py`; tokens/s with its "
+            f"{sr.INTERVAL_MEANING} (none at n = 1; fewer than {sr.FEW_PROMPTS} prompts cover less than 95%).\n\n" + table(rows))
     if not a.out:
         print(text)
         return

@@ -30,13 +30,19 @@ def main():
                     attempts[d] += a
                     accepts[d] += c
             depths = [d + 1 for d in range(k) if attempts[d] >= args.min_steps]
-            ax.plot(depths, [accepts[d - 1] / attempts[d - 1] for d in depths], marker="o", ms=3, label=f"{sr.label(m)} (K={k})")
+            ax.plot(depths, [accepts[d - 1] / attempts[d - 1] for d in depths], marker="o", ms=3, color=sr.color(m),
+                    label=f"{sr.label(m)} (K={k})")
         ax.set_title(f"{cat} ({mode})")
         ax.set_xlabel("draft depth d")
+        sr.integer_ticks(ax, range(1, max(r["k"] for r in rows) + 1))
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("α_d (conditional acceptance)")
-    axes[-1].legend(fontsize=8)
+    ns = sorted({len({(r["prompt_set"], r["prompt_id"]) for r in rows if r["category"] == c}) for c in cats})
+    n = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+    sr.finish(fig, f"Accepts over attempts at each depth, pooled over the steps of a panel's n = {n} prompts (no interval: "
+                   f"a pooled ratio); depths fewer than {args.min_steps} steps reached are left out. "
+                   f"From {sr.provenance(args.results, rows)}.")
     sr.save(fig, args.out)
 
 

@@ -24,19 +24,23 @@ def main():
         sr.fail(f"{args.csv}: expected the speculative rows of `specdec simulate --sweep` (columns batch, speedup)")
     plt = sr.pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    ks = list(dict.fromkeys(r["k"] for r in rows))
     for key, members in sr.group(rows, lambda r: (r["method"], r["drafter"], r["k"], r["hardware"])).items():
         members.sort(key=lambda r: int(r["batch"]))
         ax.plot([int(r["batch"]) for r in members], [float(r["speedup"]) for r in members], marker="o", ms=3,
+                color=sr.color(key[0]), ls=["-", "--", ":", "-."][ks.index(key[2]) % 4],  # colour: method, line: K
                 label=f"{sr.label(key[0])} K={key[2]} ({key[1]}, {key[3]})")
-    ax.axhline(1, color="gray", lw=1, ls="--")
+    ax.axhline(1, color="gray", lw=1, ls="--")  # no speedup
     ax.set_xscale("log", base=2)
     batches = sorted({int(r["batch"]) for r in rows})
     ax.set_xticks(batches)
     ax.set_xticklabels([str(b) for b in batches])
     ax.set_xlabel("concurrency (batch size)")
     ax.set_ylabel("predicted speedup over sequential")
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    sr.finish(fig, f"The simulator's prediction (one value per point, no sampling: no interval), from {os.path.basename(args.csv)}; "
+                   "dashed grey: no speedup.")
     sr.save(fig, args.out)
 
 

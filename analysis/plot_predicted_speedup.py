@@ -34,14 +34,18 @@ def main():
             if r["method"] == m and b:
                 xs.append(r["predicted"]["speedup"])
                 ys.append(sr.timing(r, "tokens_per_s") / b)
-        ax.scatter(xs, ys, s=12, label=sr.label(m))
+        ax.scatter(xs, ys, s=12, color=sr.color(m), label=sr.label(m))
         hi = max([hi] + xs + ys)
     ax.plot([0, hi * 1.05], [0, hi * 1.05], color="gray", lw=1, ls="--", label="measured = predicted")
     hw = points[0]["predicted"]["hardware"]
     ax.set_xlabel(f"predicted speedup ({hw}, {points[0]['predicted']['model']})")
     ax.set_ylabel("measured speedup (this machine)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    n = len({(r["prompt_set"], r["prompt_id"]) for r in points})
+    sr.finish(fig, f"One point per run (cell and prompt; n = {n} prompts, no averaging, so no interval). "
+                   f"From {sr.provenance(args.results, rows)}.")
     sr.save(fig, args.out)
 
 

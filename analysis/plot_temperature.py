@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Acceptance length against sampling temperature, one line per method (and draft shape) with its
-95% confidence band over prompts, from `specdec sweep` results with sampled rows; greedy rows, if
-any, are drawn as dashed horizontal lines.
+"""Acceptance length against sampling temperature, one line per method (its colour) and draft shape
+(its marker) with its 95% interval band over prompts (sweep_results.py), from `specdec sweep` results with sampled rows; greedy rows of
+the same series, if any, are drawn as dashed horizontal lines.
 
 Usage: plot_temperature.py RESULTS_DIR --out STEM
 """
@@ -13,6 +13,9 @@ import sweep_results as sr
 def series_of(r):
     shape = f"K={r['k']}" if r["tree"] == "chain" else r["tree"] if len(r["tree"]) < 16 else "tree"
     return (r["method"], shape)
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 def main():
@@ -27,21 +30,30 @@ def main():
         sr.fail(f"{args.results}: no speculative rows")
     plt = sr.pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    colors = {}
+    shapes = list(dict.fromkeys(series_of(r)[1] for r in rows))  # a marker per draft shape, a colour per method
+    ns = []
     for key, members in sr.group(sampled, series_of).items():
         by_t = sr.group(members, lambda r: r["temperature"])
         ts = sorted(by_t)
         stats = [sr.mean_ci([r["acceptance_length"] for r in by_t[t]]) for t in ts]
-        line, = ax.plot(ts, [s[0] for s in stats], marker="o", ms=3, label=f"{sr.label(key[0])} {key[1]} ({members[0]['sampling']})")
-        colors[key] = line.get_color()
-        ax.fill_between(ts, [a - h for a, h in stats], [a + h for a, h in stats], alpha=0.2, color=line.get_color())
+        ns += [s.n for s in stats]
+        ax.plot(ts, [s.mean for s in stats], marker=MARKERS[shapes.index(key[1]) % len(MARKERS)], ms=4,
+                color=sr.color(key[0]), label=f"{sr.label(key[0])} {key[1]} ({members[0]['sampling']})")
+        sr.band(ax, ts, stats, sr.color(key[0]))
+    sampled_keys = {series_of(r) for r in sampled}
     for key, members in sr.group(greedy, series_of).items():
-        mean, _ = sr.mean_ci([r["acceptance_length"] for r in members])
-        ax.axhline(mean, ls="--", lw=1, color=colors.get(key, "gray"), label=f"{sr.label(key[0])} {key[1]} greedy")
+        if sampled_keys and key not in sampled_keys:
+            continue  # greedy lines only beside the sampled series they compare with
+        stat = sr.mean_ci([r["acceptance_length"] for r in members])
+        ns.append(stat.n)
+        ax.axhline(stat.mean, ls="--", lw=1, color=sr.color(key[0]), marker=MARKERS[shapes.index(key[1]) % len(MARKERS)],
+                   ms=4, markevery=[0], label=f"{sr.label(key[0])} {key[1]} greedy")
     ax.set_xlabel("temperature T")
     ax.set_ylabel("acceptance length (tokens/step)")
+    ax.set_ylim(bottom=1)  # a step emits at least its bonus token
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    sr.finish(fig, f"Mean over prompts of each prompt's acceptance length; dashed: greedy. {sr.interval_note(ns)} "
+                   f"From {sr.provenance(args.results, rows)}.")
     sr.save(fig, args.out)
 
 

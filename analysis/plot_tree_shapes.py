@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Chain against static tree against dynamic (EAGLE-2) tree: acceptance length and decode tokens/s
-per method and draft shape, mean and 95% confidence interval over prompts, from `specdec sweep`
-results. Each shape is one bar; its configuration is in the legend; the dashed line is sequential
-decoding's tokens/s when the results have it.
+per method and draft shape, mean and 95% interval over prompts (sweep_results.py), from `specdec
+sweep` results. Each bar is one method (its colour) and draft shape (its hatch, named in the
+legend), the bars of a method centred on its tick; the dashed line is sequential decoding's
+tokens/s when the results have it.
 
 Usage: plot_tree_shapes.py RESULTS_DIR --out STEM [--sampling greedy]
 """
@@ -19,6 +20,9 @@ def shape_of(r):
     return f"static {r['tree']}" if len(r["tree"]) < 24 else "static (paths)"
 
 
+HATCHES = ["", "//", "..", "xx", "\\\\", "oo", "--", "++"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results")
@@ -33,31 +37,36 @@ def main():
     ms = sr.methods(rows)
     shapes = list(sr.group(rows, shape_of))
     plt = sr.pyplot()
+    from matplotlib.patches import Patch
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     width = 0.8 / max(len(shapes), 1)
-    for ai, (ax, what, get) in enumerate(zip(axes, ["acceptance length (tokens/step)", "decode tokens/s"],
-                                             [lambda r: r["acceptance_length"], lambda r: sr.timing(r, "tokens_per_s")])):
-        for si, shape in enumerate(shapes):
-            xs, means, errs = [], [], []
-            for mi, m in enumerate(ms):
-                vals = [get(r) for r in rows if r["method"] == m and shape_of(r) == shape]
-                if not vals:
-                    continue
-                mean, half = sr.mean_ci(vals)
-                xs.append(mi + (si - (len(shapes) - 1) / 2) * width)
-                means.append(mean)
-                errs.append(half)
-            ax.bar(xs, means, width, yerr=errs, capsize=2, label=shape)
+    ns = []
+    for ax, what, get in zip(axes, ["acceptance length (tokens/step)", "decode tokens/s"],
+                             [lambda r: r["acceptance_length"], lambda r: sr.timing(r, "tokens_per_s")]):
+        for mi, m in enumerate(ms):
+            # The shapes this method has, centred on its tick (a method without some shape keeps its group on the tick).
+            present = [sh for sh in shapes if any(r["method"] == m and shape_of(r) == sh for r in rows)]
+            for j, shape in enumerate(present):
+                stat = sr.mean_ci([get(r) for r in rows if r["method"] == m and shape_of(r) == shape])
+                ns.append(stat.n)
+                x = mi + (j - (len(present) - 1) / 2) * width
+                low, high = stat.yerr()
+                ax.bar(x, stat.mean, width, color=sr.color(m), edgecolor="black", lw=0.5,
+                       hatch=HATCHES[shapes.index(shape) % len(HATCHES)])
+                if stat.has_interval:
+                    ax.errorbar(x, stat.mean, yerr=[[low], [high]], fmt="none", ecolor="black", capsize=2, lw=1)
         ax.set_xticks(range(len(ms)))
         ax.set_xticklabels([sr.label(m) for m in ms])
         ax.set_ylabel(what)
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3, axis="y")
-    sequential = [sr.timing(r, "tokens_per_s") for r in everything if r["method"] == "sequential" and r["sampling"] == mode]
-    if sequential:
-        axes[1].axhline(sr.mean_ci(sequential)[0], color="gray", ls="--", lw=1, label="sequential")
-    axes[0].set_title(f"draft shape ({mode})")
-    handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.12))
+    sequential = sr.mean_ci([sr.timing(r, "tokens_per_s") for r in everything if r["method"] == "sequential" and r["sampling"] == mode])
+    handles = [Patch(facecolor="white", edgecolor="black", hatch=HATCHES[i % len(HATCHES)], label=sh) for i, sh in enumerate(shapes)]
+    if sequential.n:
+        handles.append(axes[1].axhline(sequential.mean, color=sr.color("sequential"), ls="--", lw=1, label="sequential (mean)"))
+    axes[0].set_title(f"draft shape ({mode}); bar colour: method, hatch: shape", fontsize=9)
+    sr.finish(fig, f"Mean over prompts; {sr.interval_note(ns)} From {sr.provenance(args.results, everything)}.",
+              handles, [h.get_label() for h in handles])
     sr.save(fig, args.out)
 
 

@@ -85,19 +85,18 @@ def main():
     dyn = {key: Pool(members) for key, members in
            sr.group(dynamic, lambda r: (r["category"], mode_of(r), r["method"], r["depth"], r["tree_top_k"], r["total_tokens"])).items()}
 
-    per_cat = {c: len({r["prompt_id"] for r in rows if r["category"] == c}) for c in cats}
-    tokens = sorted({r["generated_tokens"] for r in rows})
     seeds = sorted({r["seed_used"] for r in rows if r["sampling"] != "greedy"})
-    backends = sorted({r["backend"] for r in rows})
-    counts = ", ".join(f"{n} {c}" for c, n in per_cat.items())
-    seed_text = f", seeds {seeds[0]}..{seeds[-1]} (the prompt's index in its domain)" if seeds else ""
-    lines = ["Produced by `scripts/acceptance_table.sh` (`specdec sweep experiments/sweeps/acceptance.json`, then "
-             f"`analysis/sweep_table.py`): {counts} held-out prompts, {'/'.join(map(str, tokens))} new tokens each "
-             f"(`--ignore-eos`){seed_text}, the {'/'.join(backends)} backend. AL = tokens per target forward step, bonus "
-             "included (1.00 = no draft ever accepted). α_d = P(draft d accepted | drafts 1..d−1 accepted), pooled over "
-             "prompts. T = 1 is rejection sampling at temperature 1 (draft: full-distribution rule; EAGLE: the drafter's "
-             "sampled q; P-EAGLE: each position sampled from its own q; MTP: the module's sampled q, checkpoint variant; "
-             "Medusa: each head's q, at most its 4 heads deep).", ""]
+    by_prompt = any(c.get("seed") == "prompt" for c in sr.read_manifest(args.results).get("cells", []))
+    seed_text = (f"; sampled runs use seeds {seeds[0]}..{seeds[-1]}" + (" (the prompt's index in its category)" if by_prompt else "")
+                 if seeds else "")
+    temperatures = sorted({r["temperature"] for r in rows if r["sampling"] != "greedy"})
+    sampled_text = (f" T = {'/'.join(f'{t:g}' for t in temperatures)}: rejection sampling at that temperature (draft: "
+                    "full-distribution rule; EAGLE: the drafter's sampled q; P-EAGLE: each position sampled from its own q; "
+                    "MTP: the module's sampled q, checkpoint variant; Medusa: each head's q, at most its heads deep)."
+                    if temperatures else "")
+    lines = [f"From {sr.provenance(args.results, rows)}{seed_text}; tabulated by `analysis/sweep_table.py`. "
+             "AL = tokens per target forward step, bonus included (1.00 = no draft ever accepted). "
+             "α_d = P(draft d accepted | drafts 1..d−1 accepted), pooled over prompts." + sampled_text, ""]
     kmax = max(ks) if ks else 0
     csv_rows = []
     for cat in cats:

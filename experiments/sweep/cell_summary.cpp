@@ -1,21 +1,29 @@
 #include "experiments/sweep/cell_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
 
 namespace specdec::sweep {
 
-double t_quantile_975(int df) {
-  // Exact to three decimals up to 30 degrees of freedom; beyond, the Cornish-Fisher expansion
-  // around the normal quantile (error < 1e-4 for df > 30).
-  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df <= 30) return table[df < 1 ? 0 : df - 1];
-  const double z = 1.959964, n = df;
-  return z + (z * z * z + z) / (4 * n) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * n * n);
+namespace {
+
+// SplitMix64 (Steele, Lea and Flood 2014): a tiny generator whose stream is the same everywhere,
+// so a summary is reproducible and Python can draw the same resamples.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
 }
+
+// An index in [0, n): the high 64 bits of draw × n (Lemire's multiply-shift, no modulo bias to speak of).
+size_t draw_index(uint64_t& state, size_t n) {
+  return static_cast<size_t>((static_cast<unsigned __int128>(splitmix64(state)) * n) >> 64);
+}
+
+}  // namespace
 
 MeanCI mean_ci(const std::vector<double>& v) {
   MeanCI r;
@@ -24,20 +32,43 @@ MeanCI mean_ci(const std::vector<double>& v) {
   double sum = 0;
   for (double x : v) sum += x;
   r.mean = sum / r.n;
-  r.ci_low = r.ci_high = r.mean;
   if (r.n < 2) return r;
   double ss = 0;
   for (double x : v) ss += (x - r.mean) * (x - r.mean);
   r.sd = std::sqrt(ss / (r.n - 1));
-  const double half = t_quantile_975(r.n - 1) * r.sd / std::sqrt(static_cast<double>(r.n));
-  r.ci_low = r.mean - half;
-  r.ci_high = r.mean + half;
+  // Percentile bootstrap: the 2.5% and 97.5% points of the means of resampled prompt sets.
+  std::vector<double> means(kBootstrapResamples);
+  uint64_t state = kBootstrapSeed;
+  for (double& m : means) {
+    double s = 0;
+    for (int i = 0; i < r.n; ++i) s += v[draw_index(state, v.size())];
+    m = s / r.n;
+  }
+  std::sort(means.begin(), means.end());
+  const int tail = kBootstrapResamples / 40;  // 2.5%
+  // A mean of equal values can round one ulp past them: the interval is held to the values' range.
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  r.ci95 = std::make_pair(std::max(means[tail], *lo), std::min(means[kBootstrapResamples - 1 - tail], *hi));
   return r;
+}
+
+nlohmann::json interval_description() {
+  return {{"interval", "95% percentile bootstrap of the mean over prompts"},
+          {"resamples", kBootstrapResamples},
+          {"generator", "SplitMix64, seed " + std::to_string(kBootstrapSeed)},
+          {"none_below", 2},
+          {"few_below", kFewPrompts},
+          {"note", "no interval (and no sd) at n = 1; intervals at n < " + std::to_string(kFewPrompts) +
+                       " are flagged \"few\": a bootstrap of so few values covers less than 95%"}};
 }
 
 nlohmann::json mean_ci_json(const std::vector<double>& values) {
   const MeanCI m = mean_ci(values);
-  return {{"n", m.n}, {"mean", m.mean}, {"sd", m.sd}, {"ci95", {m.ci_low, m.ci_high}}};
+  nlohmann::json j = {{"n", m.n}, {"mean", m.mean}, {"sd", nullptr}, {"ci95", nullptr}};
+  if (m.sd) j["sd"] = *m.sd;
+  if (m.ci95) j["ci95"] = {m.ci95->first, m.ci95->second};
+  if (m.few()) j["few"] = true;
+  return j;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -131,8 +132,7 @@ json summarize_group(const std::vector<const json*>& rows) {
     for (const json* r : rows)
       if (r->contains(ptr) && (*r)[ptr].is_number()) v.push_back((*r)[ptr].get<double>());
     if (v.empty()) continue;
-    const MeanCI m = mean_ci(v);
-    out[name] = {{"n", m.n}, {"mean", m.mean}, {"sd", m.sd}, {"ci95", {m.ci_low, m.ci_high}}};
+    out[name] = mean_ci_json(v);
   }
   // Pooled over prompts, as a table over many short runs wants it: emitted tokens over steps,
   // and per depth accepts over attempts.
@@ -306,7 +306,7 @@ void RowWriter::append(const json& row) {
   if (::fsync(fd_) != 0) throw Error(path_.string() + ": fsync failed: " + std::strerror(errno));
 }
 
-void write_summary(const fs::path& dir, const json& manifest, const std::vector<json>& rows) {
+json write_summary(const fs::path& dir, const json& manifest, const std::vector<json>& rows) {
   // Groups: each cell over all its prompts, and over the prompts of each category.
   std::map<std::pair<int64_t, std::string>, std::vector<const json*>> groups;
   for (const json& r : rows) {
@@ -327,7 +327,10 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
     }
     cells.push_back(g);
   }
-  json summary = {{"format", "specdec-sweep-summary-1"}, {"runs", rows.size()}, {"groups", cells}};
+  json summary = {{"format", "specdec-sweep-summary-1"},
+                  {"runs", rows.size()},
+                  {"statistics", interval_description()},
+                  {"groups", cells}};
   // The per-prompt best fixed K, where the grid has a fixed-K axis (cell_summary.hpp).
   const json oracle = fixed_k_oracle(manifest["cells"], rows);
   if (!oracle.empty()) summary["oracle"] = oracle;
@@ -353,9 +356,13 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
         csv << ",,,,";
         continue;
       }
+      // No sd or interval below two prompts: empty fields, not zeros.
       const json& m = g[name];
-      csv << "," << m["mean"].get<double>() << "," << m["sd"].get<double>() << "," << m["ci95"][0].get<double>() << ","
-          << m["ci95"][1].get<double>();
+      csv << "," << m["mean"].get<double>() << ",";
+      if (!m["sd"].is_null()) csv << m["sd"].get<double>();
+      csv << ",";
+      if (!m["ci95"].is_null()) csv << m["ci95"][0].get<double>() << "," << m["ci95"][1].get<double>();
+      else csv << ",";
     }
     if (batched) {
       if (g.contains("batched")) csv << "," << g["batched"]["throughput_tok_s"].get<double>() << "," << g["batched"]["throughput_req_s"].get<double>();
@@ -364,6 +371,23 @@ void write_summary(const fs::path& dir, const json& manifest, const std::vector<
     csv << "\n";
   }
   write_file_atomically(dir / "summary.csv", csv.str());
+  return summary;
+}
+
+std::string small_sample_warning(const json& summary) {
+  int64_t few = 0, smallest = -1, groups = 0;
+  for (const json& g : summary["groups"]) {
+    const int64_t n = g["prompts"].get<int64_t>();
+    ++groups;
+    if (n >= kFewPrompts) continue;
+    ++few;
+    smallest = smallest < 0 ? n : std::min(smallest, n);
+  }
+  if (few == 0) return "";
+  return std::to_string(few) + " of " + std::to_string(groups) + " summary groups have fewer than " + std::to_string(kFewPrompts) +
+         " prompts (smallest: " + std::to_string(smallest) + "): " +
+         (smallest < 2 ? "groups of one prompt get no interval, and " : "") +
+         "intervals of 2-4 prompts cover less than 95%; add prompts (\"per_category\") for intervals to rely on";
 }
 
 json deterministic_part(const json& row) {

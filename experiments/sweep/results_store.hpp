@@ -46,8 +46,13 @@ class RowWriter {
   int fd_ = -1;
 };
 
-// Writes summary.json and summary.csv of `rows` (each a finished run of `manifest`) atomically.
-void write_summary(const std::filesystem::path& dir, const nlohmann::json& manifest, const std::vector<nlohmann::json>& rows);
+// Writes summary.json and summary.csv of `rows` (each a finished run of `manifest`) atomically,
+// and returns the summary.
+nlohmann::json write_summary(const std::filesystem::path& dir, const nlohmann::json& manifest, const std::vector<nlohmann::json>& rows);
+
+// A warning for the summary's groups with fewer than kFewPrompts prompts (cell_summary.hpp): how
+// many, the smallest n, what that means for their intervals; empty when there are none.
+std::string small_sample_warning(const nlohmann::json& summary);
 
 // The rows without what is measured rather than computed (wall times, tokens/s): two sweeps of the
 // same spec give equal deterministic rows.

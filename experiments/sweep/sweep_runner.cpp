@@ -536,9 +536,10 @@ int run_sweep_spec(const SweepSpec& spec, const SweepRunOptions& o, std::ostream
   }
   progress.done();
   const std::vector<json> rows = sorted_by_run(read_rows(o.out, false));
-  write_summary(o.out, manifest, rows);
+  const json summary = write_summary(o.out, manifest, rows);
   log << "sweep: " << rows.size() << " of " << owned << " runs" << (o.shard.count > 1 ? " of shard " + o.shard.text() : "")
          << " in " << (o.out / "rows.jsonl").string() << "; summary in " << (o.out / "summary.json").string() << "\n";
+  if (const std::string w = small_sample_warning(summary); !w.empty()) log << "sweep: warning: " << w << "\n";
   return 0;
 }
 
@@ -601,8 +602,9 @@ void merge_sweep_shards(const std::vector<fs::path>& shards, const fs::path& out
   std::string text;
   for (const json& r : rows) text += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   write_file_atomically(out / "rows.jsonl", text);
-  write_summary(out, merged, rows);
+  const json summary = write_summary(out, merged, rows);
   log << "merge: " << count << " shards, " << rows.size() << " runs into " << (out / "rows.jsonl").string() << "\n";
+  if (const std::string w = small_sample_warning(summary); !w.empty()) log << "merge: warning: " << w << "\n";
 }
 
 }  // namespace specdec::sweep

@@ -2,6 +2,9 @@
 // sharding (every run in exactly one shard), errors naming the field, and the summary statistics.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include <nlohmann/json.hpp>
 
 #include "experiments/sweep/cell_summary.hpp"
@@ -290,18 +293,72 @@ TEST(CellSummary, PerPromptOracleOverFixedK) {
   EXPECT_TRUE(fixed_k_oracle(json::array({cells[5]}), {rows.back()}).empty());
 }
 
-TEST(CellSummary, MeanSdAndStudentInterval) {
+TEST(CellSummary, NoIntervalFromOnePrompt) {
   const MeanCI one = mean_ci({2.5});
   EXPECT_EQ(one.n, 1);
   EXPECT_EQ(one.mean, 2.5);
-  EXPECT_EQ(one.ci_low, 2.5);
-  EXPECT_EQ(one.ci_high, 2.5);
-  const MeanCI m = mean_ci({1, 2, 3, 4});
-  EXPECT_DOUBLE_EQ(m.mean, 2.5);
-  EXPECT_NEAR(m.sd, 1.2909944, 1e-6);
-  EXPECT_NEAR(m.ci_high - m.mean, 3.182 * 1.2909944 / 2, 1e-6);  // t(0.975, 3) = 3.182
-  EXPECT_NEAR(t_quantile_975(31), 2.0395, 1e-3);
-  EXPECT_NEAR(t_quantile_975(1000), 1.9623, 1e-3);
+  EXPECT_FALSE(one.sd.has_value()) << "one prompt says nothing about spread";
+  EXPECT_FALSE(one.ci95.has_value());
+  EXPECT_TRUE(one.few());
+  const json j = mean_ci_json({2.5});
+  EXPECT_TRUE(j["sd"].is_null()) << j.dump();
+  EXPECT_TRUE(j["ci95"].is_null()) << j.dump();
+  EXPECT_EQ(j["few"], true) << j.dump();
+  EXPECT_EQ(mean_ci({}).n, 0);
+}
+
+TEST(CellSummary, TwoPromptsGiveTheirRangeNotAStudentIntervalPastTheBounds) {
+  // The case that drew acceptance lengths of -1.45..8.50: Student's t at n = 2 (12.7 standard
+  // errors) leaves the quantity's range; the bootstrap's resampled means are means of the values.
+  const MeanCI m = mean_ci({1.0, 8.0});
+  ASSERT_TRUE(m.ci95.has_value());
+  EXPECT_EQ(m.ci95->first, 1.0);
+  EXPECT_EQ(m.ci95->second, 8.0);
+  EXPECT_NEAR(*m.sd, 4.9497475, 1e-6);
+  EXPECT_EQ(mean_ci_json({1.0, 8.0})["few"], true);
+}
+
+TEST(CellSummary, BootstrapIntervalsStayInsideTheValuesAndAreReproducible) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 30);
+    std::vector<double> v(n);
+    for (double& x : v) x = 1.0 + static_cast<double>(rng() % 1000) / 125.0;  // an AL in [1, 9)
+    const MeanCI m = mean_ci(v);
+    const double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+    ASSERT_TRUE(m.ci95.has_value()) << "seed 7, trial " << trial;
+    EXPECT_GE(m.ci95->first, lo) << "seed 7, trial " << trial << ", n " << n;
+    EXPECT_LE(m.ci95->second, hi) << "seed 7, trial " << trial << ", n " << n;
+    EXPECT_LE(m.ci95->first, m.mean) << "seed 7, trial " << trial;
+    EXPECT_GE(m.ci95->second, m.mean) << "seed 7, trial " << trial;
+    EXPECT_EQ(m.few(), n < kFewPrompts);
+    const MeanCI again = mean_ci(v);
+    EXPECT_EQ(again.ci95, m.ci95) << "seed 7, trial " << trial << ": a fixed stream, the same interval";
+  }
+}
+
+TEST(CellSummary, BootstrapWidthMatchesTheNormalTheoryAtModerateN) {
+  // 16 values 0..15: sd 4.76, standard error 1.19; a 95% interval is about ±1.96 standard errors
+  // (the bootstrap's is a little narrower: it uses the plug-in sd). The fixed stream gives 5.25..9.625,
+  // as analysis/sweep_results.py computes too.
+  std::vector<double> v;
+  for (int i = 0; i < 16; ++i) v.push_back(i);
+  const MeanCI m = mean_ci(v);
+  const double se = *m.sd / 4.0;
+  const double half = (m.ci95->second - m.ci95->first) / 2;
+  EXPECT_GT(half, 1.6 * se);
+  EXPECT_LT(half, 2.2 * se);
+  EXPECT_EQ(m.ci95->first, 5.25);
+  EXPECT_EQ(m.ci95->second, 9.625);
+}
+
+TEST(CellSummary, SmallSampleWarningNamesTheSmallestGroup) {
+  json summary = {{"groups", json::array({{{"prompts", 8}}, {{"prompts", 1}}, {{"prompts", 3}}})}};
+  const std::string w = small_sample_warning(summary);
+  EXPECT_NE(w.find("2 of 3 summary groups have fewer than 5 prompts (smallest: 1)"), std::string::npos) << w;
+  EXPECT_NE(w.find("no interval"), std::string::npos) << w;
+  summary["groups"] = json::array({{{"prompts", 5}}});
+  EXPECT_EQ(small_sample_warning(summary), "");
 }
 
 }  // namespace
