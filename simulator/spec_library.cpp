@@ -4,7 +4,9 @@
 
 #include "reference/core/error.hpp"
 #include "reference/core/suggest.hpp"
+#include "simulator/engine_defaults.hpp"
 #include "simulator/join.hpp"
+#include "simulator/spec_json.hpp"
 
 #ifndef SPECDEC_SPECS_DIR
 #define SPECDEC_SPECS_DIR "simulator/specs"
@@ -57,8 +59,23 @@ HardwareSpec SpecLibrary::hardware(const std::string& name_or_path) const {
   return load_hardware_spec(find("hardware", name_or_path));
 }
 
+nlohmann::json SpecLibrary::engine_defaults() const {
+  std::error_code ec;
+  // Later directories override the bundled file, as they override specs.
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+    const auto p = *it / "engine_defaults.json";
+    if (!std::filesystem::exists(p, ec)) continue;
+    nlohmann::json d = read_json_file(p, "engine defaults");
+    check_engine_defaults(d, p.filename().string());
+    return d;
+  }
+  return nlohmann::json::object();
+}
+
 EngineSpec SpecLibrary::engine(const std::string& name_or_path) const {
-  return load_engine_spec(find("engines", name_or_path));
+  const auto path = find("engines", name_or_path);
+  return parse_engine_spec(with_engine_defaults(read_json_file(path, "engine spec"), engine_defaults()),
+                           path.filename().string());
 }
 
 EngineSpec SpecLibrary::engine_for(const std::string& name, const HardwareSpec& hw) const {

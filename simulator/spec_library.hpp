@@ -20,7 +20,10 @@ class SpecLibrary {
   static std::filesystem::path bundled_dir();
 
   HardwareSpec hardware(const std::string& name_or_path) const;
+  // An engine spec with the shared defaults (engine_defaults.json) filled in where it gives none.
   EngineSpec engine(const std::string& name_or_path) const;
+  // The shared engine defaults (the last directory's engine_defaults.json; {} when none has one).
+  nlohmann::json engine_defaults() const;
   // The named engine, or the hardware kind's default (default_engine_for) when `name` is empty.
   EngineSpec engine_for(const std::string& name, const HardwareSpec& hw) const;
   ModelShape model(const std::string& name_or_path) const;
