@@ -25,6 +25,10 @@ const std::vector<std::string> kRowFields = {"label", "source", "model",   "draf
                                              "tree", "dynamic_tree", "match_rate"};
 
 constexpr double kMinMeasuredMs = 1e-6, kMaxMeasuredMs = 1e6;
+// Where a fit of the per-row host time's saturation starts when the engine gives none: 256 rows
+// (batch 64 × 4 verified rows, the largest the bundled sets measure), so the search starts from
+// the linear curve the engine had and bends it only as far as the data asks.
+constexpr double kSaturationStartRows = 256;
 
 // The configuration a row measured, and by whom: its fields but the measurement and its
 // description. Two rows with the same key are one point given twice by one source (a copy-paste
@@ -113,6 +117,8 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   // Host time per verified row of each sequence (sampling, the acceptance test) grows with the
   // batch while the per-step terms do not: only rows at several batch sizes can tell them apart.
   if (batches.size() > 1) p.push_back("sampling_s_per_row");
+  // Where it saturates is a second parameter of the same curve: three batch sizes at least.
+  if (batches.size() > 2) p.push_back("sampling_saturation_rows");
   for (const auto& m : methods) {
     p.push_back("draft_step_overhead_s." + m);
     p.push_back("spec_step_overhead_s." + m);
@@ -122,6 +128,7 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
 
 bool is_engine_parameter(const std::string& name) {
   return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
+         name == "sampling_saturation_rows" ||
          name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
 }
 
@@ -163,6 +170,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   if (name == "overlap_exponent") return h.overlap_exponent;
   if (name == "step_overhead_s") return p.engine.step_overhead_s;
   if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
+  if (name == "sampling_saturation_rows") return p.engine.sampling_saturation_rows;
   if (name == "kernel_launch_s") return p.engine.kernel_launch_s;
   std::string method;
   if (method_map(p.engine, name, &method)) {
@@ -171,6 +179,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
               "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, sampling_s_per_row, "
+              "sampling_saturation_rows, "
               "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
 
@@ -185,6 +194,7 @@ void set_parameter(Platform& p, const std::string& name, double value) {
   else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
   else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
   else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
+  else if (name == "sampling_saturation_rows") p.engine.sampling_saturation_rows = value;
   else if (name == "kernel_launch_s") p.engine.kernel_launch_s = value;
   else {
     std::string method;
@@ -379,6 +389,8 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
   std::vector<double> x0;
   for (const auto& p : params) {
     double v = get_parameter(p0, p);
+    // No saturation (0) starts from a point beyond the rows most sets hold, nearly linear there.
+    if (p == "sampling_saturation_rows" && v <= 0) v = kSaturationStartRows;
     if (!transform_for(p).logistic && transform_for(p).offset == 0 && v <= 0) v = 1e-6;
     // An efficiency at (or near) 1, as a freshly measured spec has, sits where the logistic is
     // flat: the search could not move it. Start such terms at 0.9 instead.

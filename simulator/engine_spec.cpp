@@ -14,6 +14,8 @@ namespace {
 // Every host term (per step, per forward, per row, per context token) is at most a second: a
 // thousand times any engine's, and far inside what keeps predicted times finite.
 constexpr double kMaxHostSeconds = 1.0;
+// A saturation point beyond any batch × draft rows the simulator takes (batch and tree limits).
+constexpr double kMaxSaturationRows = 1e7;
 
 // A method's own term; else, for the EAGLE family, its nearest sibling's; else "default"; else 0.
 // The engines modelled run EAGLE-1, EAGLE-3 and P-EAGLE through one drafting loop (vLLM's EAGLE
@@ -126,6 +128,12 @@ LookupCost EngineSpec::lookup_cost(const std::string& method) const {
   return c ? *c : LookupCost{};
 }
 
+double EngineSpec::sampling_seconds(double rows) const {
+  if (rows <= 0) return 0;
+  const double linear = sampling_s_per_row * rows;
+  return sampling_saturation_rows > 0 ? linear / (1.0 + rows / sampling_saturation_rows) : linear;
+}
+
 double EngineSpec::draft_step_overhead(const std::string& method) const {
   return lookup_method(draft_step_overhead_s, method);
 }
@@ -143,11 +151,14 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
     if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
-    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "lookup"}, s);
+    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows", "lookup"}, s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_in_range(e.step_overhead_s, "step_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
     require_in_range(e.sampling_s_per_row, "sampling_s_per_row", s, 0.0, kMaxHostSeconds, true, "s");
+    e.sampling_saturation_rows = get_number_or(o, "sampling_saturation_rows", 0.0, s);
+    require_in_range(e.sampling_saturation_rows, "sampling_saturation_rows", s, 1.0, kMaxSaturationRows, true,
+                     "rows (0: the per-row time never saturates)");
     e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
     e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
     e.lookup = parse_lookup(o, s);
@@ -198,7 +209,8 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   j["overhead"] = {{"step_s", e.step_overhead_s},
                    {"draft_step_s", e.draft_step_overhead_s},
                    {"spec_step_s", e.spec_step_overhead_s},
-                   {"sampling_s_per_row", e.sampling_s_per_row}};
+                   {"sampling_s_per_row", e.sampling_s_per_row},
+                   {"sampling_saturation_rows", e.sampling_saturation_rows}};
   if (!e.lookup.empty()) {
     nlohmann::json l = nlohmann::json::object();
     for (const auto& [method, c] : e.lookup)

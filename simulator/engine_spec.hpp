@@ -43,6 +43,12 @@ struct EngineSpec {
   // Sampling and acceptance per verified logit row of each sequence (softmax, top-k/p, the
   // acceptance test) beyond what the operators price: large in eager engines, ~0 when fused.
   double sampling_s_per_row = 0;
+  // Where that per-row time saturates: engines sample and accept every row of a batch in one
+  // vectorised pass, so the host time of R rows is sampling_s_per_row · R / (1 + R / this) — linear
+  // for few rows, tending to sampling_s_per_row · this for many. 0: no saturation (linear).
+  double sampling_saturation_rows = 0;
+  // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences).
+  double sampling_seconds(double rows) const;
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;

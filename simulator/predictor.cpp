@@ -261,7 +261,8 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   }
   acc.step.verify_tokens = verify_tokens;
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
-  acc.overhead("sampling", "overhead", double(s.workload.batch) * verify_tokens, s.engine.sampling_s_per_row);
+  const double rows = double(s.workload.batch) * verify_tokens;  // per-row host time, saturating with rows
+  acc.overhead("sampling", "overhead", rows, rows > 0 ? s.engine.sampling_seconds(rows) / rows : 0.0);
   if (m == Method::sequential) return acc.step;
   const std::string mname = method_name(m);
   if (lookup) {
