@@ -119,6 +119,14 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   if (batches.size() > 1) p.push_back("sampling_s_per_row");
   // Where it saturates is a second parameter of the same curve: three batch sizes at least.
   if (batches.size() > 2) p.push_back("sampling_saturation_rows");
+  // Dynamic trees of several sizes separate a tree's per-node host time from its per-step time.
+  std::set<int> dynamic_sizes;
+  for (const auto& r : set.rows)
+    if (r.scenario.plan.tree && r.scenario.plan.dynamic_depth > 0) dynamic_sizes.insert(r.scenario.plan.tree->size());
+  if (dynamic_sizes.size() > 1) {
+    p.push_back("tree_step_s");
+    p.push_back("tree_node_s");
+  }
   for (const auto& m : methods) {
     p.push_back("draft_step_overhead_s." + m);
     p.push_back("spec_step_overhead_s." + m);
@@ -128,7 +136,7 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
 
 bool is_engine_parameter(const std::string& name) {
   return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
-         name == "sampling_saturation_rows" ||
+         name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" || name == "tree_node_s" ||
          name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
 }
 
@@ -171,6 +179,9 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   if (name == "step_overhead_s") return p.engine.step_overhead_s;
   if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
   if (name == "sampling_saturation_rows") return p.engine.sampling_saturation_rows;
+  if (name == "tree_step_s") return p.engine.tree_cost.per_step_s;
+  if (name == "tree_level_s") return p.engine.tree_cost.per_level_s;
+  if (name == "tree_node_s") return p.engine.tree_cost.per_node_s;
   if (name == "kernel_launch_s") return p.engine.kernel_launch_s;
   std::string method;
   if (method_map(p.engine, name, &method)) {
@@ -179,7 +190,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
               "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, sampling_s_per_row, "
-              "sampling_saturation_rows, "
+              "sampling_saturation_rows, tree_step_s, tree_level_s, tree_node_s, "
               "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
 
@@ -195,6 +206,9 @@ void set_parameter(Platform& p, const std::string& name, double value) {
   else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
   else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
   else if (name == "sampling_saturation_rows") p.engine.sampling_saturation_rows = value;
+  else if (name == "tree_step_s") p.engine.tree_cost.per_step_s = value;
+  else if (name == "tree_level_s") p.engine.tree_cost.per_level_s = value;
+  else if (name == "tree_node_s") p.engine.tree_cost.per_node_s = value;
   else if (name == "kernel_launch_s") p.engine.kernel_launch_s = value;
   else {
     std::string method;

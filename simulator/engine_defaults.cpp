@@ -1,6 +1,7 @@
 #include "simulator/engine_defaults.hpp"
 
 #include "reference/core/error.hpp"
+#include "simulator/engine_spec.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -16,7 +17,8 @@ void check_engine_defaults(const nlohmann::json& d, const std::string& source) {
   check_known_fields(d, {"overhead"}, source);
   const auto& o = d.at("overhead");
   const std::string where = source + " (overhead)";
-  check_known_fields(o, {"draft_step_s", "spec_step_s"}, where);
+  check_known_fields(o, {"draft_step_s", "spec_step_s", "tree"}, where);
+  if (has_field(o, "tree")) parse_tree_cost(o.at("tree"), source + " (overhead.tree)");
   for (const char* key : kMethodMaps) {
     if (!has_field(o, key)) continue;
     if (!o.at(key).is_number())
@@ -37,6 +39,13 @@ nlohmann::json with_engine_defaults(nlohmann::json engine, const nlohmann::json&
     if (!has_field(o, key)) o[key] = nlohmann::json::object();
     nlohmann::json& m = o[key];
     if (m.is_object() && !m.contains("default")) m["default"] = d.at(key);
+  }
+  // A tree term the engine leaves out is the shared one.
+  if (has_field(d, "tree")) {
+    if (!has_field(o, "tree")) o["tree"] = nlohmann::json::object();
+    if (o["tree"].is_object())
+      for (const auto& [field, v] : d.at("tree").items())
+        if (!o["tree"].contains(field)) o["tree"][field] = v;
   }
   return engine;
 }

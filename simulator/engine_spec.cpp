@@ -118,6 +118,25 @@ std::map<std::string, double> parse_method_map(const nlohmann::json& j, const st
 
 }  // namespace
 
+TreeCost parse_tree_cost(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_object()) throw Error(where + ": must be an object {per_step_s, per_level_s, per_node_s} (seconds)");
+  check_known_fields(v, {"per_step_s", "per_level_s", "per_node_s"}, where);
+  TreeCost t;
+  t.per_step_s = get_number_or(v, "per_step_s", 0.0, where);
+  t.per_level_s = get_number_or(v, "per_level_s", 0.0, where);
+  t.per_node_s = get_number_or(v, "per_node_s", 0.0, where);
+  require_in_range(t.per_step_s, "per_step_s", where, 0.0, kMaxHostSeconds, true, "s");
+  require_in_range(t.per_level_s, "per_level_s", where, 0.0, kMaxHostSeconds, true, "s");
+  require_in_range(t.per_node_s, "per_node_s", where, 0.0, kMaxHostSeconds, true, "s");
+  return t;
+}
+
+double TreeCost::seconds(int levels, int nodes, bool dynamic) const {
+  double t = per_level_s * std::max(levels, 0);
+  if (dynamic) t += per_step_s + per_node_s * std::max(nodes, 0);
+  return t;
+}
+
 double LookupCost::seconds(int batch, double context, double emitted) const {
   const double rounds = std::ceil(double(std::max(batch, 0)) / double(std::max(threads, 1)));
   return per_step_s + rounds * (per_sequence_s + per_context_token_s * context + per_emitted_token_s * emitted);
@@ -151,7 +170,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
     if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
-    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows", "lookup"}, s);
+    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows", "lookup", "tree"}, s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_in_range(e.step_overhead_s, "step_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
@@ -162,6 +181,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     e.draft_step_overhead_s = parse_method_map(o, "draft_step_s", s);
     e.spec_step_overhead_s = parse_method_map(o, "spec_step_s", s);
     e.lookup = parse_lookup(o, s);
+    if (has_field(o, "tree")) e.tree_cost = parse_tree_cost(o.at("tree"), source + " (overhead.tree)");
   }
   if (has_field(j, "kernels")) {
     const auto& k = j.at("kernels");
@@ -221,6 +241,9 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
                    {"threads", c.threads}};
     j["overhead"]["lookup"] = l;
   }
+  j["overhead"]["tree"] = {{"per_step_s", e.tree_cost.per_step_s},
+                           {"per_level_s", e.tree_cost.per_level_s},
+                           {"per_node_s", e.tree_cost.per_node_s}};
   j["kernels"] = {{"cuda_graphs", e.cuda_graphs}, {"launch_s", e.kernel_launch_s}, {"per_operator", e.kernels_per_operator}};
   if (!e.methods.empty()) {
     j["methods"] = nlohmann::json::array();

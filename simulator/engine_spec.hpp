@@ -31,6 +31,20 @@ struct LookupCost {
   bool operator==(const LookupCost&) const = default;
 };
 
+// Host and small-kernel work that a draft tree adds to a step beyond a chain of its depth (the
+// operators price the drafter's wider rows, the top-k over the vocabulary and the larger verify):
+// per drafted level, the top-k over the level's cumulative scores and the frontier's gather; for a
+// dynamic tree, rebuilt every step, the reranking to the node budget once and the attention mask,
+// positions and retrieve indices per node (a static tree's are built once, before decoding).
+struct TreeCost {
+  double per_step_s = 0;   // dynamic trees: reranking and index building, once per step
+  double per_level_s = 0;  // every tree: per drafter forward of the tree
+  double per_node_s = 0;   // dynamic trees: per node of the verified tree
+  // The tree's host time for one step: `levels` drafter forwards, `nodes` nodes, dynamic or static.
+  double seconds(int levels, int nodes, bool dynamic) const;
+  bool operator==(const TreeCost&) const = default;
+};
+
 struct EngineSpec {
   std::string name = "ideal";  // no overheads, every method, trees
   std::string description = "no host overheads: the device's time alone";
@@ -52,6 +66,7 @@ struct EngineSpec {
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;
+  TreeCost tree_cost;  // what drafting a tree adds to a step (overhead.tree)
   // Kernel launches. With CUDA graphs (or a compiled graph) a forward is replayed without host
   // work per kernel; without, the host launches each kernel and a kernel cannot start before its
   // launch: each operator takes at least kernels_per_operator × kernel_launch_s.
@@ -76,6 +91,8 @@ struct EngineSpec {
 };
 
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source);
+// An engine's (or the shared defaults') overhead.tree object; throws naming `where` and the field.
+TreeCost parse_tree_cost(const nlohmann::json& v, const std::string& where);
 EngineSpec load_engine_spec(const std::filesystem::path& path);
 // The JSON form parse_engine_spec reads (sources are not kept; pass them in `sources`).
 nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& sources = nullptr);

@@ -313,6 +313,13 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   }
   acc.step.draft_forwards = int(level_tokens.size());
   acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, s.engine.draft_step_overhead(mname));
+  if (plan.tree) {
+    // What the tree adds beyond a chain of its depth: per level the top-k over cumulative scores;
+    // a dynamic tree also reranks and rebuilds its mask and indices every step.
+    const bool dynamic = plan.dynamic_depth > 0;
+    acc.overhead("tree_levels", "overhead", acc.step.draft_forwards, s.engine.tree_cost.per_level_s);
+    if (dynamic) acc.overhead("tree_build", "overhead", 1, s.engine.tree_cost.seconds(0, plan.tree->size(), true));
+  }
   acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
   return acc.step;
 }
