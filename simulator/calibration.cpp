@@ -136,7 +136,8 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
 
 bool is_engine_parameter(const std::string& name) {
   return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
-         name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" || name == "tree_node_s" ||
+         name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" ||
+         name == "tree_node_s" ||
          name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
 }
 

@@ -170,7 +170,10 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     const auto& o = j.at("overhead");
     const std::string s = source + " (overhead)";
     if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
-    check_known_fields(o, {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows", "lookup", "tree"}, s);
+    check_known_fields(o,
+                       {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows",
+                        "lookup", "tree"},
+                       s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_in_range(e.step_overhead_s, "step_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
