@@ -481,6 +481,7 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
                           {"results", r.rows.size()},
                           {"max_abs_relative_error", r.max_abs_error},
                           {"mean_relative_error", r.mean_error},
+                          {"mean_abs_relative_error", r.mean_abs_error},
                           {"rms_log_error", r.rms_log_error}};
       for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
       return s;
@@ -511,13 +512,13 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
              << fmt(row.published_speedup, 2) << "x" << std::setw(10) << fmt(row.predicted_speedup, 2) << "x"
              << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
     for (const auto& k : r.skipped) io.out << "  skipped " << k.label << ": " << k.reason << "\n";
-    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean " << fmt(100 * r.mean_error, 1)
-           << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
+    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean |error| " << fmt(100 * r.mean_abs_error, 1)
+           << "%, mean " << fmt(100 * r.mean_error, 1) << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
   }
   io.out << all.rows.size() << " published results in " << results.size() << " set(s)"
          << (all.skipped.empty() ? "" : " (" + std::to_string(all.skipped.size()) + " skipped: no spec)")
-         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean " << fmt(100 * all.mean_error, 1)
-         << "% (> 0: speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
+         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean |error| " << fmt(100 * all.mean_abs_error, 1)
+         << "%, mean " << fmt(100 * all.mean_error, 1) << "% (the bias: > 0, speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
   return 0;
 }
 
