@@ -12,6 +12,8 @@
 
 #include "cli/cli.hpp"
 #include "cli/known_options.hpp"
+#include "cli/simulate_capacity.hpp"
+#include "cli/simulate_options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_input.hpp"
@@ -42,73 +44,6 @@ namespace {
 
 using namespace specdec::sim;
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(s);
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-double parse_double(const std::string& s, const std::string& option) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + option + ": '" + s + "' is not a number");
-}
-
-int parse_int(const std::string& s, const std::string& option) {
-  const double v = parse_double(s, option);
-  if (v != std::floor(v) || std::fabs(v) > 1e9) throw Error("--" + option + ": '" + s + "' is not an integer");
-  return int(v);
-}
-
-// "1,2,4" or "1-8" (or a mix: "1-4,8"). Every value must be at most `max_value`, and the list holds
-// at most kMaxSweepCells values: both are checked on a range's ends before it is enumerated.
-std::vector<int> parse_int_list(const std::string& s, const std::string& option, long long max_value) {
-  std::vector<int> out;
-  auto bounded = [&](int v) {
-    if (v > max_value)
-      throw Error("--" + option + ": " + std::to_string(v) + " is more than specdec supports (" +
-                  std::to_string(max_value) + "); see docs/reliability.md");
-    return v;
-  };
-  long long count = 0;
-  for (const auto& item : split_list(s)) {
-    const auto dash = item.find('-', 1);
-    if (dash != std::string::npos) {
-      const int a = parse_int(item.substr(0, dash), option), b = bounded(parse_int(item.substr(dash + 1), option));
-      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
-      count += (long long)b - a + 1;
-    } else {
-      bounded(parse_int(item, option));
-      count += 1;
-    }
-    check_input_limit("--" + option, "the number of values", count, kMaxSweepCells);
-  }
-  for (const auto& item : split_list(s)) {
-    const auto dash = item.find('-', 1);
-    if (dash != std::string::npos) {
-      const int a = parse_int(item.substr(0, dash), option), b = parse_int(item.substr(dash + 1), option);
-      for (int v = a; v <= b; ++v) out.push_back(v);
-    } else {
-      out.push_back(parse_int(item, option));
-    }
-  }
-  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
-  return out;
-}
-
-// One value of an option, at most `max_value` (named in the error).
-int parse_bounded_int(const std::string& s, const std::string& option, long long max_value, const std::string& what) {
-  const int v = parse_int(s, option);
-  check_input_limit("--" + option, what, v, (unsigned long long)max_value);
-  return v;
-}
 
 std::vector<double> parse_double_list(const std::string& s, const std::string& option) {
   std::vector<double> out;
@@ -752,7 +687,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
     ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep and --policy: list")
     ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
-    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
+    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep and capacity planning: list (capacity planning searches 1, 2, 4, ... up to one instance unless given)")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
@@ -835,7 +770,11 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
                   : std::vector<int>{parse_bounded_int(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch, "the batch size")};
   s.workload.batch = batches.front();
-  s.workload.tp = parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
+  // Capacity planning searches a list of TPs (every power of two of the instance by default); the
+  // prediction printed before the plan is at the first.
+  const bool capacity = vm.count("capacity-rate") || vm.count("tpot-target-ms");
+  s.workload.tp = capacity ? capacity_tensor_parallel_degrees(vm, s.hardware).front()
+                           : parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
   s.workload.prompt_len = parse_bounded_int(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions, "the prompt length");
   s.workload.output_len = parse_bounded_int(vm["output-len"].as<std::string>(), "output-len", kMaxPositions, "the output length");
   if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
@@ -1098,46 +1037,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     }
   }
 
-  if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {
-    if (!vm.count("capacity-rate") || !vm.count("tpot-target-ms"))
-      throw Error("capacity planning needs both --capacity-rate and --tpot-target-ms");
-    CapacityRequest req;
-    req.requests_per_s = vm["capacity-rate"].as<double>();
-    req.tpot_target_s = vm["tpot-target-ms"].as<double>() * 1e-3;
-    req.ttft_target_s = vm["ttft-target-ms"].as<double>() * 1e-3;
-    // Written so that NaN fails too (program_options reads "nan" and "inf").
-    if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
-      throw Error("--capacity-rate: the offered load must be a finite number > 0 requests/s, got " +
-                  std::to_string(req.requests_per_s));
-    if (!(req.tpot_target_s > 0 && std::isfinite(req.tpot_target_s)))
-      throw Error("--tpot-target-ms: must be a finite number > 0 milliseconds");
-    if (!(req.ttft_target_s >= 0 && std::isfinite(req.ttft_target_s)))
-      throw Error("--ttft-target-ms: must be a finite number >= 0 milliseconds (0 = none)");
-    if (vm.count("price")) {
-      req.price_per_device_hour = vm["price"].as<double>();
-      if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
-        throw Error("--price must be a finite number >= 0 USD per device-hour");
-    }
-    const CapacityPlan plan = plan_capacity(s, req);
-    if (vm.count("json")) {
-      out["capacity"] = {{"feasible", plan.feasible},
-                         {"batch", plan.batch},
-                         {"replicas", plan.replicas},
-                         {"devices", plan.devices},
-                         {"cost_per_hour_usd", plan.cost_per_hour},
-                         {"cost_per_million_output_tokens_usd", plan.cost_per_million_output_tokens},
-                         {"tpot_ms", plan.prediction.tpot_s * 1e3},
-                         {"ttft_ms", plan.prediction.ttft_s * 1e3}};
-    } else if (plan.feasible) {
-      io.out << "\ncapacity for " << req.requests_per_s << " requests/s at TPOT <= " << req.tpot_target_s * 1e3 << " ms:\n"
-             << "  batch " << plan.batch << " per replica (TPOT " << fmt(plan.prediction.tpot_s * 1e3) << " ms), "
-             << plan.replicas << " replicas = " << plan.devices << " devices, $" << fmt(plan.cost_per_hour, 2)
-             << "/hour, $" << fmt(plan.cost_per_million_output_tokens, 3) << " per million output tokens\n";
-    } else {
-      io.out << "\ncapacity: no batch size meets TPOT <= " << req.tpot_target_s * 1e3
-             << " ms (and the TTFT target) within memory\n";
-    }
-  }
+  if (vm.count("capacity-rate") || vm.count("tpot-target-ms"))
+    run_capacity_plan(vm, s, specs, vm.count("json") ? &out : nullptr, io.out);
   if (vm.count("json")) io.out << out.dump(2) << "\n";
   return 0;
 }

@@ -54,6 +54,68 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
   EXPECT_GT(j["capacity"]["cost_per_million_output_tokens_usd"].get<double>(), 0);
 }
 
+// The planning question a new user asks: Llama-3.1-70B with EAGLE-3 at 20 requests/s and TPOT <= 30 ms
+// on H200. Searching TP × K × batch finds TP 2, a short chain at batch 128: two devices, where
+// planning at one TP and at batch 1's best K answered 4 or 8.
+TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
+  const std::vector<std::string> question = {"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b",
+                                             "--alpha", "0.75", "--prompt-len", "1024", "--output-len", "256",
+                                             "--capacity-rate", "20", "--tpot-target-ms", "30"};
+  std::vector<std::string> args = question;
+  args.push_back("--json");
+  const CommandRun r = simulate(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["capacity"];
+  EXPECT_EQ(c["tp"], 2) << c.dump();
+  EXPECT_EQ(c["devices"], 2) << c.dump();
+  EXPECT_LE(c["k"].get<int>(), 2) << c.dump();
+  EXPECT_EQ(c["batch"], 128) << c.dump();
+  EXPECT_LE(c["tpot_ms"].get<double>(), 30.0);
+  EXPECT_EQ(j["capacity_sequential"]["devices"], 4) << j["capacity_sequential"].dump();
+  EXPECT_EQ(j["capacity_search"]["tp"], nlohmann::json::parse("[1, 2, 4, 8]"));
+  EXPECT_EQ(j["capacity_search"]["configs"].size(), 32u) << "4 TPs x K 1..8";
+  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("not modelled"), std::string::npos);
+  ASSERT_TRUE(j["error_band"].is_object());
+  EXPECT_GT(j["error_band"]["results"].get<int>(), 50);
+  EXPECT_GT(j["error_band"]["mean_abs_relative_error"].get<double>(), 0.0);
+
+  const CommandRun text = simulate(question);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* line : {"cheapest: EAGLE-3", "EAGLE-3 needs 2 devices where sequential decoding needs 4: 2 fewer (50%)",
+                           "does not fit in memory", "prediction error: on ", "queueing: not modelled"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
+
+  // One TP and one K, as given: the search keeps to them.
+  args = question;
+  for (const char* a : {"--tp", "8", "--k", "4", "--json"}) args.push_back(a);
+  const auto one = nlohmann::json::parse(simulate(args).out);
+  EXPECT_EQ(one["capacity"]["devices"], 8);
+  EXPECT_EQ(one["capacity_search"]["configs"].size(), 1u);
+  // --best-k: the Ks searched jointly with the batch.
+  args = question;
+  for (const char* a : {"--tp", "2,4", "--best-k", "3", "--json"}) args.push_back(a);
+  const auto best = nlohmann::json::parse(simulate(args).out);
+  EXPECT_EQ(best["capacity_search"]["k"], nlohmann::json::parse("[1, 2, 3]"));
+  EXPECT_EQ(best["capacity_search"]["configs"].size(), 6u);
+}
+
+TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
+  auto err = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    try {
+      simulate(a);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err({"--tp", "16"}).find("--tp 16 exceeds the 8 devices of one h100-sxm instance"), std::string::npos);
+  EXPECT_NE(err({"--tp", "0"}).find("must be >= 1"), std::string::npos);
+  EXPECT_NE(err({"--tp", "two"}).find("--tp: 'two' is not a number"), std::string::npos);
+}
+
 TEST(SimulateCommand, TreesAndAcceptanceOptions) {
   auto tpot = [](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
