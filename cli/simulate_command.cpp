@@ -488,6 +488,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
     // The rate is of the predictions alone (one thread), without writing the file.
     io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s ("
            << fmt(sum.scenarios / std::max(secs, 1e-9), 0) << " per second, one thread); wrote " << out_path << "\n";
+    write_sweep_pivot(io.out, rows);
   }
   if (sum.skipped) {
     io.err << "skipped " << sum.skipped << " invalid combinations, e.g.:\n";
