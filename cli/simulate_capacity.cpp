@@ -98,7 +98,7 @@ std::string cell_text(const PlannedConfig* c, bool speculative, double tpot_targ
     return fits ? "none within " + fixed(tpot_target_ms, 0) + " ms" : "does not fit in memory";
   }
   return (speculative ? "K " + std::to_string(c->k) + ", " : std::string()) + "batch " + std::to_string(c->plan.batch) + ": " +
-         std::to_string(c->plan.devices) + " devices (" + fixed(c->plan.prediction.tpot_s * 1e3, 1) + " ms)";
+         std::to_string(c->plan.devices) + (c->plan.devices == 1 ? " device (" : " devices (") + fixed(c->plan.prediction.tpot_s * 1e3, 1) + " ms)";
 }
 
 }  // namespace
@@ -183,10 +183,12 @@ void run_capacity_plan(const po::variables_map& vm, const Scenario& s, const Spe
   row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential, false);
   if (speculative && r.best && r.sequential) {
     const int saved = r.sequential->plan.devices - r.best->plan.devices;
-    out << "  " << method_title(s.plan.method) << " needs " << r.best->plan.devices << " devices where sequential decoding needs "
-        << r.sequential->plan.devices;
+    const auto devices = [](int n) { return std::to_string(n) + (n == 1 ? " device" : " devices"); };
+    out << "  " << method_title(s.plan.method) << " needs " << devices(r.best->plan.devices) << " where sequential decoding needs "
+        << devices(r.sequential->plan.devices);
     if (saved > 0) out << ": " << saved << " fewer (" << fixed(100.0 * saved / r.sequential->plan.devices, 0) << "%)";
     else if (saved < 0) out << ": " << -saved << " more";
+    else out << " (the same number; compare the TPOTs)";
     out << "\n";
   }
   out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";

@@ -824,7 +824,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   const Method method = s.plan.method;
   const bool lookup = method != Method::sequential && draft_free(method);
   // MTP and Medusa specs may carry their checkpoints' published acceptance as categories.
-  const bool published = method == Method::mtp || method == Method::medusa;
+  // Drafters with a model may carry their published acceptance as categories (MTP and Medusa
+  // checkpoints' papers, EAGLE heads' papers and engines' measurements).
+  const bool published = method != Method::sequential && !lookup;
   for (const char* o : {"category", "match-rate"})
     if (vm.count(o) && !lookup && !(published && std::string(o) == "category"))
       throw Error(std::string("--") + o + " is for draft-free methods (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree); " +
@@ -839,8 +841,13 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     match_rate = vm["match-rate"].as<double>();
     if (!(*match_rate >= 0 && *match_rate <= 1)) throw Error("--match-rate: the share of steps that draft must be in [0, 1]");
   }
-  if (vm.count("category")) {
-    const std::string name = vm["category"].as<std::string>();
+  // No acceptance given: a drafter spec's default category, its published acceptance, said so.
+  std::string category = vm.count("category") ? vm["category"].as<std::string>() : "";
+  const bool default_category = category.empty() && published && !s.acceptance && !s.measured_tokens_per_step && free_spec &&
+                                !free_spec->default_category.empty();
+  if (default_category) category = free_spec->default_category;
+  if (!category.empty()) {
+    const std::string name = category;
     if (s.acceptance || s.measured_tokens_per_step)
       throw Error("--category takes the acceptance of category '" + name + "' from the drafter spec; give it or an acceptance "
                   "model (--alpha, --acceptance, ...), not both (to change a category's numbers, give a spec of your own with --drafter FILE)");
@@ -856,9 +863,16 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     CategoryAcceptance use = c;
     if (match_rate) use.match_rate = match_rate;
     s.acceptance = use.acceptance(free_spec->name);
+    const std::string defaulted = default_category ? ", the drafter spec's default: give --alpha, --acceptance, ... for your own" : "";
+    if (c.model && default_category)
+      s.acceptance = described_acceptance(c.model, "category '" + name + "' of " + free_spec->name + " (" + c.kind + defaulted + ")");
     if (use.match_rate) s.match_rate = *use.match_rate;
     if (!c.tree.empty()) {
       // An AL measured on one tree: that tree is drafted and verified, with the measured AL.
+      if (default_category && !s.engine.trees)
+        throw Error("drafter '" + free_spec->name + "''s published acceptance (category '" + name + "') is an AL measured on tree '" +
+                    c.tree + "', and engine '" + s.engine.name + "' verifies chains only: give an acceptance model for a chain "
+                    "(--alpha, --acceptance, ...) or an engine that verifies trees (--engine sglang, tensorrt-llm or hf-eager)");
       if (vm.count("dynamic-tree") || (vm.count("tree") && vm["tree"].as<std::string>() != c.tree))
         throw Error("--category " + name + " of " + free_spec->name + " is an AL measured on tree '" + c.tree +
                     "' (" + c.kind + "): it prices that tree; give --tree " + c.tree + " or leave the tree out");
@@ -866,7 +880,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       category_tree = c.tree;
       std::ostringstream note;
       note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on tree "
-           << c.tree;
+           << c.tree << defaulted;
       measured_note = note.str();
     }
   } else if (match_rate) {
@@ -880,7 +894,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                 ") or an acceptance model (--alpha, --acceptance, --acceptance-table, --acceptance-by-depth, --trace or --al)");
   if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
-                "--acceptance-by-depth, --tree-acceptance, --trace or --al");
+                "--acceptance-by-depth, --tree-acceptance, --trace or --al" +
+                (free_spec && !free_spec->categories.empty() ? ", or --category (" + free_spec->name + "'s published: " +
+                                                                  free_spec->category_list() + ")"
+                                                            : std::string()));
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   check_draft_limit("--k", "K", s.plan.k, kMaxDraftDepth);
   tree_from_options(vm, s.acceptance, s.plan);
@@ -991,8 +1008,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       out["scenario"]["draft_free"] = true;
       out["scenario"]["match_rate"] = s.match_rate;
       if (vm.count("category")) out["scenario"]["category"] = vm["category"].as<std::string>();
-    } else if (vm.count("category")) {
-      out["scenario"]["category"] = vm["category"].as<std::string>();
+    } else if (!category.empty()) {
+      out["scenario"]["category"] = category;
+      if (default_category) out["scenario"]["category_default"] = true;
     }
     if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
     if (s.drafter && method == Method::mtp) out["scenario"]["mtp_modules"] = s.drafter->num_modules;

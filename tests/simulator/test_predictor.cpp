@@ -290,9 +290,10 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
 TEST(Capacity, ALoadBeyondAnyPlanIsAnErrorNotAnEmptyAnswer) {
   Scenario s = scenario("llama-3.1-8b", "h100-sxm", "", 0, 0);
   CapacityRequest req;
-  req.requests_per_s = 1e10;
+  req.requests_per_s = 1e13;  // 2-token outputs: a replica of batch 1024 serves ~1e5 requests/s
   req.tpot_target_s = 0.05;
-  EXPECT_NE(error_of([&] { search_capacity(s, req, {1, 2}, {}); }).find("more than 1000000 devices"), std::string::npos);
+  const std::string e = error_of([&] { search_capacity(s, req, {1, 2}, {}); });
+  EXPECT_NE(e.find("more than 1000000 devices"), std::string::npos) << e;
 }
 
 }  // namespace
