@@ -15,7 +15,7 @@ extern const char* const kComparePageStyle = R"CSS(
 .method-col h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: #5b6770; margin: 10px 0 4px 0; }
 .method-col dl.facts { font-size: 12px; margin-bottom: 6px; }
 .method-col dl.facts dt { color: #5b6770; opacity: 1; }
-.method-col .tree-box { height: 300px; }
+.method-col .tree-box { max-height: 300px; }
 .col-stats { font-weight: 600; font-size: 13px; }
 .col-agree { font-size: 12px; margin-bottom: 6px; } .col-agree.same { color: #1b5e20; } .col-agree.differs { color: #b3261e; font-weight: 700; }
 .steps-chart { display: flex; gap: 2px; align-items: flex-end; height: 64px; border-bottom: 1px solid #52606d; margin: 2px 0 6px 0; overflow: hidden; }
@@ -36,8 +36,10 @@ const R = D.runs;
 
 function column(run, i) {
   const col = el('section', { class: 'method-col', 'data-method': run.label, 'data-output': run.output_ids.join(' '), 'data-al': run.acceptance_length });
-  col.append(el('h2', { text: run.label }), (() => { const dl = el('dl', { class: 'facts' });
-    for (const [k, v] of run.facts) dl.append(el('dt', { text: k }), el('dd', { text: v }));
+  // The method's own line (title and summary) as the heading's tooltip: the columns stay short.
+  const method = run.facts.find(([k]) => k === 'method');
+  col.append(el('h2', { text: run.label, title: method ? method[1] : run.label }), (() => { const dl = el('dl', { class: 'facts' });
+    for (const [k, v] of run.facts) if (k !== 'method') dl.append(el('dt', { text: k }), el('dd', { text: v }));
     return dl; })());
   col.append(el('div', { class: 'col-stats', text: 'AL ' + run.acceptance_length.toFixed(2) + ' · ' + plural(run.output_ids.length, 'token') + ' in ' +
     plural(run.target_forwards, 'target forward') + (run.drafter_forwards ? ' + ' + plural(run.drafter_forwards, 'drafter forward') : '') }));

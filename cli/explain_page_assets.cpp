@@ -30,7 +30,7 @@ section h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .04em; 
 .tree-tools { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; font-size: 12px; margin-bottom: 4px; }
 .tree-tools button { font-size: 12px; padding: 1px 8px; }
 .tree-tools .zoom-note { color: #5b6770; }
-.tree-box { height: 420px; border: 1px solid #e3e7eb; border-radius: 4px; background: #fcfcfd; overflow: hidden; touch-action: none; }
+.tree-box { height: 420px; max-height: 420px; border: 1px solid #e3e7eb; border-radius: 4px; background: #fcfcfd; overflow: hidden; touch-action: none; }
 .tree-box svg { display: block; width: 100%; height: 100%; cursor: grab; }
 .tree-box svg.dragging { cursor: grabbing; }
 svg .node rect { stroke-width: 1.5; cursor: pointer; }
@@ -264,6 +264,10 @@ class TreeView {
     }
     this.svg = svg;
     this.g = g;
+    // A small tree gets a box of its own height (up to the panel's maximum), not a mostly empty one.
+    const maxH = parseFloat(getComputedStyle(this.box).maxHeight) || 420;
+    const b = this.bounds(keys);
+    this.box.style.height = Math.min(maxH, Math.max(140, b.y1 - b.y0 + 28)) + 'px';
     this.box.replaceChildren(svg);
     this.pannable(svg);
     this.fitDefault();
@@ -533,7 +537,8 @@ function costStrip(R, s) {
     box.append(el('div', { class: 'row' }, el('span', { class: 'who', text: 'sequential' }), seq));
     box.append(el('div', { class: 'why', text: kept > 1
       ? 'The target ran once instead of ' + kept + ' times. Decoding a large model is bound by reading its weights once per forward, so a forward over ' +
-        plural(rows, 'row') + ' costs about as much as over 1; the drafter is much smaller than the target.'
+        plural(rows, 'row') + ' costs about as much as over 1 while the rows stay below the hardware\'s ridge point (FLOPs per byte of bandwidth); ' +
+        'the drafter is much smaller than the target.'
       : 'Only one token this step: no target forward saved' + (dfw ? ', and the drafting was extra work.' : '.') }));
   }
   const t = s.sequential ? 'target forward ' + ms(s.target_ns)
