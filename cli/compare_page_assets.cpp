@@ -17,7 +17,8 @@ extern const char* const kComparePageStyle = R"CSS(
 .method-col dl.facts dt { color: #5b6770; opacity: 1; }
 .method-col .tree-box { max-height: 300px; }
 .col-stats { font-weight: 600; font-size: 13px; }
-.col-agree { font-size: 12px; margin-bottom: 6px; } .col-agree.same { color: #1b5e20; } .col-agree.differs { color: #b3261e; font-weight: 700; }
+.col-agree { font-size: 12px; margin-bottom: 6px; } .col-agree.same { color: #1b5e20; } .col-agree.differs { color: #b3261e; }
+.col-agree.differs.exact { font-weight: 700; }
 .steps-chart { display: flex; gap: 2px; align-items: flex-end; height: 64px; border-bottom: 1px solid #52606d; margin: 2px 0 6px 0; overflow: hidden; }
 .step-bar { position: relative; flex: 1 1 0; min-width: 6px; max-width: 28px; height: 100%; padding: 0; border: none; background: none; cursor: pointer; display: flex; align-items: flex-end; }
 .step-bar .fill { display: block; width: 100%; background: #66bb6a; border-radius: 2px 2px 0 0; }
@@ -43,8 +44,9 @@ function column(run, i) {
     return dl; })());
   col.append(el('div', { class: 'col-stats', text: 'AL ' + run.acceptance_length.toFixed(2) + ' · ' + plural(run.output_ids.length, 'token') + ' in ' +
     plural(run.target_forwards, 'target forward') + (run.drafter_forwards ? ' + ' + plural(run.drafter_forwards, 'drafter forward') : '') }));
-  col.append(el('div', { class: 'col-agree ' + (run.same_as_first ? 'same' : 'differs'),
-    text: i === 0 ? 'the reference for agreement' : run.same_as_first ? 'output: same as ' + R[0].label : 'output DIFFERS from ' + R[0].label }));
+  col.append(el('div', { class: 'col-agree ' + (run.same_as_first ? 'same' : 'differs') + (D.exact_mode ? ' exact' : ''),
+    text: i === 0 ? 'the reference for agreement' : run.same_as_first ? 'output: same as ' + R[0].label
+      : D.exact_mode ? 'output DIFFERS from ' + R[0].label : 'output differs from ' + R[0].label + ' (plain sampling: other draws)' }));
   // Tokens per step (the accepted drafts plus the target's token), one bar each; a click opens the step.
   const most = Math.max(1, ...run.steps.map(s => s.produced));
   const chart = el('div', { class: 'steps-chart', title: 'tokens emitted per step' });
@@ -99,7 +101,7 @@ function buildPage() {
   R.forEach((r, i) => table.append(el('tr', {}, el('td', { text: r.label }), el('td', { text: r.acceptance_length.toFixed(2) }),
     el('td', { text: String(r.output_ids.length) }), el('td', { text: String(r.target_forwards) }), el('td', { text: String(r.drafter_forwards) }),
     el('td', { text: (r.output_ids.length / r.target_forwards).toFixed(2) }),
-    el('td', { text: i === 0 ? '(reference)' : r.same_as_first ? 'same' : 'DIFFERS' }))));
+    el('td', { text: i === 0 ? '(reference)' : r.same_as_first ? 'same' : D.exact_mode ? 'DIFFERS' : 'differs' }))));
   const banner = el('div', { id: 'agreement', class: D.all_agree ? 'same' : 'differs', text: D.all_agree
     ? 'All outputs agree token for token: every method emitted exactly the tokens of ' + R[0].label + '.'
     : 'The outputs differ' + (D.exact_mode ? ': under greedy and coupled sampling they must not.' : ' (plain sampling: lossless in distribution, not token for token).') });
@@ -126,6 +128,14 @@ function selfTest(cols) {
     cost: c.run.steps.map((s, j) => { c.show(j); const e = c.querySelector('.col-cost .cost');
       return { 'drafter-forwards': +e.getAttribute('data-drafter-forwards'), 'target-rows': +e.getAttribute('data-target-rows'), tokens: +e.getAttribute('data-tokens') }; }),
     rect: rect(c) }));
+  // A click on a step's bar opens that step; the arrows move from it.
+  r.checks = {};
+  const c0 = cols[cols.length - 1], bars = c0.querySelectorAll('.step-bar'), last = bars[bars.length - 1];
+  const title = () => c0.querySelector('.col-step').textContent;
+  last.click();
+  r.checks.bar_click = title().startsWith('step ' + last.getAttribute('data-step') + ' ') && last.classList.contains('current');
+  c0.querySelector('.col-nav button').click();
+  r.checks.prev_button = bars.length < 2 || title().startsWith('step ' + bars[bars.length - 2].getAttribute('data-step') + ' ');
   for (const c of cols) c.show(c.run.steps.length > 1 ? 1 : 0);
   r.errors = pageErrors.slice();
   document.getElementById('selftest-result').textContent = JSON.stringify(r);

@@ -386,6 +386,8 @@ TEST_F(ExplainPage, ComparePageHasOneColumnPerMethodAndTheOutputsAgree) {
   ASSERT_TRUE(out["all_outputs_agree"].get<bool>()) << where;
   const json st = selftest(page, where, 800);
   ASSERT_TRUE(st.is_object()) << where;
+  ASSERT_EQ(st["checks"].size(), 2u) << where;
+  for (const auto& [name, ok] : st["checks"].items()) EXPECT_TRUE(ok.get<bool>()) << where << ": in-page check " << name;
   const json& cols = st["columns"];
   ASSERT_EQ(cols.size(), out["runs"].size()) << where << ": one column per method";
   ASSERT_EQ(cols.size(), 5u) << where;
@@ -417,6 +419,34 @@ TEST_F(ExplainPage, ComparePageHasOneColumnPerMethodAndTheOutputsAgree) {
   expect_readable_header(st["header"].get<std::string>(), where);
   expect_intro(st["intro"].get<std::string>(), where);
   expect_fits_width(st["layout"], where);
+}
+
+// Under plain sampling the methods draw different random numbers: the page must say the outputs
+// differ, and show each method's own tokens, as compare --json has them.
+TEST_F(ExplainPage, ComparePageShowsDifferingOutputsUnderSampling) {
+  const std::string where = "case: compare sequential,eagle,draft sample T=0.8 seed 3";
+  const fs::path page = dir_ / "compare.html";
+  const testing::CliRun r = testing::run({"compare", "--model", bundled("target"), "--prompt", "And God said", "--max-new-tokens", "16", "--methods",
+                                          "sequential,eagle,draft", "--sampling", "sample", "--temperature", "0.8", "--seed", "3", "--json",
+                                          "--html", page.string()});
+  ASSERT_EQ(r.code, 0) << where << ": " << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_FALSE(out["all_outputs_agree"].get<bool>()) << where << ": this case needs outputs that differ";
+  const json st = selftest(page, where);
+  ASSERT_TRUE(st.is_object()) << where;
+  ASSERT_EQ(st["columns"].size(), 3u) << where;
+  int differing = 0;
+  for (size_t i = 0; i < st["columns"].size(); ++i) {
+    const json& c = st["columns"][i];
+    std::string ids;
+    for (const json& t : out["runs"][i]["output_tokens"]) ids += (ids.empty() ? "" : " ") + std::to_string(t.get<int>());
+    EXPECT_EQ(c["output_ids"], ids) << where << ", column " << i << ": the column's tokens are compare's";
+    differing += c["output_text"] != st["columns"][0]["output_text"];
+  }
+  EXPECT_GE(differing, 1) << where << ": the columns' texts must differ as the outputs do";
+  const std::string agreement = st["agreement"];
+  EXPECT_NE(agreement.find("The outputs differ"), std::string::npos) << where << ": " << agreement;
+  EXPECT_EQ(agreement.find("agree token for token"), std::string::npos) << where << ": " << agreement;
 }
 
 // compare refuses a --html destination it cannot write, before decoding (no browser needed).
