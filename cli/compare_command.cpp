@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
@@ -172,8 +173,9 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   if (!html.empty()) {
     const TokenText tt(job.target.tokenizer.get());
     std::vector<ComparedRun> page;
-    for (const MethodRun& r : runs) {
-      page.push_back({r.label, method_facts(r.args), r.steps, al(r.result), r.result.stats.target_forwards, r.result.stats.drafter_forwards});
+    for (MethodRun& r : runs) {
+      page.push_back({r.label, method_facts(r.args), std::move(r.steps), al(r.result), r.result.stats.target_forwards,
+                      r.result.stats.drafter_forwards});
     }
     const nlohmann::json facts = context_facts(a, job.target.path, job.sampling, tt.text(job.prompt), static_cast<int>(job.prompt.size()));
     write_file_atomically(html, compare_page(page, facts, exact_mode, tt));
