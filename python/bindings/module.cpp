@@ -31,6 +31,10 @@
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "specdec/version.hpp"
+#include "python/bindings/acceptance_rule.hpp"
+#include "python/bindings/conversions.hpp"
+#include "python/bindings/simulate.hpp"
+#include "python/bindings/step_records.hpp"
 
 namespace py = pybind11;
 
@@ -38,68 +42,7 @@ namespace specdec::python {
 
 namespace {
 
-// ---- conversions ---------------------------------------------------------------------------------
-
-py::object json_to_python(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
-
-// Text that need not be valid UTF-8 (a byte-level model can stop inside a character): invalid
-// bytes become U+FFFD, as in `specdec generate --json`.
-py::str utf8_text(const std::string& s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
-  if (!o) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
-
-std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
-
-// A 1-D array of integers (list, tuple or numpy array of an integer dtype) as int32 values.
-std::vector<int32_t> int_vector(const py::handle& obj, const std::string& name) {
-  if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj)) {
-    throw Error(name + " must be a sequence of integer ids, not a string");
-  }
-  py::array a;
-  try {
-    a = py::module_::import("numpy").attr("asarray")(obj);
-  } catch (const py::error_already_set& e) {
-    throw Error(name + " must be a 1-D sequence of integers (" + std::string(e.what()) + ")");
-  }
-  const char kind = a.dtype().kind();
-  if (a.ndim() != 1) {
-    throw Error(name + " must be 1-D, got an array of " + std::to_string(a.ndim()) + " dimensions");
-  }
-  if (a.size() > 0 && kind != 'i' && kind != 'u') {
-    throw Error(name + " must hold integers, got dtype " + dtype_name(a));
-  }
-  auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!v) throw Error(name + ": cannot read as int64");
-  std::vector<int32_t> out;
-  out.reserve(static_cast<size_t>(v.size()));
-  const int64_t* p = v.data();
-  for (py::ssize_t i = 0; i < v.size(); ++i) {
-    if (p[i] < std::numeric_limits<int32_t>::min() || p[i] > std::numeric_limits<int32_t>::max()) {
-      throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) + " does not fit in int32");
-    }
-    out.push_back(static_cast<int32_t>(p[i]));
-  }
-  if (kind == 'u' && a.size() > 0) {
-    // uint64 values past int64 wrap in the cast above; recheck against the original.
-    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    for (py::ssize_t i = 0; i < u.size(); ++i) {
-      if (u.data()[i] > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-        throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(u.data()[i]) + " does not fit in int32");
-      }
-    }
-  }
-  return out;
-}
-
-py::array_t<float> to_numpy(const Matrix& m) {
-  py::array_t<float> out({static_cast<py::ssize_t>(m.rows()), static_cast<py::ssize_t>(m.cols())});
-  if (m.size() > 0) std::memcpy(out.mutable_data(), m.data(), sizeof(float) * static_cast<size_t>(m.size()));
-  return out;
-}
+// ---- conversions (the rest: conversions.hpp) -----------------------------------------------------
 
 std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
@@ -141,6 +84,10 @@ struct Generation {
   GenerationStats stats;
   std::vector<DrafterFallback> fallbacks;
   PolicySpec policy;
+  // record_steps=True: every step, kept in memory (step_records.hpp); step_logits: with logits.
+  bool has_steps = false, step_logits = false;
+  int vocab = 0;
+  std::vector<StepRecord> step_records;
 
   double acceptance_length() const { return stats.steps ? stats.acceptance_length() : 1.0; }
   double tokens_per_target_forward() const {
@@ -458,19 +405,41 @@ DecodeArgs model_decode_args(const std::shared_ptr<Model>& model, const MethodAr
   return a;
 }
 
-Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
+// What generate takes besides the method: per-step records and a Python acceptance rule.
+struct GenerateExtras {
+  py::object acceptance;  // None or a callable (acceptance_rule.hpp)
+  bool record_steps = false;
+  bool step_logits = false;
+};
+
+Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m,
+                    const GenerateExtras& x) {
   if (!model) throw Error("generate: model must be a Model from specdec.load_model");
   std::shared_ptr<Drafter> drafter;
   const DecodeArgs a = model_decode_args(model, m, &drafter);
   const SamplingParams sampling = sampling_params(a);
   const GenerationOptions options = generation_options(a);
+  std::unique_ptr<PythonAcceptor> rule;
+  if (!x.acceptance.is_none()) {
+    if (!method_entry(a.method.name).make_proposer)
+      throw Error("acceptance= is the verification rule of a speculative method; method " + a.method.name +
+                  " drafts nothing to accept (give method= and drafter=)");
+    rule = std::make_unique<PythonAcceptor>(x.acceptance);
+  }
+  if (x.step_logits && !x.record_steps) throw Error("step_logits=True adds logits to the per-step records: give record_steps=True too");
   Generation g;
   g.prompt = prompt_ids(*model, prompt);
+  g.has_steps = x.record_steps;
+  g.step_logits = x.step_logits;
+  g.vocab = model->m.config.vocab_size;
+  StepRecorder recorder(x.step_logits);
   GenerationResult r;
   {
     py::gil_scoped_release release;
-    r = run_method(a, model->m, g.prompt, sampling, options, nullptr, drafter ? &drafter->d : nullptr);
+    r = run_method(a, model->m, g.prompt, sampling, options, x.record_steps ? &recorder : nullptr,
+                   drafter ? &drafter->d : nullptr, rule.get());
   }
+  g.step_records = recorder.records();
   g.tokens = std::move(r.tokens);
   g.stop_reason = r.stop_reason;
   g.stats = r.stats;
@@ -532,7 +501,9 @@ py::object generate_batch(const std::shared_ptr<Model>& model, const py::object&
   setup.concurrency = o.concurrency;
   setup.rate = arrival_rate;
   out["summary"] = batch_summary_json(result, setup);
-  return json_to_python(out);
+  py::object converted = json_to_python(out);
+  for (py::handle r : converted["requests"]) r["output_tokens"] = int_array(r["output_tokens"].cast<std::vector<int32_t>>());
+  return converted;
 }
 
 // A run's request: model, prompt, method and sampling.
@@ -582,7 +553,9 @@ py::object record(const py::object& model, const py::object& prompt, const std::
     py::gil_scoped_release release;
     r = record_run(a, RecordOptions{out, logits, logit_top_k});
   }
-  return json_to_python(r.to_json());
+  py::object summary = json_to_python(r.to_json());
+  summary["output_tokens"] = int_array(r.output_tokens);
+  return summary;
 }
 
 py::object validate(const py::object& model, const py::object& prompt, const py::object& trace, const std::string& against,
@@ -698,8 +671,8 @@ py::dict draft_free(const std::string& method, const py::object& history_obj, in
     sources.append(d);
   }
   py::dict out;
-  out["tokens"] = py::cast(p.tree.tokens);
-  out["parents"] = py::cast(p.tree.parents);
+  out["tokens"] = int_array(p.tree.tokens);
+  out["parents"] = int_array(p.tree.parents);
   out["sources"] = sources;
   return out;
 }
@@ -727,10 +700,13 @@ PYBIND11_MODULE(_core, mod) {
     }
   });
 
+  bind_acceptance_context(mod);
+  bind_simulate(mod);
+
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(mod, "Tokenizer", "The checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
-      .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return t.t->encode(s, add_special_tokens); },
+      .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return int_array(t.t->encode(s, add_special_tokens)); },
            py::arg("text"), py::arg("add_special_tokens") = true,
-           "Token ids of `text`; with add_special_tokens also what the checkpoint puts before a prompt (BOS)")
+           "Token ids of `text`, int32 (T,); with add_special_tokens also what the checkpoint puts before a prompt (BOS)")
       .def("decode",
            [](const Tokenizer& t, const py::object& ids, bool skip) { return utf8_text(t.t->decode(int_vector(ids, "ids"), skip)); },
            py::arg("ids"), py::arg("skip_special_tokens") = false, "Text of `ids` (bytes that are not valid UTF-8 become U+FFFD)")
@@ -808,8 +784,13 @@ PYBIND11_MODULE(_core, mod) {
       .def("__repr__", [](const Drafter& d) { return "<specdec.Drafter " + d.d.path + " (" + d.kind + ")>"; });
 
   py::class_<Generation>(mod, "Generation", "What specdec.generate returns")
-      .def_readonly("tokens", &Generation::tokens, "generated token ids (the prompt excluded)")
-      .def_readonly("prompt_tokens", &Generation::prompt)
+      .def_property_readonly("tokens", [](const Generation& g) { return int_array(g.tokens); },
+                             "int32 (N,): the generated token ids (the prompt excluded)")
+      .def_property_readonly("prompt_tokens", [](const Generation& g) { return int_array(g.prompt); }, "int32 (P,)")
+      .def_property_readonly("step_records", [](const Generation& g) -> py::object {
+            if (!g.has_steps) return py::none();
+            return step_records_to_python(g.step_records, g.step_logits, g.vocab);
+          }, "with record_steps=True: one dict per step (docs/python.md, \"Per-step records\"); else None")
       .def_readonly("stop_reason", &Generation::stop_reason, "max_tokens | eos")
       .def_property_readonly("text", [](const Generation& g) -> py::object {
         if (!g.text) return py::none();
@@ -821,13 +802,17 @@ PYBIND11_MODULE(_core, mod) {
       .def_property_readonly("drafted_tokens", [](const Generation& g) { return g.stats.drafted_tokens; })
       .def_property_readonly("accepted_tokens", [](const Generation& g) { return g.stats.accepted_tokens; })
       .def_property_readonly("acceptance_length", &Generation::acceptance_length)
-      .def_property_readonly("acceptance_by_depth", [](const Generation& g) { return g.stats.acceptance_by_depth(); })
+      .def_property_readonly("acceptance_by_depth", [](const Generation& g) { return double_array(g.stats.acceptance_by_depth()); },
+                             "float64 (D,): conditional acceptance rate at draft depth 1..D")
+      .def_property_readonly("accepted_per_step", [](const Generation& g) { return int_array(g.stats.accepted_per_step); },
+                             "int32: accepted_per_step[n] = speculative steps that accepted n draft nodes")
       .def_property_readonly("tokens_per_target_forward", &Generation::tokens_per_target_forward)
       .def_property_readonly("prefill_ms", [](const Generation& g) { return g.stats.prefill_ns / 1e6; })
       .def_property_readonly("decode_ms", [](const Generation& g) { return g.stats.decode_ns / 1e6; })
       .def_property_readonly("mean_draft_depth", [](const Generation& g) { return g.stats.mean_draft_depth(); },
                              "mean depth drafted per speculative step (plain steps count 0)")
-      .def_property_readonly("draft_depth_per_step", [](const Generation& g) { return g.stats.draft_depth_per_step; })
+      .def_property_readonly("draft_depth_per_step", [](const Generation& g) { return int_array(g.stats.draft_depth_per_step); },
+                             "int32: draft_depth_per_step[d] = steps that drafted d deep (0: a plain step)")
       .def_property_readonly("fallbacks", [](const Generation& g) { return json_to_python(fallbacks_json(g.fallbacks)); },
                              "drafters switched off: [{'step', 'drafter', 'reason', 'next'}]")
       .def_property_readonly("policy", [](const Generation& g) { return json_to_python(g.policy.to_json()); },
@@ -866,15 +851,22 @@ PYBIND11_MODULE(_core, mod) {
       py::arg("seed") = 0, py::arg("max_new_tokens") = max_new, py::arg("ignore_eos") = false,                     \
       py::arg("policy") = "fixed", py::arg("draft_budget_ms") = 0.0
 
+  static const std::string generate_doc =
+      std::string("Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the\n"
+                  "drafter's method, else sequential), as `specdec generate` does; policy= a speculation policy as --policy\n"
+                  "takes it (e.g. 'hf-heuristic,start=3'; `specdec policies`), draft_budget_ms= as --draft-budget-ms. Returns a\n"
+                  "Generation (tokens: int32 array; mean_draft_depth, draft_depth_per_step and fallbacks).\n"
+                  "record_steps=True keeps every step in memory as Generation.step_records (a list of dicts of numpy arrays, the\n"
+                  "fields of a trace's /steps); step_logits=True adds each step's target logits and draft distributions.\n"
+                  "acceptance= a Python acceptance rule in place of the built-in one:\n\n") +
+      ACCEPTANCE_RULE_DOC;
   mod.def("generate",
-          [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS) {
-            return generate(model, prompt, SPECDEC_METHOD_VALUES);
+          [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS, const py::object& acceptance,
+             bool record_steps, bool step_logits) {
+            return generate(model, prompt, SPECDEC_METHOD_VALUES, GenerateExtras{acceptance, record_steps, step_logits});
           },
-          py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32),
-          "Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the drafter's\n"
-          "method, else sequential), as `specdec generate` does; policy= a speculation policy as --policy takes it\n"
-          "(e.g. 'hf-heuristic,start=3'; `specdec policies`), draft_budget_ms= as --draft-budget-ms. Returns a Generation\n"
-          "(with mean_draft_depth, draft_depth_per_step and fallbacks).");
+          py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32), py::arg("acceptance") = py::none(),
+          py::arg("record_steps") = false, py::arg("step_logits") = false, generate_doc.c_str());
   mod.def("generate_batch",
           [](const std::shared_ptr<Model>& model, const py::object& prompts, int64_t concurrency, const py::object& rate,
              SPECDEC_METHOD_PARAMS) { return generate_batch(model, prompts, concurrency, rate, SPECDEC_METHOD_VALUES); },
