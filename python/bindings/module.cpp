@@ -292,6 +292,106 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   return d;
 }
 
+// ---- one proposal of a drafter -------------------------------------------------------------------
+
+// Drafter.propose: what the drafter proposes after `sequence` (prompt + emitted ids, the last one
+// pending) given the target's hidden states for sequence[:-1], by the proposer a run of its method
+// makes; a fresh proposer each call, so the drafter's own cache is built from the whole sequence
+// (the answer does not depend on earlier calls).
+py::dict propose(const std::shared_ptr<Drafter>& d, const py::object& sequence_obj, const py::object& hidden_obj, int k,
+                 const std::string& tree, int depth, int tree_top_k, int total_tokens, const std::string& sampling_mode,
+                 double temperature, int top_k, double top_p, uint64_t seed, const py::object& prompt_length_obj) {
+  const std::string fn = "Drafter.propose";
+  const LoadedModel& target = d->target->m;
+  const ModelConfig& c = target.config;
+  const std::vector<int32_t> sequence = int_vector(sequence_obj, fn + ": sequence");
+  if (sequence.size() < 2)
+    throw Error(fn + ": sequence must hold the prompt and the pending token (at least 2 ids), got " + std::to_string(sequence.size()));
+  for (std::size_t i = 0; i < sequence.size(); ++i)
+    if (sequence[i] < 0 || sequence[i] >= c.vocab_size)
+      throw Error(fn + ": sequence[" + std::to_string(i) + "] = " + std::to_string(sequence[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(c.vocab_size) + ")");
+  const int committed = static_cast<int>(sequence.size()) - 1;
+  DecodeArgs a;
+  a.model = target.path;
+  a.backend = target.backend;
+  a.method.name = d->method;
+  a.drafter = d->d.path;
+  a.method.k = k;
+  a.method.tree = tree;
+  a.method.depth = depth;
+  a.method.tree_top_k = tree_top_k;
+  a.method.total_tokens = total_tokens;
+  a.sampling = sampling_mode;
+  a.temperature = temperature;
+  a.top_k = top_k;
+  a.top_p = top_p;
+  a.seed = seed;
+  a.max_new_tokens = 1;
+  check_method_args(a);
+  const int capacity = c.max_position_embeddings;
+  std::unique_ptr<Proposer> proposer = make_proposer(a, target, &d->d, capacity);
+  if (committed + proposer->max_nodes() + 1 > capacity)
+    throw Error(fn + ": " + std::to_string(sequence.size()) + " ids and a draft of " + std::to_string(proposer->max_nodes()) +
+                " nodes pass the target's context (" + std::to_string(capacity) + ")");
+
+  // The target's states the proposer reads, from hidden (L+1, T >= committed, H) as Model.forward(hidden_states=True) gives it.
+  const int L = c.num_hidden_layers, H = c.hidden_size;
+  const std::vector<int> aux_layers = proposer->wanted_aux_layers();
+  Matrix final_hidden, aux_hidden;
+  if (proposer->wants_final_hidden() || !aux_layers.empty()) {
+    if (hidden_obj.is_none())
+      throw Error(fn + ": a " + d->kind + " drafter reads the target's hidden states: give hidden = the (L+1, T, H) array of "
+                  "model.forward(sequence[:-1], hidden_states=True)");
+    py::array a_h = py::module_::import("numpy").attr("asarray")(hidden_obj);
+    if (a_h.dtype().kind() != 'f' || a_h.itemsize() != 4)
+      throw Error(fn + ": hidden must be float32 (as Model.forward returns it), got dtype " + dtype_name(a_h));
+    if (a_h.ndim() != 3 || a_h.shape(0) != L + 1 || a_h.shape(1) < committed || a_h.shape(2) != H) {
+      std::string shape;
+      for (py::ssize_t i = 0; i < a_h.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a_h.shape(i));
+      throw Error(fn + ": hidden has shape (" + shape + "), expected (" + std::to_string(L + 1) + ", T >= " + std::to_string(committed) +
+                  ", " + std::to_string(H) + "): the target's states for sequence[:-1]");
+    }
+    auto h = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a_h);
+    const int T = static_cast<int>(h.shape(1));
+    const auto at = [&](int l, int t, int x) { return h.data()[(static_cast<std::size_t>(l) * T + t) * H + x]; };
+    if (proposer->wants_final_hidden()) {
+      final_hidden.resize(committed, H);
+      for (int t = 0; t < committed; ++t)
+        for (int x = 0; x < H; ++x) final_hidden(t, x) = at(L, t, x);
+    }
+    if (!aux_layers.empty()) {
+      aux_hidden.resize(committed, static_cast<Eigen::Index>(aux_layers.size()) * H);
+      for (int t = 0; t < committed; ++t)
+        for (std::size_t i = 0; i < aux_layers.size(); ++i)
+          for (int x = 0; x < H; ++x) aux_hidden(t, static_cast<Eigen::Index>(i) * H + x) = at(aux_layers[i], t, x);
+    }
+  }
+  DraftContext ctx;
+  ctx.sequence = &sequence;
+  ctx.committed = committed;
+  ctx.prompt_length = prompt_length_obj.is_none() ? committed : prompt_length_obj.cast<int>();
+  if (ctx.prompt_length < 1 || ctx.prompt_length > committed)
+    throw Error(fn + ": prompt_length must be in [1, len(sequence) - 1] = [1, " + std::to_string(committed) + "]");
+  ctx.max_length = capacity;
+  ctx.final_hidden = &final_hidden;
+  ctx.aux_hidden = &aux_hidden;
+  ctx.sampling = sampling_params(a);
+  ctx.sequence_id = 0;
+  Proposal p;
+  {
+    py::gil_scoped_release release;
+    p = proposer->propose(ctx);
+  }
+  p.tree.validate(c.vocab_size);
+  py::dict out;
+  out["tokens"] = int_array(p.tree.tokens);
+  out["parents"] = int_array(p.tree.parents);
+  out["draft_probs"] = p.draft_probs.empty() ? py::object(py::none()) : py::object(double_rows(p.draft_probs, c.vocab_size));
+  out["drafter_forwards"] = p.drafter_forwards;
+  return out;
+}
+
 // ---- decoding ------------------------------------------------------------------------------------
 
 struct MethodArgs {
@@ -781,6 +881,16 @@ PYBIND11_MODULE(_core, mod) {
         if (!d.d.head || d.d.head->config().kind != EagleKind::peagle) return py::none();
         return py::int_(d.d.head->config().trained_depth);
       })
+      .def("propose", &propose, py::arg("sequence"), py::arg("hidden") = py::none(), py::kw_only(), py::arg("k") = 4,
+           py::arg("tree") = "chain", py::arg("depth") = 7, py::arg("tree_top_k") = 10, py::arg("total_tokens") = 60,
+           py::arg("sampling") = "greedy", py::arg("temperature") = 1.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,
+           py::arg("seed") = 0, py::arg("prompt_length") = py::none(),
+           "One proposal after `sequence` (prompt + emitted ids, the last one pending: the target has not processed it),\n"
+           "as a decoding step of this drafter's method drafts it (k, tree, depth, tree_top_k, total_tokens and the\n"
+           "sampling keywords as generate takes them; sequence id 0). hidden: float32 (L+1, T >= len(sequence) - 1, H), the\n"
+           "target's states for sequence[:-1] as model.forward(..., hidden_states=True) returns them (EAGLE-family heads\n"
+           "read them; a draft LM needs none). Returns {'tokens': int32 (N,), 'parents': int32 (N,) (-1 = after the pending\n"
+           "token), 'draft_probs': float64 (N + 1, V) or None (deterministic drafts), 'drafter_forwards': int}.")
       .def("__repr__", [](const Drafter& d) { return "<specdec.Drafter " + d.d.path + " (" + d.kind + ")>"; });
 
   py::class_<Generation>(mod, "Generation", "What specdec.generate returns")
