@@ -379,12 +379,29 @@ def test_a_mistyped_keyword_is_named_with_the_closest_one(target, prompt):
 
 # ---- installation -----------------------------------------------------------------------------------
 
+def cmake_cache(name):
+    with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.rstrip("\n").split("=", 1)[1]
+    raise AssertionError(f"{name} is not in {BUILD}/CMakeCache.txt")
+
+
+def test_install_dir_is_on_the_interpreters_path():
+    # `cmake --install` with the configured prefix puts the package where that python3 looks.
+    prefix, where = cmake_cache("CMAKE_INSTALL_PREFIX"), cmake_cache("SPECDEC_PYTHON_INSTALL_DIR_IN_EFFECT")
+    r = subprocess.run(["/usr/bin/python3", "-c", "import site, sys; print('\\n'.join(sys.path + [site.getusersitepackages()]))"],
+                       capture_output=True, text=True, timeout=60)
+    searched = {os.path.realpath(p) for p in r.stdout.splitlines() if p}
+    assert os.path.realpath(os.path.join(prefix, where)) in searched, (prefix, where, sorted(searched))
+
+
 def test_installed_package_imports(tmp_path, prompt):
     prefix = tmp_path / "prefix"
     r = subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix), "--component", "python"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    site = prefix / "lib" / "python3" / "dist-packages"
+    site = prefix / cmake_cache("SPECDEC_PYTHON_INSTALL_DIR_IN_EFFECT")
     assert (site / "specdec" / "__init__.py").exists()
     code = ("import specdec, sys; m = specdec.load_model(sys.argv[1]); print(specdec._core.__file__); "
             "print(int(m.forward([int(x) for x in sys.argv[2].split(',')])[-1].argmax()))")
