@@ -29,6 +29,7 @@
 #include "reference/policies/policy_spec.hpp"
 #include "reference/policies/registry.hpp"
 #include "simulator/policy_pricing.hpp"
+#include "simulator/prediction_json.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/search.hpp"
 #include "simulator/spec_json.hpp"
@@ -136,41 +137,6 @@ std::string fmt(double v, int precision = 3) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(precision) << v;
   return s.str();
-}
-
-nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
-  nlohmann::json j = {{"method", method_name(p.method)},
-                      {"k", p.k},
-                      {"tree_nodes", p.tree_nodes},
-                      {"acceptance_length", p.tokens_per_step},
-                      {"acceptance_length_counts", "accepted drafts + the bonus token (plain decoding = 1)"},
-                      {"tpot_ms", p.tpot_s * 1e3},
-                      {"ttft_ms", p.ttft_s * 1e3},
-                      {"throughput_tokens_per_s", p.throughput_tokens_per_s},
-                      {"sequential_tpot_ms", p.sequential_tpot_s * 1e3},
-                      {"speedup", p.speedup},
-                      {"step_ms", p.step.total_s() * 1e3},
-                      {"draft_ms", p.step.draft_s * 1e3},
-                      {"verify_ms", p.step.verify_s * 1e3},
-                      {"overhead_ms", p.step.overhead_s * 1e3},
-                      {"lookup_ms", p.step.lookup_s * 1e3},
-                      {"draft_forwards", p.step.draft_forwards},
-                      {"draft_weight_bytes_per_device", p.step.draft_weight_bytes},
-                      {"draft_flops_per_device", p.step.draft_flops},
-                      {"verify_tokens_per_sequence", p.step.verify_tokens},
-                      {"verify_flop_per_byte", p.verify_intensity},
-                      {"ridge_point_flop_per_byte", p.ridge_point},
-                      {"weight_bytes_per_device", p.weight_bytes_per_device},
-                      {"kv_bytes_per_device", p.kv_bytes_per_device},
-                      {"fits_memory", p.fits_memory}};
-  if (breakdown) {
-    nlohmann::json ops = nlohmann::json::array();
-    for (const auto& c : p.step.ops)
-      ops.push_back({{"phase", c.op.phase}, {"op", c.op.name}, {"count", c.op.count}, {"flops", c.op.flops},
-                     {"bytes", c.op.bytes}, {"time_us", c.time_s * 1e6}, {"total_us", c.total_s * 1e6}, {"bound", c.bound}});
-    j["breakdown"] = ops;
-  }
-  return j;
 }
 
 void print_breakdown(std::ostream& out, const Prediction& p) {
@@ -995,26 +961,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     p = predict(s);
   }
   if (vm.count("json")) {
-    out["scenario"] = {{"model", s.target.name},
-                       {"hardware", s.hardware.name},
-                       {"engine", s.engine.name},
-                       {"drafter", s.drafter ? s.drafter->name : "none"},
-                       {"batch", s.workload.batch},
-                       {"tp", s.workload.tp},
-                       {"prompt_len", s.workload.prompt_len},
-                       {"output_len", s.workload.output_len},
-                       {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
-    if (lookup) {
-      out["scenario"]["draft_free"] = true;
-      out["scenario"]["match_rate"] = s.match_rate;
-      if (vm.count("category")) out["scenario"]["category"] = vm["category"].as<std::string>();
-    } else if (!category.empty()) {
-      out["scenario"]["category"] = category;
-      if (default_category) out["scenario"]["category_default"] = true;
-    }
+    out["scenario"] = scenario_json(s);
+    if (!category.empty()) out["scenario"]["category"] = category;
+    if (default_category) out["scenario"]["category_default"] = true;
     if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
-    if (s.drafter && method == Method::mtp) out["scenario"]["mtp_modules"] = s.drafter->num_modules;
-    if (s.drafter && method == Method::medusa) out["scenario"]["medusa_heads"] = s.drafter->num_heads;
     out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
   } else {
     print_prediction(io.out, s, p, measured_note);
