@@ -58,12 +58,13 @@ def main():
         ax.set_xticks(range(len(ms)))
         ax.set_xticklabels([sr.label(m) for m in ms])
         ax.set_ylabel(what)
-        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3, axis="y")
     sequential = sr.mean_ci([sr.timing(r, "tokens_per_s") for r in everything if r["method"] == "sequential" and r["sampling"] == mode])
     handles = [Patch(facecolor="white", edgecolor="black", hatch=HATCHES[i % len(HATCHES)], label=sh) for i, sh in enumerate(shapes)]
     if sequential.n:
         handles.append(axes[1].axhline(sequential.mean, color=sr.color("sequential"), ls="--", lw=1, label="sequential (mean)"))
+    for ax in axes:
+        ax.set_ylim(bottom=0)  # after every artist, the sequential line included: a fixed limit stops autoscaling
     axes[0].set_title(f"draft shape ({mode}); bar colour: method, hatch: shape", fontsize=9)
     sr.finish(fig, f"Mean over prompts; {sr.interval_note(ns)} From {sr.provenance(args.results, everything)}.",
               handles, [h.get_label() for h in handles])

@@ -273,7 +273,8 @@ def finish(fig, caption, handles=None, labels=None):
                     labels.append(lab)
     fig.tight_layout()
     if handles:
-        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
+        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False,
+                   handlelength=2.5, handleheight=1.4)  # patches large enough to show their hatch
     if caption:
         # Wrapped here: matplotlib's own wrapping is not applied when a tight bounding box is computed.
         width_chars = max(60, int(fig.get_figwidth() * 72 / (7 * 0.52)))

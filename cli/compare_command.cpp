@@ -1,17 +1,23 @@
 // specdec compare: the same prompt through several decoding methods side by side — output,
 // acceptance length, tokens per target forward, speed — and whether every output equals the
-// first method's (it must, token for token, under greedy and coupled sampling).
+// first method's (it must, token for token, under greedy and coupled sampling). `--html OUT.html`
+// also records every step as explain does and writes the methods side by side as one page
+// (compare_html.hpp).
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 #include "runtime/backend.hpp"
 #include "runtime/method_runner.hpp"
 #include "runtime/speculation_report.hpp"
+#include "cli/compare_html.hpp"
+#include "cli/explain_steps.hpp"
 #include "cli/options.hpp"
+#include "cli/run_header.hpp"
 #include "reference/core/error.hpp"
 #include "reference/core/option_text.hpp"
 #include "reference/io/atomic_file.hpp"
@@ -26,6 +32,7 @@ struct MethodRun {
   std::string label;  // the method and its shape: "eagle3 k=2", "sequential"
   DecodeArgs args;
   GenerationResult result;
+  ExplainRun steps;   // --html: every step as explain records it
 };
 
 // One KEY=VALUE of an entry's options onto its method: the shape (k, tree, depth, tree_top_k,
@@ -62,7 +69,7 @@ std::vector<MethodRun> parse_methods(const std::string& list, const DecodeArgs& 
   while (std::getline(ss, item, ',')) {
     if (item.empty()) throw Error("--methods '" + list + "': empty entry; expected e.g. sequential,eagle,peagle");
     const std::string where = "--methods " + item;
-    MethodRun r{"", base, {}};
+    MethodRun r{"", base, {}, {}};
     r.args.fallback_method.clear();  // --fallback-* and --drafter-fault go with the speculative entries only
     r.args.fallback_drafter.clear();
     r.args.drafter_fault.clear();
@@ -110,28 +117,46 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   a.max_new_tokens = 48;
   std::string methods = "sequential,eagle,peagle";
   std::string json_file;
+  std::string html;
   po::options_description desc("compare options");
   add_decode_options(desc, a);
   desc.add_options()("methods", po::value(&methods)->default_value(methods),
                      "methods to run, comma-separated, each METHOD[=DRAFTER_DIR][:KEY=VALUE]... (options of its "
                      "shape or parameters, e.g. eagle3:k=2,eagle3:tree=dynamic:depth=5,ngram:n_min=2); a missing "
                      "drafter directory defaults to the bundled layout beside --model (draft, eagle1, eagle3, peagle)")(
-      "json-file", po::value(&json_file), "also write the --json output to this file (written atomically)");
+      "json-file", po::value(&json_file), "also write the --json output to this file (written atomically)")(
+      "html", po::value(&html),
+      "also write the methods side by side as one self-contained page (OUT.html; no network): per method its tokens per "
+      "step, each step's draft tree or chain and cost in forwards, its output, the mean acceptance length and whether "
+      "the outputs agree; drawn as `specdec explain --html` draws one run");
   if (!parse_options(args, desc, io,
-                     "specdec compare --model DIR (--prompt TEXT | --prompt-ids IDS) [--methods sequential,eagle,peagle] [options]")) {
+                     "specdec compare --model DIR (--prompt TEXT | --prompt-ids IDS) [--methods sequential,eagle,peagle] "
+                     "[--html OUT.html] [options]")) {
     return 0;
   }
   if (a.method.name != "sequential" || !a.drafter.empty()) {
     throw Error("compare runs the methods listed in --methods; drop --method / --drafter");
   }
+  check_html_option(args, html);
   std::vector<MethodRun> runs = parse_methods(methods, a);
   DecodeArgs plain = a;  // the target, prompt and sampling (fallbacks and faults belong to the speculative runs)
   plain.fallback_method.clear();
   plain.fallback_drafter.clear();
   plain.drafter_fault.clear();
   DecodeJob job = prepare_decode(plain);
+  const ModelConfig& config = job.target.config;
   for (MethodRun& r : runs) {
-    r.result = run_method(r.args, job.target, job.prompt, job.sampling, job.options);
+    if (html.empty()) {
+      r.result = run_method(r.args, job.target, job.prompt, job.sampling, job.options);
+      continue;
+    }
+    r.steps.model = job.target.path;
+    r.steps.method = r.args.method.name;
+    r.steps.draft_free = method_entry(r.args.method.name).drafter.kind == DrafterNeed::Kind::context;
+    r.steps.method_json = method_json(r.args).dump();
+    r.steps.max_new_tokens = job.options.max_new_tokens;
+    ExplainRecorder recorder(r.steps, job.sampling, job.options.sequence, [&config](int32_t t) { return config.is_eos(t); });
+    r.result = run_method(r.args, job.target, job.prompt, job.sampling, job.options, &recorder);
   }
   const std::vector<int32_t>& first = runs.front().result.tokens;
   bool all_agree = true;
@@ -143,6 +168,18 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   const auto per_forward = [](const GenerationResult& g) {
     return g.stats.target_forwards ? static_cast<double>(g.tokens.size()) / g.stats.target_forwards : 0.0;
   };
+
+  const bool exact_mode = job.sampling.mode != SamplingParams::Mode::sample;
+  if (!html.empty()) {
+    const TokenText tt(job.target.tokenizer.get());
+    std::vector<ComparedRun> page;
+    for (MethodRun& r : runs) {
+      page.push_back({r.label, method_facts(r.args), std::move(r.steps), al(r.result), r.result.stats.target_forwards,
+                      r.result.stats.drafter_forwards});
+    }
+    const nlohmann::json facts = context_facts(a, job.target.path, job.sampling, tt.text(job.prompt), static_cast<int>(job.prompt.size()));
+    write_file_atomically(html, compare_page(page, facts, exact_mode, tt));
+  }
 
   if (a.json || !json_file.empty()) {
     nlohmann::json j = {{"model", job.target.path}, {"sampling", job.sampling}, {"prompt_tokens", job.prompt},
@@ -204,7 +241,7 @@ int run_compare(const std::vector<std::string>& args, CommandIO& io) {
   for (const MethodRun& r : runs) {
     if (r.result.tokens != first) io.out << "[" << r.label << "] " << printable(text(r.result.tokens)) << "\n";
   }
-  const bool exact_mode = job.sampling.mode != SamplingParams::Mode::sample;
+  if (!html.empty()) io.out << "page   " << html << "\n";
   io.out << "\n"
          << (all_agree ? "all outputs agree token for token"
                        : exact_mode ? "OUTPUTS DISAGREE: speculative decoding must reproduce sequential decoding here"

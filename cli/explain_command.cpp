@@ -11,6 +11,7 @@
 
 #include "cli/explain_html.hpp"
 #include "cli/explain_steps.hpp"
+#include "cli/run_header.hpp"
 #include "cli/options.hpp"
 #include "runtime/method_runner.hpp"
 #include "reference/core/error.hpp"
@@ -163,7 +164,10 @@ class TextView {
   std::string piece(int32_t token) const { return tt_.has_vocabulary() ? tt_.label(token) : std::to_string(token); }
   std::string pieces(const std::vector<int32_t>& ids) const {
     std::string out;
-    for (size_t i = 0; i < ids.size(); ++i) out += (i && !tt_.has_vocabulary() ? " " : "") + piece(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i && !tt_.has_vocabulary()) out += ' ';  // not " " + piece(): GCC 12 warns falsely (-Wrestrict)
+      out += piece(ids[i]);
+    }
     return out;
   }
 
@@ -317,10 +321,13 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   po::options_description desc("explain options");
   add_decode_options(desc, a);
   desc.add_options()("color", po::value(&color)->default_value(color), "auto (on a terminal) | always | never")(
-      "html", po::value(&html), "also write the run as a self-contained page to step through (OUT.html)");
+      "html", po::value(&html),
+      "also write the run as a self-contained page to step through (OUT.html; no network): a readable header and intro, each "
+      "step's draft tree fitted to its panel (zoom, pan), the selected node's p and q on a 0..1 axis with its test, the step's "
+      "cost in forwards against sequential decoding, the text so far");
   if (!parse_options(args, desc, io, "specdec explain --model DIR (--prompt TEXT | --prompt-ids IDS) [--method M] [--html OUT.html] [options]")) return 0;
   if (color != "auto" && color != "always" && color != "never") throw Error("--color must be auto, always or never");
-  if (!html.empty()) check_html_destination(html);
+  check_html_option(args, html);
   DecodeJob job = prepare_decode(a);
   const GenerationOptions& options = job.options;
   const SamplingParams& sampling = job.sampling;
@@ -330,6 +337,7 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   const TokenText tt(m.tokenizer.get());
 
   ExplainRun run;
+  run.model = m.path;
   run.method = a.method.name;
   run.draft_free = method_entry(a.method.name).drafter.kind == DrafterNeed::Kind::context;
   run.method_json = method_json(a).dump();
@@ -345,7 +353,9 @@ int run_explain(const std::vector<std::string>& args, CommandIO& io) {
   const GenerationResult r = run_method(a, m, job.prompt, sampling, options, &recorder);
   view.summary(r);
   if (!html.empty()) {
-    write_file_atomically(html, explain_page(run, tt));
+    nlohmann::json facts = method_facts(a);
+    for (const auto& f : context_facts(a, m.path, sampling, tt.text(run.prompt), static_cast<int>(run.prompt.size()))) facts.push_back(f);
+    write_file_atomically(html, explain_page(run, tt, facts));
     io.out << "page   " << html << "\n";
   }
   return 0;

@@ -1,6 +1,10 @@
 #include "cli/explain_html.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -96,6 +100,9 @@ json step_json(const StepRecord& r, const TokenText& tt) {
           {"produced", r.produced},
           {"cut", r.cut},
           {"drafter_forwards", r.drafter_forwards},
+          {"target_rows", r.target_rows},
+          {"draft_ns", r.draft_ns},
+          {"target_ns", r.target_ns},
           {"sources", sources},
           {"total_tokens", r.total_tokens},
           {"total_target_forwards", r.total_target_forwards},
@@ -135,9 +142,12 @@ std::string html_escape(const std::string& s) {
 
 }  // namespace
 
-// The page's style and script (explain_page_assets.cpp).
-extern const char* const kExplainPageStyle;
-extern const char* const kExplainPageScript;
+// The pages' style and scripts (explain_page_assets.cpp, compare_page_assets.cpp).
+extern const char* const kPageStyle;
+extern const char* const kPageScript;
+extern const char* const kExplainPageMain;
+extern const char* const kComparePageStyle;
+extern const char* const kComparePageMain;
 
 std::string TokenText::label(int32_t token) const {
   if (tokenizer_) return escaped(tokenizer_->token_text(token));
@@ -181,10 +191,23 @@ void check_html_destination(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(p, ec)) throw Error("--html " + path + ": is a directory; give the page's file name (OUT.html)");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) throw Error("--html " + path + ": the directory " + dir.string() + " does not exist");
+  if (!fs::exists(dir, ec)) throw Error("--html " + path + ": the directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir, ec)) throw Error("--html " + path + ": " + dir.string() + " is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw Error("--html " + path + ": the directory " + dir.string() + " is not writable (" + std::strerror(errno) + ")");
+  }
 }
 
-std::string explain_page(const ExplainRun& run, const TokenText& tt) {
+void check_html_option(const std::vector<std::string>& args, const std::string& path) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--html" && i + 1 < args.size() && args[i + 1].empty()) {  // (boost refuses "--html=" itself)
+      throw Error("--html: empty file name; expected the page to write, e.g. --html run.html");
+    }
+  }
+  if (!path.empty()) check_html_destination(path);
+}
+
+json run_json(const ExplainRun& run, const TokenText& tt) {
   json steps = json::array();
   for (const StepRecord& r : run.steps) steps.push_back(step_json(r, tt));
   // Parallel drafting (every depth in one drafter forward, as the method's schedule says of a
@@ -199,32 +222,46 @@ std::string explain_page(const ExplainRun& run, const TokenText& tt) {
   }
   const json sampling = {{"mode", to_string(run.sampling.mode)}, {"temperature", run.sampling.temperature},
                          {"top_k", run.sampling.top_k}, {"top_p", run.sampling.top_p}, {"seed", run.sampling.seed}};
-  const json data = {{"method", run.method},
-                     {"method_json", run.method_json},
-                     {"sampling", sampling},
-                     {"sampling_text", run.sampling.to_string()},
-                     {"max_new_tokens", run.max_new_tokens},
-                     {"prompt", labels(run.prompt, tt)},
-                     {"prompt_text", tt.text(run.prompt)},
-                     {"output_text", tt.text(run.output)},
-                     {"stop_reason", run.stop_reason},
-                     {"parallel_depth", parallel},
-                     {"draft_free", run.draft_free},
-                     {"drafted_full", run.drafted_full},
-                     {"accepted_full", run.accepted_full},
-                     {"steps", steps}};
+  return {{"method", run.method},
+          {"title", method.title.empty() ? run.method : method.title},
+          {"method_json", run.method_json},
+          {"sampling", sampling},
+          {"max_new_tokens", run.max_new_tokens},
+          {"prompt", labels(run.prompt, tt)},
+          {"prompt_text", tt.text(run.prompt)},
+          {"output_text", tt.text(run.output)},
+          {"output_ids", run.output},
+          {"output_tokens", run.output.size()},
+          {"stop_reason", run.stop_reason},
+          {"parallel_depth", parallel},
+          {"draft_free", run.draft_free},
+          {"drafted_full", run.drafted_full},
+          {"accepted_full", run.accepted_full},
+          {"steps", steps}};
+}
+
+std::string html_page(PageKind kind, const std::string& title, const json& data) {
   std::string page;
   page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
-  page += "<title>specdec explain: " + html_escape(run.method) + ", " + html_escape(to_string(run.sampling.mode)) + "</title>\n";
+  page += "<title>" + html_escape(title) + "</title>\n";
   page += "<style>\n";
-  page += kExplainPageStyle;
+  page += kPageStyle;
+  if (kind == PageKind::compare) page += kComparePageStyle;
   page += "</style>\n</head>\n<body>\n";
-  page += "<script id=\"run-data\" type=\"application/json\">" + script_safe(data.dump()) + "</script>\n";
+  page += "<script id=\"run-data\" type=\"application/json\">" + script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace)) + "</script>\n";
   page += "<script>\n";
-  page += kExplainPageScript;
+  page += kPageScript;
+  page += kind == PageKind::compare ? kComparePageMain : kExplainPageMain;
   page += "</script>\n</body>\n</html>\n";
   return page;
+}
+
+std::string explain_page(const ExplainRun& run, const TokenText& tt, const json& facts) {
+  json data = run_json(run, tt);
+  data["facts"] = facts;
+  return html_page(PageKind::explain, "specdec explain: " + run.method + ", " + to_string(run.sampling.mode), data);
 }
 
 }  // namespace specdec::cli

@@ -159,6 +159,8 @@ void ExplainRecorder::on_sequential_step(const SequentialStep& s) {
   r.emitted = {s.token};
   r.produced = 1;
   r.drafter_forwards = 0;
+  r.target_rows = s.index == 0 ? static_cast<int>(run_.prompt.size()) : 1;  // the prefill reads the whole prompt
+  r.target_ns = s.step_ns;
   finish_step(std::move(r));
 }
 
@@ -319,6 +321,9 @@ void ExplainRecorder::on_speculative_step(const SpeculativeStep& s) {
     for (size_t i = r.emitted.size(); i < v.accepted_nodes.size(); ++i) r.status[v.accepted_nodes[i]] = "discarded";
   }
   r.drafter_forwards = s.drafter_forwards;
+  r.target_rows = static_cast<int>(L.rows());
+  r.draft_ns = s.draft_ns;
+  r.target_ns = s.verify_ns;
   if (s.sources && !s.sources->empty()) {
     // The history the drafts were copied from: the prompt and the output before this step.
     std::vector<int32_t> history = run_.prompt;

@@ -112,6 +112,11 @@ struct StepRecord {
   int produced = 0;              // what the step would have appended without a cut
   std::string cut;               // "" | "max-new-tokens" | "eos"
   int drafter_forwards = 0;
+  // The cost of the step as run: the rows of its one target forward (the prefill: the prompt; a
+  // verify: the pending token and every draft node) and the wall times measured around the
+  // drafting and the target forward (this machine, this run).
+  int target_rows = 0;
+  int64_t draft_ns = 0, target_ns = 0;
   DraftSources sources;          // draft-free drafters; empty otherwise (and when nothing was drafted)
   // Running counters after this step.
   int total_tokens = 0, total_target_forwards = 0, total_drafter_forwards = 0;
@@ -120,6 +125,7 @@ struct StepRecord {
 };
 
 struct ExplainRun {
+  std::string model;           // the target's checkpoint
   std::string method;          // the registry name: sequential, draft, eagle, ..., ngram, suffix, ...
   bool draft_free = false;     // the method drafts from the token history (n-gram lookup, suffix decoding)
   std::string method_json;

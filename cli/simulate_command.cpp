@@ -12,6 +12,8 @@
 
 #include "cli/cli.hpp"
 #include "cli/known_options.hpp"
+#include "cli/simulate_capacity.hpp"
+#include "cli/simulate_options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
 #include "reference/io/json_input.hpp"
@@ -27,6 +29,7 @@
 #include "reference/policies/policy_spec.hpp"
 #include "reference/policies/registry.hpp"
 #include "simulator/policy_pricing.hpp"
+#include "simulator/prediction_json.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/search.hpp"
 #include "simulator/spec_json.hpp"
@@ -42,73 +45,6 @@ namespace {
 
 using namespace specdec::sim;
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(s);
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-double parse_double(const std::string& s, const std::string& option) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + option + ": '" + s + "' is not a number");
-}
-
-int parse_int(const std::string& s, const std::string& option) {
-  const double v = parse_double(s, option);
-  if (v != std::floor(v) || std::fabs(v) > 1e9) throw Error("--" + option + ": '" + s + "' is not an integer");
-  return int(v);
-}
-
-// "1,2,4" or "1-8" (or a mix: "1-4,8"). Every value must be at most `max_value`, and the list holds
-// at most kMaxSweepCells values: both are checked on a range's ends before it is enumerated.
-std::vector<int> parse_int_list(const std::string& s, const std::string& option, long long max_value) {
-  std::vector<int> out;
-  auto bounded = [&](int v) {
-    if (v > max_value)
-      throw Error("--" + option + ": " + std::to_string(v) + " is more than specdec supports (" +
-                  std::to_string(max_value) + "); see docs/reliability.md");
-    return v;
-  };
-  long long count = 0;
-  for (const auto& item : split_list(s)) {
-    const auto dash = item.find('-', 1);
-    if (dash != std::string::npos) {
-      const int a = parse_int(item.substr(0, dash), option), b = bounded(parse_int(item.substr(dash + 1), option));
-      if (b < a) throw Error("--" + option + ": range '" + item + "' is empty");
-      count += (long long)b - a + 1;
-    } else {
-      bounded(parse_int(item, option));
-      count += 1;
-    }
-    check_input_limit("--" + option, "the number of values", count, kMaxSweepCells);
-  }
-  for (const auto& item : split_list(s)) {
-    const auto dash = item.find('-', 1);
-    if (dash != std::string::npos) {
-      const int a = parse_int(item.substr(0, dash), option), b = parse_int(item.substr(dash + 1), option);
-      for (int v = a; v <= b; ++v) out.push_back(v);
-    } else {
-      out.push_back(parse_int(item, option));
-    }
-  }
-  if (out.empty()) throw Error("--" + option + ": no values in '" + s + "'");
-  return out;
-}
-
-// One value of an option, at most `max_value` (named in the error).
-int parse_bounded_int(const std::string& s, const std::string& option, long long max_value, const std::string& what) {
-  const int v = parse_int(s, option);
-  check_input_limit("--" + option, what, v, (unsigned long long)max_value);
-  return v;
-}
 
 std::vector<double> parse_double_list(const std::string& s, const std::string& option) {
   std::vector<double> out;
@@ -201,41 +137,6 @@ std::string fmt(double v, int precision = 3) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(precision) << v;
   return s.str();
-}
-
-nlohmann::json prediction_json(const Prediction& p, bool breakdown) {
-  nlohmann::json j = {{"method", method_name(p.method)},
-                      {"k", p.k},
-                      {"tree_nodes", p.tree_nodes},
-                      {"acceptance_length", p.tokens_per_step},
-                      {"acceptance_length_counts", "accepted drafts + the bonus token (plain decoding = 1)"},
-                      {"tpot_ms", p.tpot_s * 1e3},
-                      {"ttft_ms", p.ttft_s * 1e3},
-                      {"throughput_tokens_per_s", p.throughput_tokens_per_s},
-                      {"sequential_tpot_ms", p.sequential_tpot_s * 1e3},
-                      {"speedup", p.speedup},
-                      {"step_ms", p.step.total_s() * 1e3},
-                      {"draft_ms", p.step.draft_s * 1e3},
-                      {"verify_ms", p.step.verify_s * 1e3},
-                      {"overhead_ms", p.step.overhead_s * 1e3},
-                      {"lookup_ms", p.step.lookup_s * 1e3},
-                      {"draft_forwards", p.step.draft_forwards},
-                      {"draft_weight_bytes_per_device", p.step.draft_weight_bytes},
-                      {"draft_flops_per_device", p.step.draft_flops},
-                      {"verify_tokens_per_sequence", p.step.verify_tokens},
-                      {"verify_flop_per_byte", p.verify_intensity},
-                      {"ridge_point_flop_per_byte", p.ridge_point},
-                      {"weight_bytes_per_device", p.weight_bytes_per_device},
-                      {"kv_bytes_per_device", p.kv_bytes_per_device},
-                      {"fits_memory", p.fits_memory}};
-  if (breakdown) {
-    nlohmann::json ops = nlohmann::json::array();
-    for (const auto& c : p.step.ops)
-      ops.push_back({{"phase", c.op.phase}, {"op", c.op.name}, {"count", c.op.count}, {"flops", c.op.flops},
-                     {"bytes", c.op.bytes}, {"time_us", c.time_s * 1e6}, {"total_us", c.total_s * 1e6}, {"bound", c.bound}});
-    j["breakdown"] = ops;
-  }
-  return j;
 }
 
 void print_breakdown(std::ostream& out, const Prediction& p) {
@@ -481,6 +382,7 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
                           {"results", r.rows.size()},
                           {"max_abs_relative_error", r.max_abs_error},
                           {"mean_relative_error", r.mean_error},
+                          {"mean_abs_relative_error", r.mean_abs_error},
                           {"rms_log_error", r.rms_log_error}};
       for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
       return s;
@@ -511,13 +413,13 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
              << fmt(row.published_speedup, 2) << "x" << std::setw(10) << fmt(row.predicted_speedup, 2) << "x"
              << std::setw(8) << fmt(100 * row.relative_error, 1) << "%\n";
     for (const auto& k : r.skipped) io.out << "  skipped " << k.label << ": " << k.reason << "\n";
-    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean " << fmt(100 * r.mean_error, 1)
-           << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
+    io.out << "  largest error " << fmt(100 * r.max_abs_error, 1) << "%, mean |error| " << fmt(100 * r.mean_abs_error, 1)
+           << "%, mean " << fmt(100 * r.mean_error, 1) << "%, RMS log " << fmt(r.rms_log_error, 3) << "\n\n";
   }
   io.out << all.rows.size() << " published results in " << results.size() << " set(s)"
          << (all.skipped.empty() ? "" : " (" + std::to_string(all.skipped.size()) + " skipped: no spec)")
-         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean " << fmt(100 * all.mean_error, 1)
-         << "% (> 0: speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
+         << ": largest error " << fmt(100 * all.max_abs_error, 1) << "%, mean |error| " << fmt(100 * all.mean_abs_error, 1)
+         << "%, mean " << fmt(100 * all.mean_error, 1) << "% (the bias: > 0, speedup predicted too high), RMS log " << fmt(all.rms_log_error, 3) << "\n";
   return 0;
 }
 
@@ -552,6 +454,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
     // The rate is of the predictions alone (one thread), without writing the file.
     io.out << "predicted " << sum.scenarios << " scenarios in " << fmt(secs, 2) << " s ("
            << fmt(sum.scenarios / std::max(secs, 1e-9), 0) << " per second, one thread); wrote " << out_path << "\n";
+    write_sweep_pivot(io.out, rows);
   }
   if (sum.skipped) {
     io.err << "skipped " << sum.skipped << " invalid combinations, e.g.:\n";
@@ -751,7 +654,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
     ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep and --policy: list")
     ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
-    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep: list")
+    ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep and capacity planning: list (capacity planning searches 1, 2, 4, ... up to one instance unless given)")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
@@ -834,7 +737,11 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
                   : std::vector<int>{parse_bounded_int(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch, "the batch size")};
   s.workload.batch = batches.front();
-  s.workload.tp = parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
+  // Capacity planning searches a list of TPs (every power of two of the instance by default); the
+  // prediction printed before the plan is at the first.
+  const bool capacity = vm.count("capacity-rate") || vm.count("tpot-target-ms");
+  s.workload.tp = capacity ? capacity_tensor_parallel_degrees(vm, s.hardware).front()
+                           : parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
   s.workload.prompt_len = parse_bounded_int(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions, "the prompt length");
   s.workload.output_len = parse_bounded_int(vm["output-len"].as<std::string>(), "output-len", kMaxPositions, "the output length");
   if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
@@ -883,7 +790,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   const Method method = s.plan.method;
   const bool lookup = method != Method::sequential && draft_free(method);
   // MTP and Medusa specs may carry their checkpoints' published acceptance as categories.
-  const bool published = method == Method::mtp || method == Method::medusa;
+  // Drafters with a model may carry their published acceptance as categories (MTP and Medusa
+  // checkpoints' papers, EAGLE heads' papers and engines' measurements).
+  const bool published = method != Method::sequential && !lookup;
   for (const char* o : {"category", "match-rate"})
     if (vm.count(o) && !lookup && !(published && std::string(o) == "category"))
       throw Error(std::string("--") + o + " is for draft-free methods (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree); " +
@@ -898,8 +807,13 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     match_rate = vm["match-rate"].as<double>();
     if (!(*match_rate >= 0 && *match_rate <= 1)) throw Error("--match-rate: the share of steps that draft must be in [0, 1]");
   }
-  if (vm.count("category")) {
-    const std::string name = vm["category"].as<std::string>();
+  // No acceptance given: a drafter spec's default category, its published acceptance, said so.
+  std::string category = vm.count("category") ? vm["category"].as<std::string>() : "";
+  const bool default_category = category.empty() && published && !s.acceptance && !s.measured_tokens_per_step && free_spec &&
+                                !free_spec->default_category.empty();
+  if (default_category) category = free_spec->default_category;
+  if (!category.empty()) {
+    const std::string name = category;
     if (s.acceptance || s.measured_tokens_per_step)
       throw Error("--category takes the acceptance of category '" + name + "' from the drafter spec; give it or an acceptance "
                   "model (--alpha, --acceptance, ...), not both (to change a category's numbers, give a spec of your own with --drafter FILE)");
@@ -915,9 +829,16 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     CategoryAcceptance use = c;
     if (match_rate) use.match_rate = match_rate;
     s.acceptance = use.acceptance(free_spec->name);
+    const std::string defaulted = default_category ? ", the drafter spec's default: give --alpha, --acceptance, ... for your own" : "";
+    if (c.model && default_category)
+      s.acceptance = described_acceptance(c.model, "category '" + name + "' of " + free_spec->name + " (" + c.kind + defaulted + ")");
     if (use.match_rate) s.match_rate = *use.match_rate;
     if (!c.tree.empty()) {
       // An AL measured on one tree: that tree is drafted and verified, with the measured AL.
+      if (default_category && !s.engine.trees)
+        throw Error("drafter '" + free_spec->name + "''s published acceptance (category '" + name + "') is an AL measured on tree '" +
+                    c.tree + "', and engine '" + s.engine.name + "' verifies chains only: give an acceptance model for a chain "
+                    "(--alpha, --acceptance, ...) or an engine that verifies trees (--engine sglang, tensorrt-llm or hf-eager)");
       if (vm.count("dynamic-tree") || (vm.count("tree") && vm["tree"].as<std::string>() != c.tree))
         throw Error("--category " + name + " of " + free_spec->name + " is an AL measured on tree '" + c.tree +
                     "' (" + c.kind + "): it prices that tree; give --tree " + c.tree + " or leave the tree out");
@@ -925,7 +846,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
       category_tree = c.tree;
       std::ostringstream note;
       note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on tree "
-           << c.tree;
+           << c.tree << defaulted;
       measured_note = note.str();
     }
   } else if (match_rate) {
@@ -939,7 +860,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                 ") or an acceptance model (--alpha, --acceptance, --acceptance-table, --acceptance-by-depth, --trace or --al)");
   if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
-                "--acceptance-by-depth, --tree-acceptance, --trace or --al");
+                "--acceptance-by-depth, --tree-acceptance, --trace or --al" +
+                (free_spec && !free_spec->categories.empty() ? ", or --category (" + free_spec->name + "'s published: " +
+                                                                  free_spec->category_list() + ")"
+                                                            : std::string()));
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   check_draft_limit("--k", "K", s.plan.k, kMaxDraftDepth);
   tree_from_options(vm, s.acceptance, s.plan);
@@ -1037,25 +961,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     p = predict(s);
   }
   if (vm.count("json")) {
-    out["scenario"] = {{"model", s.target.name},
-                       {"hardware", s.hardware.name},
-                       {"engine", s.engine.name},
-                       {"drafter", s.drafter ? s.drafter->name : "none"},
-                       {"batch", s.workload.batch},
-                       {"tp", s.workload.tp},
-                       {"prompt_len", s.workload.prompt_len},
-                       {"output_len", s.workload.output_len},
-                       {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
-    if (lookup) {
-      out["scenario"]["draft_free"] = true;
-      out["scenario"]["match_rate"] = s.match_rate;
-      if (vm.count("category")) out["scenario"]["category"] = vm["category"].as<std::string>();
-    } else if (vm.count("category")) {
-      out["scenario"]["category"] = vm["category"].as<std::string>();
-    }
+    out["scenario"] = scenario_json(s);
+    if (!category.empty()) out["scenario"]["category"] = category;
+    if (default_category) out["scenario"]["category_default"] = true;
     if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
-    if (s.drafter && method == Method::mtp) out["scenario"]["mtp_modules"] = s.drafter->num_modules;
-    if (s.drafter && method == Method::medusa) out["scenario"]["medusa_heads"] = s.drafter->num_heads;
     out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
   } else {
     print_prediction(io.out, s, p, measured_note);
@@ -1097,46 +1006,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     }
   }
 
-  if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {
-    if (!vm.count("capacity-rate") || !vm.count("tpot-target-ms"))
-      throw Error("capacity planning needs both --capacity-rate and --tpot-target-ms");
-    CapacityRequest req;
-    req.requests_per_s = vm["capacity-rate"].as<double>();
-    req.tpot_target_s = vm["tpot-target-ms"].as<double>() * 1e-3;
-    req.ttft_target_s = vm["ttft-target-ms"].as<double>() * 1e-3;
-    // Written so that NaN fails too (program_options reads "nan" and "inf").
-    if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
-      throw Error("--capacity-rate: the offered load must be a finite number > 0 requests/s, got " +
-                  std::to_string(req.requests_per_s));
-    if (!(req.tpot_target_s > 0 && std::isfinite(req.tpot_target_s)))
-      throw Error("--tpot-target-ms: must be a finite number > 0 milliseconds");
-    if (!(req.ttft_target_s >= 0 && std::isfinite(req.ttft_target_s)))
-      throw Error("--ttft-target-ms: must be a finite number >= 0 milliseconds (0 = none)");
-    if (vm.count("price")) {
-      req.price_per_device_hour = vm["price"].as<double>();
-      if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
-        throw Error("--price must be a finite number >= 0 USD per device-hour");
-    }
-    const CapacityPlan plan = plan_capacity(s, req);
-    if (vm.count("json")) {
-      out["capacity"] = {{"feasible", plan.feasible},
-                         {"batch", plan.batch},
-                         {"replicas", plan.replicas},
-                         {"devices", plan.devices},
-                         {"cost_per_hour_usd", plan.cost_per_hour},
-                         {"cost_per_million_output_tokens_usd", plan.cost_per_million_output_tokens},
-                         {"tpot_ms", plan.prediction.tpot_s * 1e3},
-                         {"ttft_ms", plan.prediction.ttft_s * 1e3}};
-    } else if (plan.feasible) {
-      io.out << "\ncapacity for " << req.requests_per_s << " requests/s at TPOT <= " << req.tpot_target_s * 1e3 << " ms:\n"
-             << "  batch " << plan.batch << " per replica (TPOT " << fmt(plan.prediction.tpot_s * 1e3) << " ms), "
-             << plan.replicas << " replicas = " << plan.devices << " devices, $" << fmt(plan.cost_per_hour, 2)
-             << "/hour, $" << fmt(plan.cost_per_million_output_tokens, 3) << " per million output tokens\n";
-    } else {
-      io.out << "\ncapacity: no batch size meets TPOT <= " << req.tpot_target_s * 1e3
-             << " ms (and the TTFT target) within memory\n";
-    }
-  }
+  if (vm.count("capacity-rate") || vm.count("tpot-target-ms"))
+    run_capacity_plan(vm, s, specs, vm.count("json") ? &out : nullptr, io.out);
   if (vm.count("json")) io.out << out.dump(2) << "\n";
   return 0;
 }

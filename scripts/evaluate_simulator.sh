@@ -82,10 +82,12 @@ for kind in ("priors", "fitted"):
     j = json.load(open(f"{out}/evaluation_{kind}.json"))
     for s in j["sets"] + [j["all"]]:
         sets.setdefault(s["set"], {})[kind] = s
-print(f"{'evaluation set':24}{'n':>4}{'priors: max':>13}{'mean':>8}{'fitted: max':>13}{'mean':>8}")
+# mean |err|: how far off one prediction is on average; bias: the signed mean (> 0: too optimistic).
+print(f"{'evaluation set':24}{'n':>4}{'priors: max':>13}{'mean |err|':>12}{'bias':>8}{'fitted: max':>13}{'mean |err|':>12}{'bias':>8}")
 for name, k in sets.items():
     p, f = k["priors"], k["fitted"]
-    print(f"{name:24}{p['results']:>4}{100*p['max_abs_relative_error']:>12.1f}%{100*p['mean_relative_error']:>7.1f}%"
-          f"{100*f['max_abs_relative_error']:>12.1f}%{100*f['mean_relative_error']:>7.1f}%")
+    print(f"{name:24}{p['results']:>4}{100*p['max_abs_relative_error']:>12.1f}%{100*p['mean_abs_relative_error']:>11.1f}%"
+          f"{100*p['mean_relative_error']:>7.1f}%{100*f['max_abs_relative_error']:>12.1f}%{100*f['mean_abs_relative_error']:>11.1f}%"
+          f"{100*f['mean_relative_error']:>7.1f}%")
 PY
 echo "wrote $OUT"

@@ -64,7 +64,7 @@ def main():
     for name, al, pair, result in rows:
         print(f"  {name:<10} {al:8.2f}  {pair:<36} {result}")
     print(f"  The simulator's error on {evaluation['results']} published results it was never fitted to: "
-          f"mean {100 * evaluation['mean_relative_error']:.0f}%, largest {100 * evaluation['max_abs_relative_error']:.0f}%\n"
+          f"mean {100 * evaluation['mean_abs_relative_error']:.0f}% off, largest {100 * evaluation['max_abs_relative_error']:.0f}%\n"
           f"  (specdec simulate --evaluate simulator/evaluation). On this CPU the bundled models are tiny and\n"
           f"  compute-bound, so speculation costs more than it saves; on a GPU reading an 8B target's weights\n"
           f"  dominates each step, and verifying K drafts costs about as much as one token.")

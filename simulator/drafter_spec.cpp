@@ -121,7 +121,7 @@ std::string DrafterSpec::category_list() const {
 
 DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& source) {
   check_known_fields(j, {"name", "method", "target", "num_layers", "draft_vocab_size", "trained_depth",
-                         "num_modules", "num_heads", "model", "config", "categories", "not_priced"},
+                         "num_modules", "num_heads", "model", "config", "categories", "default_category", "not_priced"},
                      source);
   DrafterSpec d;
   d.name = get_string(j, "name", source);
@@ -130,7 +130,7 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   if (d.method == Method::sequential) throw Error(source + ": a drafter's method cannot be 'sequential'");
   d.target = get_string_or(j, "target", "", source);
   if (draft_free(d.method)) {
-    for (const char* f : {"num_layers", "draft_vocab_size", "trained_depth", "model", "config"})
+    for (const char* f : {"num_layers", "draft_vocab_size", "trained_depth", "model", "config", "default_category"})
       if (has_field(j, f))
         throw Error(source + ": method " + method_name(d.method) + " is draft-free (it drafts from the token history, "
                     "no model): field '" + f + "' does not apply");
@@ -147,10 +147,6 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   const bool mtp = d.method == Method::mtp, medusa = d.method == Method::medusa;
   d.not_priced = get_string_or(j, "not_priced", "", source);
   if (has_field(j, "categories")) {
-    if (!mtp && !medusa)
-      throw Error(source + ": field 'categories' (acceptance by prompt category) is for draft-free methods and the "
-                  "published acceptance of MTP and Medusa checkpoints; a " + method_name(d.method) +
-                  " drafter's acceptance is given on the command line (--alpha, --acceptance, ...)");
     const auto& cats = j.at("categories");
     if (!cats.is_object()) throw Error(source + ": field 'categories' must be an object {category: acceptance}");
     for (const auto& [name, c] : cats.items()) {
@@ -158,6 +154,10 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
       d.categories.emplace(name, parse_category(name, c, source));
     }
   }
+  d.default_category = get_string_or(j, "default_category", "", source);
+  if (!d.default_category.empty() && !d.categories.count(d.default_category))
+    throw Error(source + ": field 'default_category' names '" + d.default_category + "', which is not one of its categories (" +
+                d.category_list() + ")");
   // Fields that belong to other drafter kinds are refused by name, so a spec of one kind given
   // with another's fields (a Medusa spec's num_heads on an MTP spec) is caught at once.
   auto refuse = [&](const char* field, const std::string& belongs) {

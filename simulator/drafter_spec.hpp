@@ -59,8 +59,12 @@ struct DrafterSpec {
   // Why the simulator cannot price this checkpoint (e.g. its target's attention kind); resolving it
   // is refused with this reason. Empty: priced.
   std::string not_priced;
-  // Draft-free methods: acceptance by prompt category; MTP and Medusa: published acceptance.
+  // Draft-free methods: acceptance by prompt category; drafters with a model: their published
+  // acceptance (MTP and Medusa checkpoints' papers, EAGLE heads' papers and engines' measurements).
   std::map<std::string, CategoryAcceptance> categories;
+  // The category `specdec simulate` uses when no acceptance is given (never for draft-free methods,
+  // whose acceptance depends on how much the output repeats the prompt). Empty: none.
+  std::string default_category;
 
   // The category by name; throws naming the categories this spec has (with their kind) otherwise.
   const CategoryAcceptance& category(const std::string& name) const;

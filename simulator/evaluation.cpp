@@ -131,14 +131,16 @@ std::vector<EvaluationSet> load_evaluation_sets(const std::filesystem::path& pat
 
 namespace {
 void summarise(EvaluationResult& r) {
-  double sq = 0, sum = 0;
+  double sq = 0, sum = 0, sum_abs = 0;
   r.max_abs_error = 0;
   for (const auto& row : r.rows) {
     r.max_abs_error = std::max(r.max_abs_error, std::fabs(row.relative_error));
     sum += row.relative_error;
+    sum_abs += std::fabs(row.relative_error);
     sq += std::pow(std::log(row.predicted_speedup / row.published_speedup), 2);
   }
   r.mean_error = r.rows.empty() ? 0 : sum / double(r.rows.size());
+  r.mean_abs_error = r.rows.empty() ? 0 : sum_abs / double(r.rows.size());
   r.rms_log_error = r.rows.empty() ? 0 : std::sqrt(sq / double(r.rows.size()));
 }
 }  // namespace

@@ -71,7 +71,8 @@ struct EvaluationResult {
   std::vector<EvaluationRowResult> rows;
   std::vector<SkippedResult> skipped;
   double max_abs_error = 0;
-  double mean_error = 0;      // signed: > 0 means the simulator predicts too much speedup
+  double mean_error = 0;      // signed (the bias): > 0 means the simulator predicts too much speedup
+  double mean_abs_error = 0;  // the mean of |error|: how far off a single prediction is on average
   double rms_log_error = 0;
 };
 

@@ -23,6 +23,21 @@ std::string k_setting(int k) { return "K = " + std::to_string(k); }
 
 }  // namespace
 
+std::string why_k_is_not_evaluated(Scenario s, int k) {
+  s.plan.k = k;
+  const int depth = acceptance_depth(s.plan);
+  if (s.acceptance && !s.acceptance->answers(depth))
+    return "acceptance model '" + s.acceptance->describe() + "' has no AL for " +
+           (depth == k ? std::string("it") : "depth " + std::to_string(depth));
+  const int trained = s.drafter ? s.drafter->trained_depth : 0;
+  if (s.plan.method == Method::peagle && trained > 0 && k > trained)
+    return "P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " + std::to_string(trained) + " parallel positions";
+  const int heads = s.drafter ? s.drafter->num_heads : 0;
+  if (s.plan.method == Method::medusa && k > heads)
+    return "Medusa drafter '" + s.drafter->name + "' has " + std::to_string(heads) + " heads, one per draft depth";
+  return "";
+}
+
 BestK best_k(Scenario s, std::vector<int> ks) {
   check_searchable(s, "the best K");
   std::sort(ks.begin(), ks.end());
@@ -37,22 +52,8 @@ BestK best_k(Scenario s, std::vector<int> ks) {
   double best = std::numeric_limits<double>::infinity();
   for (const int k : ks) {
     s.plan.k = k;
-    const int depth = acceptance_depth(s.plan);
-    if (!s.acceptance->answers(depth)) {
-      out.skipped.push_back({k_setting(k), "acceptance model '" + s.acceptance->describe() + "' has no AL for " +
-                                               (depth == k ? std::string("it") : "depth " + std::to_string(depth))});
-      continue;
-    }
-    const int trained = s.drafter ? s.drafter->trained_depth : 0;
-    if (s.plan.method == Method::peagle && trained > 0 && k > trained) {
-      out.skipped.push_back({k_setting(k), "P-EAGLE drafter '" + s.drafter->name + "' was trained for up to " +
-                                               std::to_string(trained) + " parallel positions"});
-      continue;
-    }
-    const int heads = s.drafter ? s.drafter->num_heads : 0;
-    if (s.plan.method == Method::medusa && k > heads) {
-      out.skipped.push_back({k_setting(k), "Medusa drafter '" + s.drafter->name + "' has " + std::to_string(heads) +
-                                               " heads, one per draft depth"});
+    if (const std::string why = why_k_is_not_evaluated(s, k); !why.empty()) {
+      out.skipped.push_back({k_setting(k), why});
       continue;
     }
     s.plan.k = k;

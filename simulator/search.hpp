@@ -20,6 +20,10 @@ struct BestK {
   std::vector<Prediction> all;          // the evaluated K, ascending
   std::vector<SkippedSetting> skipped;  // the K not evaluated
 };
+// Why chain length K cannot be evaluated for the scenario ("" when it can): the acceptance model
+// has no AL that deep, P-EAGLE's trained depth, Medusa's head count. Never extrapolated.
+std::string why_k_is_not_evaluated(Scenario s, int k);
+
 // Evaluates each K in `ks` (chain drafting; duplicates once) that the acceptance model answers
 // and the drafter allows (P-EAGLE's trained depth), and returns the one with the lowest TPOT.
 // Throws when K < 1 is asked for, or when no K can be evaluated (saying what the data covers).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -116,6 +117,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
                     row.hardware = hw.name;
                     row.engine = s.engine.name;
                     row.model = model.name;
+                    row.moe = model.is_moe();
                     row.drafter = drafter_names[di];
                     row.batch = batch;
                     row.tp = tp;
@@ -172,6 +174,65 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
     for (double v : numeric_values(r)) out << "," << v;
     out << "\n";
   }
+}
+
+void write_sweep_pivot(std::ostream& out, const std::vector<SweepRow>& rows, size_t max_blocks) {
+  struct Block {
+    std::string title;
+    bool moe = false;
+    std::map<int, std::map<int, double>> speedup;  // K -> batch -> speedup
+    std::map<int, double> sequential_tpot_ms;       // batch -> sequential TPOT
+  };
+  std::vector<Block> blocks;
+  std::map<std::string, size_t> index;
+  for (const auto& r : rows) {
+    if (r.method == "sequential") continue;
+    std::ostringstream title;
+    title << r.hardware << " / " << r.engine << ", " << r.model << ", " << r.drafter << " (" << r.method << ")";
+    if (r.alpha > 0) title << ", alpha " << r.alpha;
+    title << ", TP " << r.tp << ", prompt " << r.prompt_len << ", output " << r.output_len;
+    auto [it, added] = index.emplace(title.str(), blocks.size());
+    if (added) blocks.push_back({title.str(), r.moe, {}, {}});
+    Block& b = blocks[it->second];
+    b.speedup[r.k][r.batch] = r.prediction.speedup;
+    b.sequential_tpot_ms[r.batch] = r.prediction.sequential_tpot_s * 1e3;
+  }
+  const auto fixed = [](double v, int digits) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(digits) << v;
+    return o.str();
+  };
+  for (size_t bi = 0; bi < blocks.size() && bi < max_blocks; ++bi) {
+    const Block& b = blocks[bi];
+    out << "\n" << b.title << "\nspeedup over sequential decoding (* the best K of each batch)\n";
+    out << std::left << std::setw(16) << "batch" << std::right;
+    for (const auto& [batch, _] : b.sequential_tpot_ms) out << std::setw(9) << batch;
+    out << "\n" << std::left << std::setw(16) << "sequential TPOT" << std::right;
+    for (const auto& [_, ms] : b.sequential_tpot_ms) out << std::setw(9) << (fixed(ms, 2) + "ms").substr(0, 9);
+    out << "\n";
+    std::map<int, int> best_k;  // batch -> K
+    for (const auto& [k, by_batch] : b.speedup)
+      for (const auto& [batch, v] : by_batch)
+        if (!best_k.count(batch) || v > b.speedup.at(best_k[batch]).at(batch)) best_k[batch] = k;
+    for (const auto& [k, by_batch] : b.speedup) {
+      out << std::left << std::setw(16) << ("K = " + std::to_string(k)) << std::right;
+      for (const auto& [batch, _] : b.sequential_tpot_ms) {
+        const auto v = by_batch.find(batch);
+        out << std::setw(9) << (v == by_batch.end() ? "-" : fixed(v->second, 2) + (best_k[batch] == k ? "*" : " "));
+      }
+      out << "\n";
+    }
+    // Speedup growing with batch is the opposite of a dense target's; say why where it happens.
+    if (b.moe && b.sequential_tpot_ms.size() > 1) {
+      const int first = b.sequential_tpot_ms.begin()->first, last = b.sequential_tpot_ms.rbegin()->first;
+      if (b.speedup.at(best_k[last]).at(last) > b.speedup.at(best_k[first]).at(first))
+        out << "(a MoE target: the speedup grows with batch. At small batches the K + 1 verified tokens route to more\n"
+               " distinct experts than one token does, so verification reads more weights than a plain step; at large\n"
+               " batches the plain step already touches most experts and verification adds little. docs/simulator.md,\n"
+               " 'Expert coverage'.)\n";
+    }
+  }
+  if (blocks.size() > max_blocks) out << "\n(" << blocks.size() - max_blocks << " more tables in the file)\n";
 }
 
 void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {

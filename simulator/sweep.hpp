@@ -30,6 +30,7 @@ struct SweepRow {
   std::string hardware, engine, model, drafter, method;
   int k = 0, batch = 1, tp = 1, prompt_len = 0, output_len = 0;
   double alpha = 0;  // NaN-free: 0 when a fixed acceptance model was used
+  bool moe = false;  // the target routes to experts (the pivot explains where that moves the speedup)
   Prediction prediction;
 };
 
@@ -48,5 +49,10 @@ std::vector<std::string> sweep_columns();
 void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
 void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
+// The speculative rows as readable tables: one block per (hardware, engine, model, drafter, TP,
+// lengths, α), K down and batch across, each cell the speedup over sequential decoding (the best
+// K of each batch marked), sequential TPOT on the block's first line. At most `max_blocks` blocks
+// (the rest counted); a block of a MoE target whose speedup grows with batch says why.
+void write_sweep_pivot(std::ostream& out, const std::vector<SweepRow>& rows, size_t max_blocks = 24);
 
 }  // namespace specdec::sim

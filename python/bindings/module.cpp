@@ -31,6 +31,10 @@
 #include "reference/drafters/medusa_checkpoint.hpp"
 #include "reference/model/ops.hpp"
 #include "specdec/version.hpp"
+#include "python/bindings/acceptance_rule.hpp"
+#include "python/bindings/conversions.hpp"
+#include "python/bindings/simulate.hpp"
+#include "python/bindings/step_records.hpp"
 
 namespace py = pybind11;
 
@@ -38,68 +42,7 @@ namespace specdec::python {
 
 namespace {
 
-// ---- conversions ---------------------------------------------------------------------------------
-
-py::object json_to_python(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
-
-// Text that need not be valid UTF-8 (a byte-level model can stop inside a character): invalid
-// bytes become U+FFFD, as in `specdec generate --json`.
-py::str utf8_text(const std::string& s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
-  if (!o) throw py::error_already_set();
-  return py::reinterpret_steal<py::str>(o);
-}
-
-std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
-
-// A 1-D array of integers (list, tuple or numpy array of an integer dtype) as int32 values.
-std::vector<int32_t> int_vector(const py::handle& obj, const std::string& name) {
-  if (py::isinstance<py::str>(obj) || py::isinstance<py::bytes>(obj)) {
-    throw Error(name + " must be a sequence of integer ids, not a string");
-  }
-  py::array a;
-  try {
-    a = py::module_::import("numpy").attr("asarray")(obj);
-  } catch (const py::error_already_set& e) {
-    throw Error(name + " must be a 1-D sequence of integers (" + std::string(e.what()) + ")");
-  }
-  const char kind = a.dtype().kind();
-  if (a.ndim() != 1) {
-    throw Error(name + " must be 1-D, got an array of " + std::to_string(a.ndim()) + " dimensions");
-  }
-  if (a.size() > 0 && kind != 'i' && kind != 'u') {
-    throw Error(name + " must hold integers, got dtype " + dtype_name(a));
-  }
-  auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!v) throw Error(name + ": cannot read as int64");
-  std::vector<int32_t> out;
-  out.reserve(static_cast<size_t>(v.size()));
-  const int64_t* p = v.data();
-  for (py::ssize_t i = 0; i < v.size(); ++i) {
-    if (p[i] < std::numeric_limits<int32_t>::min() || p[i] > std::numeric_limits<int32_t>::max()) {
-      throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) + " does not fit in int32");
-    }
-    out.push_back(static_cast<int32_t>(p[i]));
-  }
-  if (kind == 'u' && a.size() > 0) {
-    // uint64 values past int64 wrap in the cast above; recheck against the original.
-    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-    for (py::ssize_t i = 0; i < u.size(); ++i) {
-      if (u.data()[i] > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-        throw Error(name + "[" + std::to_string(i) + "] = " + std::to_string(u.data()[i]) + " does not fit in int32");
-      }
-    }
-  }
-  return out;
-}
-
-py::array_t<float> to_numpy(const Matrix& m) {
-  py::array_t<float> out({static_cast<py::ssize_t>(m.rows()), static_cast<py::ssize_t>(m.cols())});
-  if (m.size() > 0) std::memcpy(out.mutable_data(), m.data(), sizeof(float) * static_cast<size_t>(m.size()));
-  return out;
-}
+// ---- conversions (the rest: conversions.hpp) -----------------------------------------------------
 
 std::string join_ids(const std::vector<int32_t>& ids) {
   std::string s;
@@ -141,6 +84,10 @@ struct Generation {
   GenerationStats stats;
   std::vector<DrafterFallback> fallbacks;
   PolicySpec policy;
+  // record_steps=True: every step, kept in memory (step_records.hpp); step_logits: with logits.
+  bool has_steps = false, step_logits = false;
+  int vocab = 0;
+  std::vector<StepRecord> step_records;
 
   double acceptance_length() const { return stats.steps ? stats.acceptance_length() : 1.0; }
   double tokens_per_target_forward() const {
@@ -345,6 +292,106 @@ std::shared_ptr<Drafter> load_drafter(const std::filesystem::path& fs_path, cons
   return d;
 }
 
+// ---- one proposal of a drafter -------------------------------------------------------------------
+
+// Drafter.propose: what the drafter proposes after `sequence` (prompt + emitted ids, the last one
+// pending) given the target's hidden states for sequence[:-1], by the proposer a run of its method
+// makes; a fresh proposer each call, so the drafter's own cache is built from the whole sequence
+// (the answer does not depend on earlier calls).
+py::dict propose(const std::shared_ptr<Drafter>& d, const py::object& sequence_obj, const py::object& hidden_obj, int k,
+                 const std::string& tree, int depth, int tree_top_k, int total_tokens, const std::string& sampling_mode,
+                 double temperature, int top_k, double top_p, uint64_t seed, const py::object& prompt_length_obj) {
+  const std::string fn = "Drafter.propose";
+  const LoadedModel& target = d->target->m;
+  const ModelConfig& c = target.config;
+  const std::vector<int32_t> sequence = int_vector(sequence_obj, fn + ": sequence");
+  if (sequence.size() < 2)
+    throw Error(fn + ": sequence must hold the prompt and the pending token (at least 2 ids), got " + std::to_string(sequence.size()));
+  for (std::size_t i = 0; i < sequence.size(); ++i)
+    if (sequence[i] < 0 || sequence[i] >= c.vocab_size)
+      throw Error(fn + ": sequence[" + std::to_string(i) + "] = " + std::to_string(sequence[i]) + " is outside the vocabulary [0, " +
+                  std::to_string(c.vocab_size) + ")");
+  const int committed = static_cast<int>(sequence.size()) - 1;
+  DecodeArgs a;
+  a.model = target.path;
+  a.backend = target.backend;
+  a.method.name = d->method;
+  a.drafter = d->d.path;
+  a.method.k = k;
+  a.method.tree = tree;
+  a.method.depth = depth;
+  a.method.tree_top_k = tree_top_k;
+  a.method.total_tokens = total_tokens;
+  a.sampling = sampling_mode;
+  a.temperature = temperature;
+  a.top_k = top_k;
+  a.top_p = top_p;
+  a.seed = seed;
+  a.max_new_tokens = 1;
+  check_method_args(a);
+  const int capacity = c.max_position_embeddings;
+  std::unique_ptr<Proposer> proposer = make_proposer(a, target, &d->d, capacity);
+  if (committed + proposer->max_nodes() + 1 > capacity)
+    throw Error(fn + ": " + std::to_string(sequence.size()) + " ids and a draft of " + std::to_string(proposer->max_nodes()) +
+                " nodes pass the target's context (" + std::to_string(capacity) + ")");
+
+  // The target's states the proposer reads, from hidden (L+1, T >= committed, H) as Model.forward(hidden_states=True) gives it.
+  const int L = c.num_hidden_layers, H = c.hidden_size;
+  const std::vector<int> aux_layers = proposer->wanted_aux_layers();
+  Matrix final_hidden, aux_hidden;
+  if (proposer->wants_final_hidden() || !aux_layers.empty()) {
+    if (hidden_obj.is_none())
+      throw Error(fn + ": a " + d->kind + " drafter reads the target's hidden states: give hidden = the (L+1, T, H) array of "
+                  "model.forward(sequence[:-1], hidden_states=True)");
+    py::array a_h = py::module_::import("numpy").attr("asarray")(hidden_obj);
+    if (a_h.dtype().kind() != 'f' || a_h.itemsize() != 4)
+      throw Error(fn + ": hidden must be float32 (as Model.forward returns it), got dtype " + dtype_name(a_h));
+    if (a_h.ndim() != 3 || a_h.shape(0) != L + 1 || a_h.shape(1) < committed || a_h.shape(2) != H) {
+      std::string shape;
+      for (py::ssize_t i = 0; i < a_h.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a_h.shape(i));
+      throw Error(fn + ": hidden has shape (" + shape + "), expected (" + std::to_string(L + 1) + ", T >= " + std::to_string(committed) +
+                  ", " + std::to_string(H) + "): the target's states for sequence[:-1]");
+    }
+    auto h = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a_h);
+    const int T = static_cast<int>(h.shape(1));
+    const auto at = [&](int l, int t, int x) { return h.data()[(static_cast<std::size_t>(l) * T + t) * H + x]; };
+    if (proposer->wants_final_hidden()) {
+      final_hidden.resize(committed, H);
+      for (int t = 0; t < committed; ++t)
+        for (int x = 0; x < H; ++x) final_hidden(t, x) = at(L, t, x);
+    }
+    if (!aux_layers.empty()) {
+      aux_hidden.resize(committed, static_cast<Eigen::Index>(aux_layers.size()) * H);
+      for (int t = 0; t < committed; ++t)
+        for (std::size_t i = 0; i < aux_layers.size(); ++i)
+          for (int x = 0; x < H; ++x) aux_hidden(t, static_cast<Eigen::Index>(i) * H + x) = at(aux_layers[i], t, x);
+    }
+  }
+  DraftContext ctx;
+  ctx.sequence = &sequence;
+  ctx.committed = committed;
+  ctx.prompt_length = prompt_length_obj.is_none() ? committed : prompt_length_obj.cast<int>();
+  if (ctx.prompt_length < 1 || ctx.prompt_length > committed)
+    throw Error(fn + ": prompt_length must be in [1, len(sequence) - 1] = [1, " + std::to_string(committed) + "]");
+  ctx.max_length = capacity;
+  ctx.final_hidden = &final_hidden;
+  ctx.aux_hidden = &aux_hidden;
+  ctx.sampling = sampling_params(a);
+  ctx.sequence_id = 0;
+  Proposal p;
+  {
+    py::gil_scoped_release release;
+    p = proposer->propose(ctx);
+  }
+  p.tree.validate(c.vocab_size);
+  py::dict out;
+  out["tokens"] = int_array(p.tree.tokens);
+  out["parents"] = int_array(p.tree.parents);
+  out["draft_probs"] = p.draft_probs.empty() ? py::object(py::none()) : py::object(double_rows(p.draft_probs, c.vocab_size));
+  out["drafter_forwards"] = p.drafter_forwards;
+  return out;
+}
+
 // ---- decoding ------------------------------------------------------------------------------------
 
 struct MethodArgs {
@@ -458,19 +505,41 @@ DecodeArgs model_decode_args(const std::shared_ptr<Model>& model, const MethodAr
   return a;
 }
 
-Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m) {
+// What generate takes besides the method: per-step records and a Python acceptance rule.
+struct GenerateExtras {
+  py::object acceptance;  // None or a callable (acceptance_rule.hpp)
+  bool record_steps = false;
+  bool step_logits = false;
+};
+
+Generation generate(const std::shared_ptr<Model>& model, const py::object& prompt, const MethodArgs& m,
+                    const GenerateExtras& x) {
   if (!model) throw Error("generate: model must be a Model from specdec.load_model");
   std::shared_ptr<Drafter> drafter;
   const DecodeArgs a = model_decode_args(model, m, &drafter);
   const SamplingParams sampling = sampling_params(a);
   const GenerationOptions options = generation_options(a);
+  std::unique_ptr<PythonAcceptor> rule;
+  if (!x.acceptance.is_none()) {
+    if (!method_entry(a.method.name).make_proposer)
+      throw Error("acceptance= is the verification rule of a speculative method; method " + a.method.name +
+                  " drafts nothing to accept (give method= and drafter=)");
+    rule = std::make_unique<PythonAcceptor>(x.acceptance);
+  }
+  if (x.step_logits && !x.record_steps) throw Error("step_logits=True adds logits to the per-step records: give record_steps=True too");
   Generation g;
   g.prompt = prompt_ids(*model, prompt);
+  g.has_steps = x.record_steps;
+  g.step_logits = x.step_logits;
+  g.vocab = model->m.config.vocab_size;
+  StepRecorder recorder(x.step_logits);
   GenerationResult r;
   {
     py::gil_scoped_release release;
-    r = run_method(a, model->m, g.prompt, sampling, options, nullptr, drafter ? &drafter->d : nullptr);
+    r = run_method(a, model->m, g.prompt, sampling, options, x.record_steps ? &recorder : nullptr,
+                   drafter ? &drafter->d : nullptr, rule.get());
   }
+  g.step_records = recorder.records();
   g.tokens = std::move(r.tokens);
   g.stop_reason = r.stop_reason;
   g.stats = r.stats;
@@ -532,7 +601,9 @@ py::object generate_batch(const std::shared_ptr<Model>& model, const py::object&
   setup.concurrency = o.concurrency;
   setup.rate = arrival_rate;
   out["summary"] = batch_summary_json(result, setup);
-  return json_to_python(out);
+  py::object converted = json_to_python(out);
+  for (py::handle r : converted["requests"]) r["output_tokens"] = int_array(r["output_tokens"].cast<std::vector<int32_t>>());
+  return converted;
 }
 
 // A run's request: model, prompt, method and sampling.
@@ -582,7 +653,9 @@ py::object record(const py::object& model, const py::object& prompt, const std::
     py::gil_scoped_release release;
     r = record_run(a, RecordOptions{out, logits, logit_top_k});
   }
-  return json_to_python(r.to_json());
+  py::object summary = json_to_python(r.to_json());
+  summary["output_tokens"] = int_array(r.output_tokens);
+  return summary;
 }
 
 py::object validate(const py::object& model, const py::object& prompt, const py::object& trace, const std::string& against,
@@ -698,8 +771,8 @@ py::dict draft_free(const std::string& method, const py::object& history_obj, in
     sources.append(d);
   }
   py::dict out;
-  out["tokens"] = py::cast(p.tree.tokens);
-  out["parents"] = py::cast(p.tree.parents);
+  out["tokens"] = int_array(p.tree.tokens);
+  out["parents"] = int_array(p.tree.parents);
   out["sources"] = sources;
   return out;
 }
@@ -727,10 +800,13 @@ PYBIND11_MODULE(_core, mod) {
     }
   });
 
+  bind_acceptance_context(mod);
+  bind_simulate(mod);
+
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(mod, "Tokenizer", "The checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
-      .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return t.t->encode(s, add_special_tokens); },
+      .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return int_array(t.t->encode(s, add_special_tokens)); },
            py::arg("text"), py::arg("add_special_tokens") = true,
-           "Token ids of `text`; with add_special_tokens also what the checkpoint puts before a prompt (BOS)")
+           "Token ids of `text`, int32 (T,); with add_special_tokens also what the checkpoint puts before a prompt (BOS)")
       .def("decode",
            [](const Tokenizer& t, const py::object& ids, bool skip) { return utf8_text(t.t->decode(int_vector(ids, "ids"), skip)); },
            py::arg("ids"), py::arg("skip_special_tokens") = false, "Text of `ids` (bytes that are not valid UTF-8 become U+FFFD)")
@@ -805,11 +881,26 @@ PYBIND11_MODULE(_core, mod) {
         if (!d.d.head || d.d.head->config().kind != EagleKind::peagle) return py::none();
         return py::int_(d.d.head->config().trained_depth);
       })
+      .def("propose", &propose, py::arg("sequence"), py::arg("hidden") = py::none(), py::kw_only(), py::arg("k") = 4,
+           py::arg("tree") = "chain", py::arg("depth") = 7, py::arg("tree_top_k") = 10, py::arg("total_tokens") = 60,
+           py::arg("sampling") = "greedy", py::arg("temperature") = 1.0, py::arg("top_k") = 0, py::arg("top_p") = 1.0,
+           py::arg("seed") = 0, py::arg("prompt_length") = py::none(),
+           "One proposal after `sequence` (prompt + emitted ids, the last one pending: the target has not processed it),\n"
+           "as a decoding step of this drafter's method drafts it (k, tree, depth, tree_top_k, total_tokens and the\n"
+           "sampling keywords as generate takes them; sequence id 0). hidden: float32 (L+1, T >= len(sequence) - 1, H), the\n"
+           "target's states for sequence[:-1] as model.forward(..., hidden_states=True) returns them (EAGLE-family heads\n"
+           "read them; a draft LM needs none). Returns {'tokens': int32 (N,), 'parents': int32 (N,) (-1 = after the pending\n"
+           "token), 'draft_probs': float64 (N + 1, V) or None (deterministic drafts), 'drafter_forwards': int}.")
       .def("__repr__", [](const Drafter& d) { return "<specdec.Drafter " + d.d.path + " (" + d.kind + ")>"; });
 
   py::class_<Generation>(mod, "Generation", "What specdec.generate returns")
-      .def_readonly("tokens", &Generation::tokens, "generated token ids (the prompt excluded)")
-      .def_readonly("prompt_tokens", &Generation::prompt)
+      .def_property_readonly("tokens", [](const Generation& g) { return int_array(g.tokens); },
+                             "int32 (N,): the generated token ids (the prompt excluded)")
+      .def_property_readonly("prompt_tokens", [](const Generation& g) { return int_array(g.prompt); }, "int32 (P,)")
+      .def_property_readonly("step_records", [](const Generation& g) -> py::object {
+            if (!g.has_steps) return py::none();
+            return step_records_to_python(g.step_records, g.step_logits, g.vocab);
+          }, "with record_steps=True: one dict per step (docs/python.md, \"Per-step records\"); else None")
       .def_readonly("stop_reason", &Generation::stop_reason, "max_tokens | eos")
       .def_property_readonly("text", [](const Generation& g) -> py::object {
         if (!g.text) return py::none();
@@ -821,13 +912,17 @@ PYBIND11_MODULE(_core, mod) {
       .def_property_readonly("drafted_tokens", [](const Generation& g) { return g.stats.drafted_tokens; })
       .def_property_readonly("accepted_tokens", [](const Generation& g) { return g.stats.accepted_tokens; })
       .def_property_readonly("acceptance_length", &Generation::acceptance_length)
-      .def_property_readonly("acceptance_by_depth", [](const Generation& g) { return g.stats.acceptance_by_depth(); })
+      .def_property_readonly("acceptance_by_depth", [](const Generation& g) { return double_array(g.stats.acceptance_by_depth()); },
+                             "float64 (D,): conditional acceptance rate at draft depth 1..D")
+      .def_property_readonly("accepted_per_step", [](const Generation& g) { return int_array(g.stats.accepted_per_step); },
+                             "int32: accepted_per_step[n] = speculative steps that accepted n draft nodes")
       .def_property_readonly("tokens_per_target_forward", &Generation::tokens_per_target_forward)
       .def_property_readonly("prefill_ms", [](const Generation& g) { return g.stats.prefill_ns / 1e6; })
       .def_property_readonly("decode_ms", [](const Generation& g) { return g.stats.decode_ns / 1e6; })
       .def_property_readonly("mean_draft_depth", [](const Generation& g) { return g.stats.mean_draft_depth(); },
                              "mean depth drafted per speculative step (plain steps count 0)")
-      .def_property_readonly("draft_depth_per_step", [](const Generation& g) { return g.stats.draft_depth_per_step; })
+      .def_property_readonly("draft_depth_per_step", [](const Generation& g) { return int_array(g.stats.draft_depth_per_step); },
+                             "int32: draft_depth_per_step[d] = steps that drafted d deep (0: a plain step)")
       .def_property_readonly("fallbacks", [](const Generation& g) { return json_to_python(fallbacks_json(g.fallbacks)); },
                              "drafters switched off: [{'step', 'drafter', 'reason', 'next'}]")
       .def_property_readonly("policy", [](const Generation& g) { return json_to_python(g.policy.to_json()); },
@@ -866,15 +961,22 @@ PYBIND11_MODULE(_core, mod) {
       py::arg("seed") = 0, py::arg("max_new_tokens") = max_new, py::arg("ignore_eos") = false,                     \
       py::arg("policy") = "fixed", py::arg("draft_budget_ms") = 0.0
 
+  static const std::string generate_doc =
+      std::string("Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the\n"
+                  "drafter's method, else sequential), as `specdec generate` does; policy= a speculation policy as --policy\n"
+                  "takes it (e.g. 'hf-heuristic,start=3'; `specdec policies`), draft_budget_ms= as --draft-budget-ms. Returns a\n"
+                  "Generation (tokens: int32 array; mean_draft_depth, draft_depth_per_step and fallbacks).\n"
+                  "record_steps=True keeps every step in memory as Generation.step_records (a list of dicts of numpy arrays, the\n"
+                  "fields of a trace's /steps); step_logits=True adds each step's target logits and draft distributions.\n"
+                  "acceptance= a Python acceptance rule in place of the built-in one:\n\n") +
+      ACCEPTANCE_RULE_DOC;
   mod.def("generate",
-          [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS) {
-            return generate(model, prompt, SPECDEC_METHOD_VALUES);
+          [](const std::shared_ptr<Model>& model, const py::object& prompt, SPECDEC_METHOD_PARAMS, const py::object& acceptance,
+             bool record_steps, bool step_logits) {
+            return generate(model, prompt, SPECDEC_METHOD_VALUES, GenerateExtras{acceptance, record_steps, step_logits});
           },
-          py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32),
-          "Decodes `prompt` (ids or text) with a method: sequential | draft | eagle | eagle3 | peagle (default: the drafter's\n"
-          "method, else sequential), as `specdec generate` does; policy= a speculation policy as --policy takes it\n"
-          "(e.g. 'hf-heuristic,start=3'; `specdec policies`), draft_budget_ms= as --draft-budget-ms. Returns a Generation\n"
-          "(with mean_draft_depth, draft_depth_per_step and fallbacks).");
+          py::arg("model"), py::arg("prompt"), py::kw_only(), SPECDEC_METHOD_ARGS(32), py::arg("acceptance") = py::none(),
+          py::arg("record_steps") = false, py::arg("step_logits") = false, generate_doc.c_str());
   mod.def("generate_batch",
           [](const std::shared_ptr<Model>& model, const py::object& prompts, int64_t concurrency, const py::object& rate,
              SPECDEC_METHOD_PARAMS) { return generate_batch(model, prompts, concurrency, rate, SPECDEC_METHOD_VALUES); },

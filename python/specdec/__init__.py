@@ -7,6 +7,7 @@ import without it.
 
 try:
     from ._core import (  # noqa: F401
+        AcceptanceContext,
         Cache,
         Drafter,
         Error,
@@ -22,6 +23,7 @@ try:
         load_model,
         record,
         set_num_threads,
+        simulate,
         validate,
     )
     import difflib as _difflib
@@ -45,8 +47,9 @@ try:
             return fn(*args, **kwargs)
         return call
 
-    load_model, load_drafter, generate, generate_batch, record, validate, draft_free = (
-        _checked_keywords(f) for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free))
+    load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate = (
+        _checked_keywords(f)
+        for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate))
 except ImportError as _error:  # the extension was not built (no pybind11) or not found
     _core_import_error = _error
 
@@ -55,7 +58,8 @@ except ImportError as _error:  # the extension was not built (no pybind11) or no
 
     def __getattr__(name):
         if name in ("load_model", "load_drafter", "generate", "generate_batch", "record", "validate", "backends",
-                    "set_num_threads", "draft_free", "Model", "Drafter", "Cache", "Tokenizer", "Generation"):
+                    "set_num_threads", "draft_free", "simulate", "Model", "Drafter", "Cache", "Tokenizer", "Generation",
+                    "AcceptanceContext"):
             raise ImportError(
                 f"specdec.{name} needs the compiled extension specdec._core, which could not be "
                 f"imported ({_core_import_error}); build it with pybind11 installed (docs/python.md)")

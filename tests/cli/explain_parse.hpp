@@ -15,6 +15,7 @@ struct ExplainedStep {
   bool cut = false;          // the header says the step was cut
   int kept = -1, produced = -1;  // from the "emitted" line
   int accepted = 0, discarded = 0, rejected = 0;
+  int drafter_forwards = 0;  // from the "emitted" line (none for a sequential step)
   std::string final_kind;    // bonus | correction | target
   bool final_discarded = false;
   std::vector<std::string> lines;  // the step's lines, header first
@@ -67,6 +68,9 @@ inline std::vector<ExplainedStep> parse_explain(const std::string& out) {
       } else {
         s.produced = s.kept;
       }
+      const size_t d = line.rfind(" drafter forward");  // "(5 tokens, 4 drafter forwards)"
+      const size_t comma = line.rfind(", ", d);
+      if (d != std::string::npos && comma != std::string::npos) s.drafter_forwards = std::stoi(line.substr(comma + 2));
     }
   }
   return steps;

@@ -299,13 +299,25 @@ TEST(ExplainText, HtmlDestinationErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {(dir / "missing" / "page.html").string(), "does not exist"},
       {dir.string(), "is a directory"},
+      {(dir / "a-file" / "page.html").string(), "is not a directory"},
   };
+  { std::ofstream(dir / "a-file") << "x"; }
   for (const auto& [path, message] : cases) {
     const CliRun r = explain({"--prompt", "a", "--max-new-tokens", "2", "--html", path});
     EXPECT_EQ(r.code, 1) << "case: --html " << path;
     EXPECT_TRUE(has(r.err, "--html") && has(r.err, message)) << "case: --html " << path << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << "case: --html " << path << ": refused before decoding";
   }
+  for (const std::vector<std::string>& empty : {std::vector<std::string>{"--html", ""}, std::vector<std::string>{"--html="}}) {
+    std::vector<std::string> args = {"--prompt", "a", "--max-new-tokens", "2"};
+    args.insert(args.end(), empty.begin(), empty.end());
+    const CliRun r = explain(args);
+    EXPECT_EQ(r.code, 1) << "case: " << empty[0] << " with an empty file name";
+    // boost refuses "--html=" itself, naming the option
+    EXPECT_TRUE(has(r.err, empty.size() > 1 ? "--html: empty file name" : "'--html' should follow immediately after the equal sign"))
+        << "case: " << empty[0] << ": " << r.err;
+  }
+  fs::remove(dir / "a-file");
   // A good destination gets one complete page and nothing else in its directory.
   const CliRun ok = explain({"--prompt", "a", "--max-new-tokens", "3", "--html", (dir / "p.html").string()});
   ASSERT_EQ(ok.code, 0) << ok.err;

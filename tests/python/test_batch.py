@@ -9,6 +9,7 @@ Run (ctest does this, label cpu):
 """
 import os
 
+import numpy as np
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -41,7 +42,8 @@ def test_every_request_equals_generate(target, method, drafter, concurrency):
     for i, (prompt, r) in enumerate(zip(PROMPTS, out["requests"])):
         alone = specdec.generate(target, prompt, **kw)
         assert r["request"] == i and r["sequence"] == i
-        assert r["output_tokens"] == alone.tokens, (method, concurrency, i)
+        assert r["output_tokens"].dtype == np.int32
+        assert np.array_equal(r["output_tokens"], alone.tokens), (method, concurrency, i)
         assert r["output_text"] == alone.text
         assert r["stop_reason"] == alone.stop_reason
     assert out["summary"]["concurrency"] == concurrency
@@ -54,13 +56,13 @@ def test_sampled_requests_decode_as_alone(target, eagle):
     out = specdec.generate_batch(target, ids, concurrency=2, drafter=eagle, **kw)
     # Request 0 has sequence id 0, as generate; sequential coupled sampling is what every method
     # reproduces, so each request's tokens are those of sequential decoding with its sequence id.
-    assert out["requests"][0]["output_tokens"] == specdec.generate(target, ids[0], drafter=eagle, **kw).tokens
+    assert np.array_equal(out["requests"][0]["output_tokens"], specdec.generate(target, ids[0], drafter=eagle, **kw).tokens)
     seq = specdec.generate_batch(target, ids, concurrency=4, method="sequential", **kw)
     for a, b in zip(out["requests"], seq["requests"]):
-        assert a["output_tokens"] == b["output_tokens"]
+        assert np.array_equal(a["output_tokens"], b["output_tokens"])
     # Another concurrency, the same tokens.
     again = specdec.generate_batch(target, ids, concurrency=1, drafter=eagle, **kw)
-    assert [r["output_tokens"] for r in again["requests"]] == [r["output_tokens"] for r in out["requests"]]
+    assert [r["output_tokens"].tolist() for r in again["requests"]] == [r["output_tokens"].tolist() for r in out["requests"]]
 
 
 def test_summary_agrees_with_the_requests(target, eagle):

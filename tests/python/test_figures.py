@@ -240,3 +240,14 @@ def test_table_provenance_comes_from_the_sweeps_own_spec(sweep, tmp_path):
         assert "2 prose, 2 code prompts from prompt set 'heldout'" in first, first
         assert "acceptance.json" not in first and "acceptance_table.sh" not in first, first
         assert "10 new tokens each" in first, first
+
+
+@pytest.mark.parametrize("script", FIGURES)
+def test_every_line_lies_inside_its_axes(sweep, script):
+    """A limit fixed before the last artist stops autoscaling: a reference line above it vanishes."""
+    fig, _, _ = figure(script, sweep)
+    for ax in fig.axes:
+        lo, hi = ax.get_ylim()
+        for line in ax.get_lines():
+            ys = [y for y in line.get_ydata() if y == y]
+            assert all(lo - 1e-9 <= y <= hi + 1e-9 for y in ys), f"{script}: '{line.get_label()}' at {ys} outside {lo}..{hi}"

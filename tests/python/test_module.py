@@ -173,7 +173,7 @@ def test_tree_mask_gives_the_rows_of_separate_chains(target, prompt):
         while n >= 0:
             path.insert(0, tokens[n])
             n = parents[n]
-        chain = target.forward(prompt + path)
+        chain = target.forward(list(prompt) + path)  # prompt is an int32 array: + would add
         assert np.array_equal(tree[t], chain[-1]), f"tree node {t}"
     # logit_rows picks rows in the order asked.
     cache.truncate(P)
@@ -205,10 +205,11 @@ def test_generate_equals_the_command_line(target, drafters, prompt, method, kw):
     g = specdec.generate(target, prompt, method=method, drafter=drafters.get(method), max_new_tokens=24, **kw)
     j = cli_generate(prompt, method, ["--max-new-tokens", "24", *cli_extra(kw)])
     if method != "sequential":  # every method emits what sequential decoding emits
-        assert g.tokens == specdec.generate(target, prompt, method="sequential", max_new_tokens=24).tokens
-    assert g.tokens == j["output_tokens"]
+        assert np.array_equal(g.tokens, specdec.generate(target, prompt, method="sequential", max_new_tokens=24).tokens)
+    assert g.tokens.dtype == np.int32 and g.prompt_tokens.dtype == np.int32
+    assert g.tokens.tolist() == j["output_tokens"]
     assert g.stop_reason == j["stop_reason"]
-    assert g.prompt_tokens == j["prompt_tokens"]
+    assert g.prompt_tokens.tolist() == j["prompt_tokens"]
     assert g.text == j["output_text"]
     stats = g.stats
     assert stats == {k: v for k, v in j["stats"].items()}
@@ -220,15 +221,15 @@ def test_generate_samples_as_the_command_line(target, drafters, prompt):
     kw = dict(sampling="sample", temperature=0.8, top_k=40, top_p=0.95, seed=7, max_new_tokens=20)
     g = specdec.generate(target, prompt, method="eagle3", drafter=drafters["eagle3"], **kw)
     j = cli_generate(prompt, "eagle3", cli_extra(kw))
-    assert g.tokens == j["output_tokens"]
+    assert g.tokens.tolist() == j["output_tokens"]
     assert g.stats == j["stats"]
 
 
 def test_generate_takes_a_text_prompt_and_a_drafter_path(target, prompt):
     by_text = specdec.generate(target, "And God said unto Moses,", method="eagle3",
                                drafter=os.path.join(MODELS, "eagle3"), max_new_tokens=10)
-    assert by_text.prompt_tokens == prompt
-    assert by_text.tokens == specdec.generate(target, prompt, max_new_tokens=10).tokens
+    assert np.array_equal(by_text.prompt_tokens, prompt)
+    assert np.array_equal(by_text.tokens, specdec.generate(target, prompt, max_new_tokens=10).tokens)
 
 
 @pytest.mark.parametrize("sampling", ["greedy", "coupled"])
@@ -238,10 +239,10 @@ def test_speculative_decoding_is_lossless(target, drafters, prompt, sampling):
     assert len(sequential) == 40
     for method, d in drafters.items():
         g = specdec.generate(target, prompt, drafter=d, **kw)  # the method is the drafter's
-        assert g.tokens == sequential, method
+        assert np.array_equal(g.tokens, sequential), method
         assert g.target_forwards < 41 or method == "draft"
     g = specdec.generate(target, prompt, method="eagle", drafter=drafters["eagle"], tree="dynamic", **kw)
-    assert g.tokens == sequential
+    assert np.array_equal(g.tokens, sequential)
 
 
 # ---- traces -----------------------------------------------------------------------------------------
@@ -254,8 +255,8 @@ def test_record_then_validate(target, drafters, prompt, tmp_path):
     with h5py.File(out, "r") as f:
         assert f.attrs["format"] in (b"specdec-trace", "specdec-trace")
         assert f.attrs["method"] in (b"eagle3", "eagle3")
-    assert summary["output_tokens"] == specdec.generate(target, prompt, method="eagle3", drafter=drafters["eagle3"],
-                                                        sampling="sample", seed=5, max_new_tokens=16).tokens
+    assert np.array_equal(summary["output_tokens"], specdec.generate(target, prompt, method="eagle3", drafter=drafters["eagle3"],
+                                                                     sampling="sample", seed=5, max_new_tokens=16).tokens)
     report = specdec.validate(target, trace=out)
     assert report["passed"] is True, report
     if "cpu" in specdec.backends():
@@ -295,7 +296,7 @@ def test_generate_on_the_cpu_backend_equals_the_reference(target, prompt):
         kw = dict(method=method, sampling="coupled", temperature=0.8, seed=1, max_new_tokens=16)
         a = specdec.generate(cpu, prompt, drafter=specdec.load_drafter(os.path.join(MODELS, d), cpu), **kw)
         b = specdec.generate(target, prompt, drafter=os.path.join(MODELS, d), **kw)
-        assert a.tokens == b.tokens and a.stats == b.stats, method
+        assert np.array_equal(a.tokens, b.tokens) and a.stats == b.stats, method
 
 
 # ---- errors -----------------------------------------------------------------------------------------
@@ -373,17 +374,34 @@ def test_a_mistyped_keyword_is_named_with_the_closest_one(target, prompt):
     with pytest.raises(TypeError) as e:  # nothing close: the accepted names are listed
         specdec.generate(target, prompt, zzz=1)
     assert "'zzz' (it takes" in str(e.value) and "max_new_tokens" in str(e.value), str(e.value)
-    assert specdec.generate(target, prompt, max_new_tokens=2).tokens  # known keywords pass through
+    assert len(specdec.generate(target, prompt, max_new_tokens=2).tokens) == 2  # known keywords pass through
 
 
 # ---- installation -----------------------------------------------------------------------------------
+
+def cmake_cache(name):
+    with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.rstrip("\n").split("=", 1)[1]
+    raise AssertionError(f"{name} is not in {BUILD}/CMakeCache.txt")
+
+
+def test_install_dir_is_on_the_interpreters_path():
+    # `cmake --install` with the configured prefix puts the package where that python3 looks.
+    prefix, where = cmake_cache("CMAKE_INSTALL_PREFIX"), cmake_cache("SPECDEC_PYTHON_INSTALL_DIR_IN_EFFECT")
+    r = subprocess.run(["/usr/bin/python3", "-c", "import site, sys; print('\\n'.join(sys.path + [site.getusersitepackages()]))"],
+                       capture_output=True, text=True, timeout=60)
+    searched = {os.path.realpath(p) for p in r.stdout.splitlines() if p}
+    assert os.path.realpath(os.path.join(prefix, where)) in searched, (prefix, where, sorted(searched))
+
 
 def test_installed_package_imports(tmp_path, prompt):
     prefix = tmp_path / "prefix"
     r = subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix), "--component", "python"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    site = prefix / "lib" / "python3" / "dist-packages"
+    site = prefix / cmake_cache("SPECDEC_PYTHON_INSTALL_DIR_IN_EFFECT")
     assert (site / "specdec" / "__init__.py").exists()
     code = ("import specdec, sys; m = specdec.load_model(sys.argv[1]); print(specdec._core.__file__); "
             "print(int(m.forward([int(x) for x in sys.argv[2].split(',')])[-1].argmax()))")

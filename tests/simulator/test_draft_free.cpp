@@ -323,7 +323,8 @@ TEST(DraftFree, SpecErrorsNameTheField) {
     EXPECT_NE(err.find(what), std::string::npos) << "expected '" << what << "' in: " << err;
   };
   says(R"({"name":"n","method":"ngram","config":{}})", "field 'config' does not apply");
-  says(R"({"name":"n","method":"eagle3","categories":{}})", "is for draft-free methods");
+  says(R"({"name":"n","method":"eagle3","categories":{},"default_category":"mt-bench"})",
+       "field 'default_category' names 'mt-bench', which is not one of its categories (none)");
   says(R"({"name":"n","method":"ngram","categories":{"c":{"kind":"measured","alpha":0.5}}})", "field 'source' is required");
   says(R"({"name":"n","method":"ngram","categories":{"c":{"kind":"guess","source":"s","alpha":0.5}}})", "'kind' must be");
   says(R"({"name":"n","method":"ngram","categories":{"c":{"kind":"prior","source":"s","alpha":0.5,"acceptance":[0.5]}}})",
@@ -429,7 +430,9 @@ TEST(DraftFree, CommandErrorsSayWhatIsMissing) {
   says({"--method", "ngram", "--category", "chat"}, "no prompt category 'chat'; it has: blazedit (measured)");
   says({"--method", "ngram", "--category", "magpie-turn1", "--k", "4"}, "K = 3, 5");
   says({"--method", "ngram", "--category", "blazedit", "--alpha", "0.5"}, "not both");
-  says({"--drafter", "eagle3-llama3.1-8b", "--category", "blazedit"}, "is for draft-free methods");
+  says({"--drafter", "eagle3-llama3.1-8b", "--category", "blazedit"},
+       "drafter 'eagle3-llama3.1-8b' has no prompt category 'blazedit'; it has: vllm-issue-20780 (measured)");
+  says({"--drafter", "eagle3-llama3.1-8b", "--match-rate", "0.5", "--alpha", "0.7"}, "is for draft-free methods");
   says({"--method", "ngram", "--engine", "sglang", "--alpha", "0.6"}, "does not run method ngram (it runs: draft, eagle, eagle3, ngram-tree, mtp)");
   says({"--method", "prompt-lookup", "--category", "spec-bench", "--k", "10"}, "engine 'vllm' does not run method prompt-lookup");
   says({"--method", "ngram", "--alpha", "0.6", "--tree", "chain3"}, "is draft-free");

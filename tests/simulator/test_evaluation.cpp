@@ -61,6 +61,7 @@ TEST(Evaluation, EveryRowFieldReachesTheScenario) {
   EXPECT_DOUBLE_EQ(r.rows[0].acceptance_length, 2.8);
   EXPECT_NEAR(r.rms_log_error, std::log(1.25), 1e-12);
   EXPECT_NEAR(r.mean_error, 1.0 / 1.25 - 1.0, 1e-12);
+  EXPECT_NEAR(r.mean_abs_error, std::fabs(1.0 / 1.25 - 1.0), 1e-12);
 
   // A different batch, K or AL changes the prediction (each field is read).
   for (auto [field, value] : {std::pair<const char*, nlohmann::json>{"batch", 64}, {"k", 5}, {"acceptance_length", 3.5},

@@ -337,8 +337,11 @@ TEST(MtpMedusa, MismatchedSpecsAreRefused) {
   says(error_of([&] { parse_drafter_spec(no_heads, "x.json"); }), "'num_heads'");
   says(parse_with(read_json_file(lib.find("drafters", "eagle1-vicuna-7b")), "num_modules", 1),
        "field 'num_modules' is for MTP drafters");
-  says(parse_with(read_json_file(lib.find("drafters", "eagle1-vicuna-7b")), "categories", nlohmann::json::object()),
-       "published acceptance of MTP and Medusa checkpoints");
+  // A default category must be one of the spec's; draft-free specs have none (their acceptance depends on the prompts).
+  says(parse_with(read_json_file(lib.find("drafters", "eagle1-vicuna-7b")), "default_category", "humaneval"),
+       "field 'default_category' names 'humaneval', which is not one of its categories (mt-bench (measured))");
+  says(parse_with(read_json_file(lib.find("drafters", "ngram")), "default_category", "x"),
+       "is draft-free (it drafts from the token history, no model): field 'default_category' does not apply");
   // Depths beyond Medusa's heads; dynamic trees (Medusa's trees are static).
   Scenario deep = scenario_for("vicuna-7b", "a100-80gb-sxm", "medusa-vicuna-7b", 6);
   says(error_of([&] { predict(deep); }), "has 5 heads, one per draft depth; K = 6 is beyond them");

@@ -2,6 +2,9 @@
 // measured ALs, capacity planning and scenario errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "simulator/acceptance.hpp"
 #include "simulator/capacity.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/tree_shape.hpp"
@@ -241,6 +244,56 @@ TEST(Capacity, PlanArithmetic) {
   EXPECT_FALSE(plan_capacity(s, req).feasible);
   req.requests_per_s = 0;
   EXPECT_NE(error_of([&] { plan_capacity(s, req); }).find("request rate must be > 0"), std::string::npos);
+}
+
+// The planner searches TP × K × batch and takes the fewest devices, then the lowest TPOT; the
+// sequential baseline is planned the same way; Ks the acceptance cannot answer are skipped.
+TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
+  Scenario s = scenario("llama-3.1-70b", "h200", "eagle3-llama3.3-70b", 4, 0.75);
+  s.workload.prompt_len = 1024;
+  s.workload.output_len = 256;
+  CapacityRequest req;
+  req.requests_per_s = 20;
+  req.tpot_target_s = 0.03;
+  const CapacitySearch r = search_capacity(s, req, {1, 2, 4, 8}, {1, 2, 3, 4});
+  ASSERT_EQ(r.configs.size(), 16u);
+  ASSERT_TRUE(r.best.has_value());
+  for (const auto& c : r.configs) {
+    if (!c.plan.feasible) continue;
+    EXPECT_TRUE(c.plan.devices > r.best->plan.devices ||
+                (c.plan.devices == r.best->plan.devices && c.plan.prediction.tpot_s >= r.best->plan.prediction.tpot_s))
+        << "TP " << c.tp << " K " << c.k << ": " << c.plan.devices << " devices beats the answer's " << r.best->plan.devices;
+    Scenario one = s;
+    one.workload.tp = c.tp;
+    one.plan.k = c.k;
+    EXPECT_EQ(plan_capacity(one, req).devices, c.plan.devices) << "TP " << c.tp << " K " << c.k << ": the search is plan_capacity's";
+  }
+  EXPECT_EQ(r.best->tp, 2) << "70B in BF16 does not fit one H200; two hold it with room for batch 128";
+  EXPECT_EQ(r.best->plan.devices, 2);
+  ASSERT_TRUE(r.sequential.has_value());
+  EXPECT_EQ(r.sequential->k, 0);
+  EXPECT_EQ(r.sequential->plan.devices, 4) << "sequential decoding misses 30 ms at two devices";
+  EXPECT_FALSE(r.configs.front().plan.feasible) << "TP 1 does not fit";
+
+  // A table answering K <= 2 only: K = 3 and 4 are listed as skipped, never extrapolated.
+  s.acceptance = table_acceptance({{1, 1.7}, {2, 2.3}});
+  const CapacitySearch t = search_capacity(s, req, {2}, {1, 2, 3, 4});
+  EXPECT_EQ(t.configs.size(), 2u);
+  ASSERT_EQ(t.skipped.size(), 2u);
+  EXPECT_EQ(t.skipped[0].setting, "K = 3");
+  EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {5}); }).find("none of the Ks asked for can be evaluated"), std::string::npos);
+  EXPECT_NE(error_of([&] { search_capacity(s, req, {}, {1}); }).find("no tensor-parallel degree"), std::string::npos);
+  req.requests_per_s = std::nan("");
+  EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {1}); }).find("request rate must be > 0"), std::string::npos);
+}
+
+TEST(Capacity, ALoadBeyondAnyPlanIsAnErrorNotAnEmptyAnswer) {
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "", 0, 0);
+  CapacityRequest req;
+  req.requests_per_s = 1e13;  // 2-token outputs: a replica of batch 1024 serves ~1e5 requests/s
+  req.tpot_target_s = 0.05;
+  const std::string e = error_of([&] { search_capacity(s, req, {1, 2}, {}); });
+  EXPECT_NE(e.find("more than 1000000 devices"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -54,6 +54,108 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
   EXPECT_GT(j["capacity"]["cost_per_million_output_tokens_usd"].get<double>(), 0);
 }
 
+// The planning question a new user asks: Llama-3.1-70B with EAGLE-3 at 20 requests/s and TPOT <= 30 ms
+// on H200. Searching TP × K × batch finds TP 2, a short chain at batch 128: two devices, where
+// planning at one TP and at batch 1's best K answered 4 or 8.
+TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
+  const std::vector<std::string> question = {"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b",
+                                             "--alpha", "0.75", "--prompt-len", "1024", "--output-len", "256",
+                                             "--capacity-rate", "20", "--tpot-target-ms", "30"};
+  std::vector<std::string> args = question;
+  args.push_back("--json");
+  const CommandRun r = simulate(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["capacity"];
+  EXPECT_EQ(c["tp"], 2) << c.dump();
+  EXPECT_EQ(c["devices"], 2) << c.dump();
+  EXPECT_LE(c["k"].get<int>(), 2) << c.dump();
+  EXPECT_EQ(c["batch"], 128) << c.dump();
+  EXPECT_LE(c["tpot_ms"].get<double>(), 30.0);
+  EXPECT_EQ(j["capacity_sequential"]["devices"], 4) << j["capacity_sequential"].dump();
+  EXPECT_EQ(j["capacity_search"]["tp"], nlohmann::json::parse("[1, 2, 4, 8]"));
+  EXPECT_EQ(j["capacity_search"]["configs"].size(), 32u) << "4 TPs x K 1..8";
+  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("not modelled"), std::string::npos);
+  ASSERT_TRUE(j["error_band"].is_object());
+  EXPECT_GT(j["error_band"]["results"].get<int>(), 50);
+  EXPECT_GT(j["error_band"]["mean_abs_relative_error"].get<double>(), 0.0);
+
+  const CommandRun text = simulate(question);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* line : {"cheapest: EAGLE-3", "EAGLE-3 needs 2 devices where sequential decoding needs 4 devices: 2 fewer (50%)",
+                           "does not fit in memory", "prediction error: on ", "queueing: not modelled"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
+
+  // One TP and one K, as given: the search keeps to them.
+  args = question;
+  for (const char* a : {"--tp", "8", "--k", "4", "--json"}) args.push_back(a);
+  const auto one = nlohmann::json::parse(simulate(args).out);
+  EXPECT_EQ(one["capacity"]["devices"], 8);
+  EXPECT_EQ(one["capacity_search"]["configs"].size(), 1u);
+  // --best-k: the Ks searched jointly with the batch.
+  args = question;
+  for (const char* a : {"--tp", "2,4", "--best-k", "3", "--json"}) args.push_back(a);
+  const auto best = nlohmann::json::parse(simulate(args).out);
+  EXPECT_EQ(best["capacity_search"]["k"], nlohmann::json::parse("[1, 2, 3]"));
+  EXPECT_EQ(best["capacity_search"]["configs"].size(), 6u);
+}
+
+// A drafter spec's published acceptance is used when no acceptance is given, and the printout says
+// whose numbers they are; a tree AL on a chain-only engine says what to do; a head without one
+// still asks for an acceptance model.
+TEST(SimulateCommand, PublishedAcceptanceWhenNoneIsGiven) {
+  const CommandRun chain = simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b",
+                                     "--k", "3", "--json"});
+  const auto j = nlohmann::json::parse(chain.out);
+  EXPECT_DOUBLE_EQ(j["prediction"]["acceptance_length"].get<double>(), 2.79) << "vLLM issue 20780's AL at K = 3";
+  EXPECT_EQ(j["scenario"]["category"], "vllm-issue-20780");
+  EXPECT_EQ(j["scenario"]["category_default"], true);
+  EXPECT_NE(j["scenario"]["acceptance"].get<std::string>().find("the drafter spec's default"), std::string::npos) << j.dump();
+  // The same numbers as giving the category by name, or the table by hand.
+  const auto named = nlohmann::json::parse(simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                                     "eagle3-llama3.1-8b", "--k", "3", "--category", "vllm-issue-20780", "--json"}).out);
+  const auto by_hand = nlohmann::json::parse(simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                                       "eagle3-llama3.1-8b", "--k", "3", "--acceptance-table", "3:2.79", "--json"}).out);
+  EXPECT_EQ(named["prediction"]["tpot_ms"], j["prediction"]["tpot_ms"]);
+  EXPECT_EQ(by_hand["prediction"]["tpot_ms"], j["prediction"]["tpot_ms"]);
+  // EAGLE-1 heads: the paper's MT-bench AL on its tree, on an engine that verifies trees.
+  const auto tree = nlohmann::json::parse(simulate({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "hf-eager",
+                                                    "--drafter", "eagle1-vicuna-7b", "--json"}).out);
+  EXPECT_DOUBLE_EQ(tree["prediction"]["acceptance_length"].get<double>(), 3.94);
+  EXPECT_EQ(tree["prediction"]["tree_nodes"], 25);
+  auto err = [](std::vector<std::string> a) { return sim::test::error_of([&] { simulate(a); }); };
+  const std::string chain_only = err({"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--drafter", "eagle1-vicuna-7b"});
+  EXPECT_NE(chain_only.find("is an AL measured on tree 'mc_sim_7b_63', and engine 'vllm' verifies chains only"), std::string::npos)
+      << chain_only;
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--k", "8"})
+                .find("has no AL for K = 8"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-70b", "--hardware", "h200", "--tp", "2", "--drafter", "eagle3-llama3.3-70b"})
+                .find("speculative decoding needs an acceptance model"),
+            std::string::npos);
+  // Given acceptance wins; the default is not mixed in.
+  const auto given = nlohmann::json::parse(simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                                     "eagle3-llama3.1-8b", "--k", "3", "--alpha", "0.5", "--json"}).out);
+  EXPECT_DOUBLE_EQ(given["prediction"]["acceptance_length"].get<double>(), 1.875);
+  EXPECT_FALSE(given["scenario"].contains("category"));
+}
+
+TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
+  auto err = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    try {
+      simulate(a);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err({"--tp", "16"}).find("--tp 16 exceeds the 8 devices of one h100-sxm instance"), std::string::npos);
+  EXPECT_NE(err({"--tp", "0"}).find("must be >= 1"), std::string::npos);
+  EXPECT_NE(err({"--tp", "two"}).find("--tp: 'two' is not a number"), std::string::npos);
+}
+
 TEST(SimulateCommand, TreesAndAcceptanceOptions) {
   auto tpot = [](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang", "--drafter", "eagle1-vicuna-7b", "--json"};
@@ -83,9 +185,9 @@ TEST(SimulateCommand, UserErrors) {
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--method", "eagle3", "--drafter", "eagle3-lama3.1-8b"})
                 .find("did you mean eagle3-llama3.1-8b?"),
             std::string::npos);
-  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b"})
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "peagle-llama3.1-8b"})
                 .find("needs an acceptance model"),
-            std::string::npos);
+            std::string::npos) << "a head without published acceptance";
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--k", "x"}).find("--k: 'x' is not a number"),
             std::string::npos);
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--tp", "16"}).find("exceeds the 8 devices"),

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 #include "simulator/sweep.hpp"
@@ -80,6 +81,39 @@ TEST(Sweep, CsvAndHdf5) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
   EXPECT_EQ(files, 2);
+}
+
+// The pivot: one table per configuration, K down and batch across, cells the rows' speedups, the
+// best K of each batch starred; a MoE target whose speedup grows with batch is explained.
+TEST(Sweep, PivotTablesShowEveryRowsSpeedup) {
+  SweepSpec s;
+  s.hardware = {"h100-sxm"};
+  s.models = {"llama-3.1-8b", "qwen3-30b-a3b"};
+  s.drafters = {"none", "eagle3-llama3.1-8b", "eagle3-qwen3-30b-a3b"};
+  s.ks = {1, 2, 4};
+  s.batches = {1, 32, 128};
+  s.alphas = {0.8};
+  std::vector<SweepRow> rows;
+  run_sweep(s, SpecLibrary(), [&](const SweepRow& r) { rows.push_back(r); });
+  std::ostringstream out;
+  write_sweep_pivot(out, rows);
+  const std::string text = out.str();
+  for (const auto& r : rows) {
+    if (r.method == "sequential") continue;
+    std::ostringstream cell;
+    cell << std::fixed << std::setprecision(2) << r.prediction.speedup;
+    EXPECT_NE(text.find(cell.str()), std::string::npos) << r.model << " " << r.drafter << " K=" << r.k << " batch " << r.batch;
+  }
+  EXPECT_NE(text.find("h100-sxm / vllm, llama-3.1-8b, eagle3-llama3.1-8b (eagle3), alpha 0.8, TP 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("K = 4               2.86*"), std::string::npos) << "batch 1's best K starred:\n" << text;
+  // Dense target: no explanation; the MoE target's speedup rises from batch 1 to 128, said once per such table.
+  const size_t first_moe = text.find("qwen3-30b-a3b, eagle3");
+  ASSERT_NE(first_moe, std::string::npos) << text;
+  EXPECT_EQ(text.substr(0, first_moe).find("a MoE target"), std::string::npos) << text;
+  EXPECT_NE(text.find("a MoE target: the speedup grows with batch", first_moe), std::string::npos) << text;
+  std::ostringstream few;
+  write_sweep_pivot(few, rows, 1);
+  EXPECT_NE(few.str().find("(3 more tables in the file)"), std::string::npos) << few.str();
 }
 
 }  // namespace
