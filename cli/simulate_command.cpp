@@ -67,12 +67,13 @@ nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
 // The acceptance model from whichever option was given (at most one).
 AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
   int given = 0;
-  for (const char* o : {"alpha", "acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace", "al"})
+  for (const char* o : {"alpha", "acceptance", "acceptance-table", "acceptance-by-depth", "synthetic-al", "tree-acceptance", "trace", "al"})
     given += vm.count(o) > 0;
   if (given > 1)
     throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --acceptance-by-depth, "
-                "--tree-acceptance, --trace or --al");
+                "--synthetic-al, --tree-acceptance, --trace or --al");
   if (vm.count("alpha")) return iid_acceptance(vm["alpha"].as<double>());
+  if (vm.count("synthetic-al")) return synthetic_acceptance_length(vm["synthetic-al"].as<double>());
   if (vm.count("acceptance-by-depth"))
     return acceptance_by_depth(parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth"));
   if (vm.count("acceptance")) return conditional_acceptance(parse_double_list(vm["acceptance"].as<std::string>(), "acceptance"));
@@ -438,7 +439,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
     if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
   spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
-  for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "tree-acceptance", "trace"})
+  for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "synthetic-al", "tree-acceptance", "trace"})
     if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
   if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
   if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
@@ -648,7 +649,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("alphas", po::value<std::string>()->default_value("0.8"), "sweep: list of i.i.d. acceptance rates")
     ("acceptance", po::value<std::string>(), "per-position conditional acceptance a1,a2,...")
     ("acceptance-table", po::value<std::string>(), "measured AL by K: K:AL,K:AL,...")
-    ("acceptance-by-depth", po::value<std::string>(), "measured P(accepted >= d) for d = 1,2,...: a chain's (any K up to its length) or the --tree's (one per depth)")
+    ("acceptance-by-depth", po::value<std::string>(), "measured P(accepted >= d) for d = 1,2,...: a chain's (any K up to its length) or the --tree's (one per depth); vLLM's synthetic_acceptance_rates are this form")
+    ("synthetic-al", po::value<double>(), "a forced mean AL, counting the bonus token, as vLLM's synthetic_acceptance_length (the minimum-variance schedule it resolves to) or SGLang's SGLANG_SIMULATE_ACC_LEN take it; answers K >= AL - 1")
     ("al", po::value<double>(), "measured AL (tokens per step, incl. the bonus token) of exactly this chain or --tree")
     ("tree-acceptance", po::value<std::string>(), "per-depth per-rank acceptance JSON [[d1r0,d1r1,..],[d2r0,..]] or file")
     ("trace", po::value<std::string>(), "replay the accepted lengths of a recorded trace (HDF5)")
@@ -860,7 +862,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                 ") or an acceptance model (--alpha, --acceptance, --acceptance-table, --acceptance-by-depth, --trace or --al)");
   if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
     throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
-                "--acceptance-by-depth, --tree-acceptance, --trace or --al" +
+                "--acceptance-by-depth, --synthetic-al, --tree-acceptance, --trace or --al" +
                 (free_spec && !free_spec->categories.empty() ? ", or --category (" + free_spec->name + "'s published: " +
                                                                   free_spec->category_list() + ")"
                                                             : std::string()));

@@ -177,6 +177,46 @@ class Replay final : public AcceptanceModel {
 
 // Draft-free steps that find no match draft nothing (the bonus token alone): a share h of the
 // steps drafts, with `inner`'s acceptance.
+// An engine's synthetic acceptance length (vLLM's synthetic_acceptance_length): the mean AL a
+// benchmark forces, resolved as vLLM resolves it to per-position unconditional rates with the
+// minimum-variance schedule: whole drafts always accepted, then the fraction, then none. AL 3.78
+// at K = 7: P(accepted >= d) = 1, 1, 0.78, 0, 0, 0, 0. Like vLLM it answers K only when AL <= K + 1.
+class SyntheticLength final : public AcceptanceModel {
+ public:
+  explicit SyntheticLength(double al) : al_(al) {
+    if (!(al >= 1.0 && std::isfinite(al)))
+      throw Error("synthetic acceptance length must be a finite number >= 1 (it counts the bonus token), got " +
+                  std::to_string(al));
+  }
+  // P(accepted >= d) under the minimum-variance schedule.
+  double reached(int d) const { return std::clamp(al_ - 1.0 - (d - 1), 0.0, 1.0); }
+  double expected_tokens(int k) const override {
+    check_k(k);
+    if (!answers(k)) {
+      std::ostringstream s;
+      s << "synthetic acceptance length " << al_ << " needs K >= " << int(std::ceil(al_ - 1.0)) << " drafts (AL <= K + 1), got K = " << k;
+      throw Error(s.str());
+    }
+    double al = 1.0;
+    for (int d = 1; d <= k; ++d) al += reached(d);
+    return al;
+  }
+  double conditional(int depth, int rank) const override {
+    if (rank != 0 || depth < 1) return 0.0;
+    const double before = depth == 1 ? 1.0 : reached(depth - 1);
+    return before > 0 ? reached(depth) / before : 0.0;
+  }
+  bool answers(int k) const override { return k == 0 || (k >= 1 && al_ <= k + 1.0 + 1e-12 && k <= max_k()); }
+  std::string describe() const override {
+    std::ostringstream s;
+    s << "synthetic AL " << al_ << " (minimum-variance schedule, as vLLM's synthetic_acceptance_length)";
+    return s.str();
+  }
+
+ private:
+  double al_;
+};
+
 class MatchRate final : public AcceptanceModel {
  public:
   MatchRate(AcceptancePtr inner, double h) : inner_(std::move(inner)), h_(h) {
@@ -252,6 +292,8 @@ AcceptancePtr acceptance_by_depth(const std::vector<double>& reached) {
   }
   return conditional_acceptance(std::move(a));
 }
+
+AcceptancePtr synthetic_acceptance_length(double al) { return std::make_shared<SyntheticLength>(al); }
 
 AcceptancePtr replay_acceptance(std::vector<int> accepted, int k) {
   return std::make_shared<Replay>(std::move(accepted), k);

@@ -45,6 +45,11 @@ AcceptancePtr table_acceptance(std::map<int, double> al_by_k);
 // traces and sweep rows report it. AL(K) = 1 + Σ_{d≤K} reached[d−1] for K up to its length (a
 // shorter chain of the same greedy drafts accepts the same prefix). Non-increasing in d.
 AcceptancePtr acceptance_by_depth(const std::vector<double>& reached);
+// An engine's forced mean AL (vLLM's synthetic_acceptance_length; SGLang's SGLANG_SIMULATE_ACC_LEN
+// forces the same mean): P(accepted >= d) = clamp(AL − d, 0, 1), the minimum-variance schedule vLLM
+// resolves it to. Answers K only when AL <= K + 1, as vLLM requires. (vLLM's other form,
+// synthetic_acceptance_rates, is per-position unconditional rates: acceptance_by_depth.)
+AcceptancePtr synthetic_acceptance_length(double al);
 // Replay of recorded steps: accepted[i] = drafts accepted at step i (0..recorded_k), excluding the
 // bonus token. A chain of k ≤ recorded_k drafts (the same greedy drafts, truncated) would have
 // accepted min(accepted[i], k), so AL(k) = 1 + mean(min(accepted, k)) exactly.

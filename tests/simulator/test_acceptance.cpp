@@ -1,6 +1,7 @@
 // Acceptance models: closed forms, limits, monotonicity, trees and replay.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "simulator/acceptance.hpp"
@@ -111,6 +112,27 @@ TEST(Acceptance, ReplayTruncatesExactly) {
     sim.push_back(a);
   }
   EXPECT_NEAR(replay_acceptance(sim, 6)->expected_tokens(6), leviathan_expected_tokens(0.7, 6), 0.02) << "seed 7";
+}
+
+// vLLM's synthetic_acceptance_length resolves to the minimum-variance schedule; it equals the same
+// rates given as acceptance by depth, and answers only K with AL <= K + 1.
+TEST(Acceptance, SyntheticLengthIsTheMinimumVarianceSchedule) {
+  const AcceptancePtr s = synthetic_acceptance_length(3.78);
+  const AcceptancePtr rates = acceptance_by_depth({1.0, 1.0, 0.78, 0.0, 0.0, 0.0, 0.0});
+  EXPECT_FALSE(s->answers(1));
+  EXPECT_FALSE(s->answers(2));
+  for (int k = 3; k <= 7; ++k) {
+    ASSERT_TRUE(s->answers(k)) << "K " << k;
+    EXPECT_NEAR(s->expected_tokens(k), 3.78, 1e-12) << "K " << k;
+    EXPECT_NEAR(s->expected_tokens(k), rates->expected_tokens(k), 1e-12) << "K " << k;
+  }
+  for (int d = 1; d <= 5; ++d) EXPECT_NEAR(s->conditional(d, 0), rates->conditional(d, 0), 1e-12) << "depth " << d;
+  EXPECT_EQ(s->conditional(1, 1), 0.0) << "a forced rate has no second candidate";
+  EXPECT_NE(error_of([&] { s->expected_tokens(2); }).find("needs K >= 3 drafts (AL <= K + 1), got K = 2"), std::string::npos);
+  EXPECT_NEAR(synthetic_acceptance_length(1.0)->expected_tokens(4), 1.0, 1e-12);
+  EXPECT_NEAR(synthetic_acceptance_length(4.0)->expected_tokens(3), 4.0, 1e-12) << "AL = K + 1: every draft accepted";
+  for (double bad : {0.5, std::nan(""), double(INFINITY)})
+    EXPECT_NE(error_of([&] { synthetic_acceptance_length(bad); }).find("must be a finite number >= 1"), std::string::npos) << bad;
 }
 
 TEST(Trees, ChoicesAndBuiltins) {

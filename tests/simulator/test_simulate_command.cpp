@@ -140,6 +140,31 @@ TEST(SimulateCommand, PublishedAcceptanceWhenNoneIsGiven) {
   EXPECT_FALSE(given["scenario"].contains("category"));
 }
 
+// Acceptance in an engine's benchmark form: --synthetic-al as vLLM's synthetic_acceptance_length,
+// vLLM's synthetic_acceptance_rates as --acceptance-by-depth; the two agree.
+TEST(SimulateCommand, SyntheticAcceptanceInTheEnginesForm) {
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--k", "7",
+                                  "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return nlohmann::json::parse(simulate(a).out);
+  };
+  const auto synthetic = run({"--synthetic-al", "3.78"});
+  const auto rates = run({"--acceptance-by-depth", "1,1,0.78,0,0,0,0"});
+  EXPECT_NEAR(synthetic["prediction"]["acceptance_length"].get<double>(), 3.78, 1e-12);
+  EXPECT_NEAR(synthetic["prediction"]["tpot_ms"].get<double>(), rates["prediction"]["tpot_ms"].get<double>(), 1e-9);
+  EXPECT_NE(synthetic["scenario"]["acceptance"].get<std::string>().find("synthetic_acceptance_length"), std::string::npos);
+  auto err = [](std::vector<std::string> a) { return sim::test::error_of([&] { simulate(a); }); };
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--k", "2",
+                 "--synthetic-al", "3.78"})
+                .find("has no AL for"),
+            std::string::npos);
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--synthetic-al", "3",
+                 "--alpha", "0.7"})
+                .find("give one acceptance model"),
+            std::string::npos);
+}
+
 TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
   auto err = [](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
