@@ -92,7 +92,7 @@ nlohmann::json config_json(const PlannedConfig& c) {
 // "K 1, batch 128: 2 devices (TPOT 22.9 ms)", or why there is none.
 std::string cell_text(const PlannedConfig* c, bool speculative, double tpot_target_ms) {
   if (!c) return "-";
-  if (!c->why_not.empty()) return "not planned (" + c->why_not.substr(0, 60) + ")";
+  if (!c->why_not.empty()) return "not planned (below)";
   if (!c->plan.feasible) {
     const bool fits = !c->plan.options.empty() && c->plan.options.front().prediction.fits_memory;
     return fits ? "none within " + fixed(tpot_target_ms, 0) + " ms" : "does not fit in memory";
@@ -207,6 +207,10 @@ void run_capacity_plan(const po::variables_map& vm, const Scenario& s, const Spe
     if (speculative) out << std::setw(40) << cell_text(spec_best, !s.plan.tree, target_ms);
     out << cell_text(seq, false, target_ms) << "\n";
   }
+  for (const auto* list : {&r.configs, &r.sequential_configs})
+    for (const auto& c : *list)
+      if (!c.why_not.empty())
+        out << "  not planned: TP " << c.tp << (c.k > 0 ? ", K " + std::to_string(c.k) : std::string()) << ": " << c.why_not << "\n";
   if (!band.is_null())
     out << "\n  prediction error: on " << band["results"].get<size_t>() << " published results it was never fitted to, the simulator is "
         << fixed(100 * band["mean_abs_relative_error"].get<double>(), 0) << "% off on average (largest "

@@ -283,6 +283,11 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   EXPECT_EQ(t.skipped[0].setting, "K = 3");
   EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {5}); }).find("none of the Ks asked for can be evaluated"), std::string::npos);
   EXPECT_NE(error_of([&] { search_capacity(s, req, {}, {1}); }).find("no tensor-parallel degree"), std::string::npos);
+  // A scenario no TP can run (the engine does not run the method): the reason, not an empty answer.
+  Scenario neuron = s;
+  neuron.engine = SpecLibrary().engine("transformers-neuronx");
+  EXPECT_NE(error_of([&] { search_capacity(neuron, req, {2}, {2}); }).find("no configuration can be planned: TP 2: "),
+            std::string::npos);
   req.requests_per_s = std::nan("");
   EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {1}); }).find("request rate must be > 0"), std::string::npos);
 }
