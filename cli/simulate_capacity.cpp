@@ -47,10 +47,7 @@ std::vector<int> planned_ks(const po::variables_map& vm, const Scenario& s) {
   if (s.plan.method == Method::sequential) return {};
   if (s.plan.tree || s.measured_tokens_per_step || !s.acceptance) return {s.plan.k};
   if (vm.count("best-k")) {
-    const std::string range = vm["best-k"].as<std::string>();
-    std::vector<int> ks = parse_int_list(range, "best-k", kMaxDraftDepth);
-    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos) ks = parse_int_list("1-" + range, "best-k", kMaxDraftDepth);
-    return ks;
+    return best_k_list(vm["best-k"].as<std::string>());
   }
   if (!vm["k"].defaulted()) return {s.plan.k};
   std::vector<int> ks;

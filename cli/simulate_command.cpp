@@ -904,12 +904,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     }
   };
   if (vm.count("best-k")) {
-    const std::string range = vm["best-k"].as<std::string>();
-    // K is bounded before the list is expanded: every K's prediction keeps its breakdown.
-    std::vector<int> ks = parse_int_list(range, "best-k", kMaxDraftDepth);
-    if (ks.size() == 1 && ks[0] >= 1 && range.find('-') == std::string::npos)
-      ks = parse_int_list("1-" + range, "best-k", kMaxDraftDepth);
-    const BestK b = best_k(s, ks);
+    const BestK b = best_k(s, best_k_list(vm["best-k"].as<std::string>()));
     p = b.best;
     s.plan.k = b.k;
     if (vm.count("json")) {

@@ -5,6 +5,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/core/input_limits.hpp"
+#include "reference/drafting/draft_limits.hpp"
 
 namespace specdec::cli {
 
@@ -71,6 +72,13 @@ int parse_bounded_int(const std::string& s, const std::string& option, long long
   const int v = parse_int(s, option);
   check_input_limit("--" + option, what, v, (unsigned long long)max_value);
   return v;
+}
+
+std::vector<int> best_k_list(const std::string& s) {
+  // K is bounded before the list is expanded: every K's prediction keeps its breakdown.
+  std::vector<int> ks = parse_int_list(s, "best-k", kMaxDraftDepth);
+  if (ks.size() == 1 && ks[0] >= 1 && s.find('-') == std::string::npos) ks = parse_int_list("1-" + s, "best-k", kMaxDraftDepth);
+  return ks;
 }
 
 }  // namespace specdec::cli

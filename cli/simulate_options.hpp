@@ -15,6 +15,8 @@ int parse_int(const std::string& s, const std::string& option);
 // "1,2,4" or "1-8" (or a mix: "1-4,8"). Every value must be at most `max_value`, and the list holds
 // at most kMaxSweepCells values: both are checked on a range's ends before it is enumerated.
 std::vector<int> parse_int_list(const std::string& s, const std::string& option, long long max_value);
+// --best-k's Ks: "N" alone means 1..N; otherwise a list or range as parse_int_list reads it.
+std::vector<int> best_k_list(const std::string& s);
 // One value of an option, at most `max_value` (named in the error).
 int parse_bounded_int(const std::string& s, const std::string& option, long long max_value, const std::string& what);
 

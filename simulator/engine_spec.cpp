@@ -45,6 +45,13 @@ const T* lookup_entry(const std::map<std::string, T>& m, const std::string& meth
   return it == m.end() ? nullptr : &it->second;
 }
 
+// An optional host time in seconds (0 when absent), within [0, kMaxHostSeconds].
+double host_seconds(const nlohmann::json& v, const char* field, const std::string& where) {
+  const double s = get_number_or(v, field, 0.0, where);
+  require_in_range(s, field, where, 0.0, kMaxHostSeconds, true, "s");
+  return s;
+}
+
 LookupCost parse_lookup_cost(const nlohmann::json& v, const std::string& where) {
   LookupCost c;
   if (v.is_number()) {
@@ -56,14 +63,10 @@ LookupCost parse_lookup_cost(const nlohmann::json& v, const std::string& where) 
     throw Error(where + ": must be seconds per sequence or an object {per_step_s, per_sequence_s, per_context_token_s, "
                 "per_emitted_token_s, threads}");
   check_known_fields(v, {"per_step_s", "per_sequence_s", "per_context_token_s", "per_emitted_token_s", "threads"}, where);
-  c.per_step_s = get_number_or(v, "per_step_s", 0.0, where);
-  c.per_sequence_s = get_number_or(v, "per_sequence_s", 0.0, where);
-  c.per_context_token_s = get_number_or(v, "per_context_token_s", 0.0, where);
-  c.per_emitted_token_s = get_number_or(v, "per_emitted_token_s", 0.0, where);
-  require_in_range(c.per_step_s, "per_step_s", where, 0.0, kMaxHostSeconds, true, "s");
-  require_in_range(c.per_sequence_s, "per_sequence_s", where, 0.0, kMaxHostSeconds, true, "s");
-  require_in_range(c.per_context_token_s, "per_context_token_s", where, 0.0, kMaxHostSeconds, true, "s");
-  require_in_range(c.per_emitted_token_s, "per_emitted_token_s", where, 0.0, kMaxHostSeconds, true, "s");
+  c.per_step_s = host_seconds(v, "per_step_s", where);
+  c.per_sequence_s = host_seconds(v, "per_sequence_s", where);
+  c.per_context_token_s = host_seconds(v, "per_context_token_s", where);
+  c.per_emitted_token_s = host_seconds(v, "per_emitted_token_s", where);
   c.threads = get_int_or(v, "threads", 1, where);
   if (c.threads < 1 || c.threads > 4096)
     throw Error(where + ": field 'threads' must be in [1, 4096] host threads, got " + std::to_string(c.threads));
@@ -122,12 +125,9 @@ TreeCost parse_tree_cost(const nlohmann::json& v, const std::string& where) {
   if (!v.is_object()) throw Error(where + ": must be an object {per_step_s, per_level_s, per_node_s} (seconds)");
   check_known_fields(v, {"per_step_s", "per_level_s", "per_node_s"}, where);
   TreeCost t;
-  t.per_step_s = get_number_or(v, "per_step_s", 0.0, where);
-  t.per_level_s = get_number_or(v, "per_level_s", 0.0, where);
-  t.per_node_s = get_number_or(v, "per_node_s", 0.0, where);
-  require_in_range(t.per_step_s, "per_step_s", where, 0.0, kMaxHostSeconds, true, "s");
-  require_in_range(t.per_level_s, "per_level_s", where, 0.0, kMaxHostSeconds, true, "s");
-  require_in_range(t.per_node_s, "per_node_s", where, 0.0, kMaxHostSeconds, true, "s");
+  t.per_step_s = host_seconds(v, "per_step_s", where);
+  t.per_level_s = host_seconds(v, "per_level_s", where);
+  t.per_node_s = host_seconds(v, "per_node_s", where);
   return t;
 }
 
