@@ -268,6 +268,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   const std::string where = "drafter '" + spec.name + "'";
   Drafter d;
   d.name = spec.name;
+  d.target = spec.target;
   d.method = spec.method;
   if (draft_free(spec.method)) {
     d.draft_free = true;
@@ -294,6 +295,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   s.name = spec.name;
   s.source = spec.source;
   s.num_experts = 0;  // released heads use a dense MLP even for MoE targets
+  s.expert_load_cv = 0;
   s.experts_per_token = 0;
   s.expert_intermediate_size = 0;
   s.shared_expert_intermediate_size = 0;

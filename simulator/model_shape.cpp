@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "reference/core/error.hpp"
+#include "simulator/expert_popularity.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -130,6 +131,12 @@ void validate_model_shape(const ModelShape& m, const std::string& source) {
   if (!(m.expert_locality >= 0.0 && m.expert_locality <= 1.0))
     throw Error(source + ": 'expert_locality' must be a number in [0, 1] (the probability that a token reuses the "
                 "previous token's experts), got " + std::to_string(m.expert_locality));
+  if (!(m.expert_load_cv >= 0.0 && m.expert_load_cv <= kMaxExpertLoadCv))
+    throw Error(source + ": 'expert_load_cv' must be a number in [0, " + std::to_string(int(kMaxExpertLoadCv)) +
+                "] (the coefficient of variation of the experts' shares of the routing, 0 = uniform), got " +
+                std::to_string(m.expert_load_cv));
+  if (m.expert_load_cv > 0.0 && !m.is_moe())
+    throw Error(source + ": 'expert_load_cv' is given but the model has no experts");
   if (m.sliding_window < 0) throw Error(source + ": 'sliding_window' must be >= 0");
   if (m.sliding_layer_fraction < 0.0 || m.sliding_layer_fraction > 1.0)
     throw Error(source + ": sliding-window layer fraction must be in [0, 1]");
@@ -217,6 +224,13 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   }
   if (has_field(j_in, "expert_weight_bytes")) m.expert_weight_bytes = get_number(j_in, "expert_weight_bytes", source);
   if (has_field(j_in, "expert_locality")) m.expert_locality = get_number(j_in, "expert_locality", source);
+  if (has_field(j_in, "expert_load_cv")) {
+    m.expert_load_cv = get_number(j_in, "expert_load_cv", source);
+    // A fitted parameter states where it was fitted.
+    if (!has_field(j_in, "expert_load_source") || !j_in.at("expert_load_source").is_string())
+      throw Error(source + ": 'expert_load_cv' needs 'expert_load_source' (a string: the routing statistics it was "
+                  "fitted to)");
+  }
   validate_model_shape(m, source);
   return m;
 }

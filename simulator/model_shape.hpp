@@ -44,6 +44,10 @@ struct ModelShape {
   // Spec field "expert_locality", in [0, 1]: the probability that a token of a sequence takes the
   // previous token's experts instead of routing afresh (0 = independent, uniform routing).
   double expert_locality = kDefaultExpertLocality;
+  // Spec field "expert_load_cv", in [0, kMaxExpertLoadCv]: how unevenly the workload's tokens spread
+  // over a layer's experts (simulator/expert_popularity.hpp; 0 = uniform). Fitted per model to
+  // published routing statistics; "expert_load_source" says which.
+  double expert_load_cv = 0.0;
   // Attention window: sliding_window tokens on a fraction of the layers (0 = full attention).
   int sliding_window = 0;
   double sliding_layer_fraction = 0.0;

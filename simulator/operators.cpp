@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "simulator/expert_popularity.hpp"
+
 namespace specdec::sim {
 
 namespace {
@@ -35,18 +37,24 @@ Operator collective(const char* name, double payload_bytes, double ring_factor, 
 
 }  // namespace
 
-double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality) {
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
+                                double load_cv) {
   if (experts <= 0 || per_token <= 0 || batch <= 0 || tokens <= 0) return 0.0;
-  // A sequence's first token picks k of E uniformly; each later token repeats its predecessor's
-  // experts with probability rho, else picks afresh. An expert is then missed by the first token
-  // with probability 1 - k/E and by each later one with 1 - (1 - rho)·k/E (it is missed unless a
-  // fresh pick takes it); sequences route independently, so the misses multiply over the batch.
-  const double p = std::min(per_token / experts, 1.0);
+  // A sequence's first token selects expert i with probability q_i; each later token repeats its
+  // predecessor's experts with probability rho, else selects afresh. Expert i is then missed by the
+  // first token with probability 1 - q_i and by each later one with 1 - (1 - rho)·q_i (it is missed
+  // unless a fresh selection takes it); sequences route independently, so the misses multiply over
+  // the batch. Uniform routing has q_i = k/E for every expert: the closed form.
   const double first = std::min(tokens, 1.0);
   const double later = std::max(tokens - 1.0, 0.0);
-  const double missed =
-      std::pow(1.0 - p, batch * first) * std::pow(1.0 - (1.0 - locality) * p, batch * later);
-  return experts * (1.0 - missed);
+  const auto missed = [&](double q) {
+    return std::pow(1.0 - q, batch * first) * std::pow(1.0 - (1.0 - locality) * q, batch * later);
+  };
+  if (load_cv == 0.0) return experts * (1.0 - missed(std::min(per_token / experts, 1.0)));
+  // Skewed popularity: q_i = min(1, k · weight_i / E) with the weights of expert_popularity.
+  double touched = 0;
+  for (double w : expert_popularity(int(experts), load_cv)) touched += 1.0 - missed(std::min(per_token * w / experts, 1.0));
+  return touched;
 }
 
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out, double rows,
@@ -126,7 +134,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
     const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : p.weight_bytes;
     append_linear(ops, "moe.router", H, E, rows, p, phase, layers);
-    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality);
+    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality, m.expert_load_cv);
     Operator ex;
     ex.name = "moe.experts";
     ex.phase = phase;

@@ -40,10 +40,13 @@ struct ForwardParams {
 };
 
 // Expected distinct experts a forward reads: `batch` sequences of `tokens` new tokens each, every
-// token choosing `per_token` of `experts`. Within a sequence a token takes its predecessor's
-// experts with probability `locality` (else routes uniformly and independently); sequences route
-// independently. locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence.
-double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality);
+// token choosing `per_token` of `experts`. Expert i is chosen by a token routing afresh with
+// probability q_i = min(1, k·weight_i/E), the weights those of expert_popularity(E, load_cv)
+// (load_cv 0: uniform, q_i = k/E). Within a sequence a token takes its predecessor's experts with
+// probability `locality` (else routes afresh); sequences route independently. Uniform routing with
+// locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence when uniform.
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
+                                double load_cv);
 
 // `layers` decoder layers of `m` (qkv_in: width of the q/k/v input, H normally, 2H for EAGLE-3
 // heads), with norms, attention over the cache, MLP (dense or MoE) and TP collectives.
