@@ -106,6 +106,22 @@ double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int
   return (blocks + heads) * weight_bytes;
 }
 
+void check_tensor_parallel_degree(const ModelShape& m, int tp) {
+  // Engines split the query heads evenly over the devices and the KV heads evenly, or replicate
+  // them when there are more devices than KV heads (vLLM's and SGLang's rule).
+  const auto splits = [&](int d) {
+    return m.num_heads % d == 0 && (d <= m.num_kv_heads ? m.num_kv_heads % d == 0 : d % m.num_kv_heads == 0);
+  };
+  if (tp < 1 || splits(tp)) return;
+  std::string valid;
+  for (int d = 1; d <= std::min(m.num_heads, kMaxTensorParallel); ++d)
+    if (splits(d)) valid += (valid.empty() ? "" : ", ") + std::to_string(d);
+  throw Error("tensor-parallel degree " + std::to_string(tp) + " does not split model '" + m.name + "' (" +
+              std::to_string(m.num_heads) + " attention heads, " + std::to_string(m.num_kv_heads) +
+              " KV heads): engines split the query heads evenly and the KV heads evenly or by replication; degrees "
+              "that do: " + valid);
+}
+
 void validate_scenario(const Scenario& s) {
   const auto& w = s.workload;
   if (w.batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(w.batch));
@@ -119,6 +135,7 @@ void validate_scenario(const Scenario& s) {
   if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
     throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
                 std::to_string(w.tp) + " is impossible");
+  check_tensor_parallel_degree(s.target, w.tp);
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
