@@ -443,6 +443,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
     if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
   if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
   if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
+  spec.any_target = vm.count("any-target") > 0;
   std::vector<SweepRow> rows;
   const auto t0 = std::chrono::steady_clock::now();
   const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
@@ -661,6 +662,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
     ("json", "print JSON instead of a table")
+    ("any-target", "sweep: pair every drafter with every model (by default a drafter whose spec names its target is priced on that model only)")
     ("policy", po::value<std::string>(), "price a speculation policy NAME[,key=value...] (`specdec policies`, docs/policies.md; --k is its ceiling) by Monte Carlo over the acceptance model: AL, K chosen, tokens/s, speedup, beside the best fixed K; --batch may be a list (K by batch size)")
     ("recommend-policy", "price every registered policy with its defaults (and the best fixed K) for this scenario: a ranked table and the recommendation")
     ("policy-steps", po::value<int>()->default_value(20000), "--policy/--recommend-policy: simulated decoding steps per policy")
@@ -727,6 +729,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
   if (vm.count("calibrate") || vm.count("calibrate-traces")) return run_calibrate(vm, specs, io);
   if (vm.count("sweep")) return run_sweep_mode(vm, specs, io);
+  if (vm.count("any-target")) throw Error("--any-target is for --sweep (one --drafter and --model are priced as given)");
 
   if (!vm.count("model")) throw Error("simulate: --model is required (a spec name or a config.json path; see --list)");
   if (!vm.count("hardware")) throw Error("simulate: --hardware is required (see --list)");

@@ -398,13 +398,22 @@ TEST(SimulateCommand, SweepCalibrateAndMeasure) {
   sim::test::TempDir dir;
   const auto csv = (dir.path() / "sweep.csv").string();
   CommandRun r = simulate({"--sweep", csv, "--model", "llama-3.1-8b,llama-2-7b", "--hardware", "h100-sxm,b200", "--drafter",
-                    "none,eagle3-llama3.1-8b", "--k", "1-4", "--batch", "1,8", "--alphas", "0.6,0.8"});
+                    "none,eagle3-llama3.1-8b", "--k", "1-4", "--batch", "1,8", "--alphas", "0.6,0.8", "--any-target"});
   EXPECT_NE(r.out.find("predicted"), std::string::npos);
   std::ifstream in(csv);
   int lines = 0;
   for (std::string l; std::getline(in, l);) ++lines;
-  // 2 models × 2 hardware × 2 batches × (1 sequential + 4 K × 2 alphas) + header.
+  // 2 models × 2 hardware × 2 batches × (1 sequential + 4 K × 2 alphas) + header (--any-target
+  // prices the Llama-3.1-8B head on Llama-2-7B too; without it that head is skipped and said why).
   EXPECT_EQ(lines, 2 * 2 * 2 * 9 + 1);
+  r = simulate({"--sweep", csv, "--model", "llama-3.1-8b,llama-2-7b", "--hardware", "h100-sxm", "--drafter",
+                "none,eagle3-llama3.1-8b", "--k", "2"});
+  EXPECT_NE(r.err.find("drafter 'eagle3-llama3.1-8b' is trained for 'llama-3.1-8b', not 'llama-2-7b'"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(sim::test::error_of([&] {
+              simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--any-target"});
+            }),
+            "--any-target is for --sweep (one --drafter and --model are priced as given)");
 
   const auto fitted = (dir.path() / "fitted.json").string();
   r = simulate({"--calibrate", (sim::test::source_dir() / "simulator/calibration/aws_trainium_trn1.json").string(),
