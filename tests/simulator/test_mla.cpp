@@ -1,5 +1,7 @@
-// Multi-head latent attention in the simulator: one layer's operators against FLOPs and bytes
-// written out by hand from the formulas at a small shape, and what is still refused.
+// Multi-head latent attention and DeepSeek-V3 in the simulator (docs/simulator.md "Multi-head
+// latent attention"): one layer's operators against FLOPs and bytes written out by hand from the
+// formulas at a small shape, the latent KV cache, DeepSeek-V3's published size and FP8 weights, the
+// memory check, its MTP module, and what is still refused.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -165,6 +167,99 @@ TEST(Mla, WithoutQueryCompressionTheQueryIsProjectedDirectly) {
   EXPECT_EQ(ops.count("mla.qkv_a_proj") + ops.count("mla.q_a_norm"), 0u);
   // Parameters: q_proj 64·4·12, kv_a 64·20 + 16, kv_b 16·4·14, o_proj 4·6·64.
   EXPECT_DOUBLE_EQ(m.attention_params_per_layer(), 64.0 * 48 + 64 * 20 + 16 + 16 * 56 + 24 * 64);
+}
+
+// DeepSeek-V3 from its published config: 671B parameters, 37B active, its MoE structure, FP8
+// weights, and a KV cache of one 576-element latent per token and layer.
+TEST(Mla, DeepSeekV3MatchesItsPublishedShape) {
+  SpecLibrary lib;
+  for (const char* name : {"deepseek-v3", "deepseek-r1"}) {
+    SCOPED_TRACE(name);
+    const ModelShape m = lib.model(name);
+    EXPECT_TRUE(m.is_mla());
+    EXPECT_EQ(m.kv_lora_rank, 512);
+    EXPECT_EQ(m.q_lora_rank, 1536);
+    EXPECT_EQ(m.num_kv_heads, 1) << "one shared latent";
+    EXPECT_EQ(m.num_experts, 256);
+    EXPECT_EQ(m.experts_per_token, 8);
+    EXPECT_EQ(m.shared_expert_intermediate_size, 2048) << "1 shared expert of moe_intermediate_size";
+    EXPECT_EQ(m.dense_layers, 3) << "first_k_dense_replace";
+    EXPECT_EQ(m.intermediate_size, 18432) << "the dense layers' MLP";
+    EXPECT_EQ(m.moe_layers(), 58);
+    const ModelShape published = parse_model_shape(deepseek_v3_config(), "config_671B");
+    EXPECT_DOUBLE_EQ(m.total_params(), published.total_params()) << "the spec is the published config";
+    EXPECT_NEAR(m.total_params() / 671e9, 1.0, 0.01) << m.total_params();
+    EXPECT_NEAR(m.active_params() / 37e9, 1.0, 0.03) << m.active_params();
+    // Attention per layer, by hand: q_a 7168·1536 + norm 1536 + q_b 1536·128·192, kv_a 7168·576 +
+    // norm 512 + kv_b 512·128·256, o_proj 128·128·7168.
+    EXPECT_DOUBLE_EQ(m.attention_params_per_layer(), 7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512 +
+                                                         512.0 * 128 * 256 + 128.0 * 128 * 7168);
+    // KV bytes per token: 61 layers × (512 + 64) elements × 2 bytes (BF16 cache), on every device.
+    EXPECT_DOUBLE_EQ(m.kv_bytes_per_token(2.0), 61.0 * 576 * 2) << "61 layers x 576 x 2 bytes";
+    EXPECT_DOUBLE_EQ(m.kv_elements_per_token_per_layer(8), 576.0) << "the latent is replicated under TP 8";
+    // FP8 e4m3 in 128 × 128 blocks with an fp32 scale each; the embedding and LM head stay BF16.
+    EXPECT_EQ(m.dtype, "fp8");
+    const WeightBytes w = weight_bytes_of(m, "fp8");
+    EXPECT_DOUBLE_EQ(w.linear, 1.0 + 4.0 / (128 * 128));
+    EXPECT_DOUBLE_EQ(w.head, 2.0);
+    const WeightBytes bf16 = weight_bytes_of(m, "bf16");  // --dtype bf16: a dequantised copy, no scales
+    EXPECT_DOUBLE_EQ(bf16.linear, 2.0);
+    EXPECT_DOUBLE_EQ(bf16.head, 2.0);
+  }
+}
+
+// The memory check: DeepSeek-V3 in FP8 (671B weights) cannot fit one H200 (141 GB), and fits
+// eight with TP 8; the KV cache per device is the replicated latent.
+TEST(Mla, DeepSeekV3NeedsEightH200s) {
+  SpecLibrary lib;
+  Scenario s;
+  s.target = lib.model("deepseek-v3");
+  s.hardware = lib.hardware("h200");
+  s.engine = lib.engine("vllm");
+  s.workload.prompt_len = 512;
+  s.workload.output_len = 256;
+  s.workload.tp = 1;
+  const Prediction one = predict(s);
+  EXPECT_FALSE(one.fits_memory) << "weights per device " << one.weight_bytes_per_device / 1e9 << " GB on one H200";
+  s.workload.tp = 8;
+  s.workload.batch = 4;
+  const Prediction eight = predict(s);
+  EXPECT_TRUE(eight.fits_memory) << "weights per device " << eight.weight_bytes_per_device / 1e9 << " GB on TP 8";
+  // By hand: linear layers at 1 byte + scales, embedding and head at 2, vLLM's 16-bit copies of
+  // W_UK and W_UV (61 × 512·128·256 × 2 bytes), all split by 8.
+  const ModelShape& m = s.target;
+  const double linear = 1.0 + 4.0 / 16384;
+  const double embed = 2.0 * 129280 * 7168;
+  const double want = (m.total_params() * linear + embed * (2.0 - linear) + 61.0 * 512 * 128 * 256 * 2.0) / 8;
+  EXPECT_NEAR(eight.weight_bytes_per_device / want, 1.0, 1e-12) << "weight bytes per device at TP 8";
+  EXPECT_DOUBLE_EQ(eight.kv_bytes_per_device, 4.0 * (512 + 256) * 61 * 576 * 2) << "batch 4, 768 tokens, latent replicated";
+}
+
+// The MTP module's layer is the target's last kind: multi-head latent attention and the MoE.
+TEST(Mla, DeepSeekV3MtpModuleIsAnMlaMoeLayer) {
+  SpecLibrary lib;
+  const ModelShape target = lib.model("deepseek-v3");
+  const Drafter d = lib.drafter("mtp-deepseek-v3", target);
+  EXPECT_TRUE(d.shape.is_mla());
+  EXPECT_TRUE(d.shape.is_moe());
+  EXPECT_EQ(d.shape.dense_layers, 0);
+  ForwardParams p;
+  p.tp = 8;
+  p.context = 640;
+  const std::vector<Operator> ops = mtp_module_forward(d.shape, p, "draft");
+  bool latent = false, experts = false;
+  for (const Operator& op : ops) {
+    latent = latent || std::string(op.name) == "mla.attention";
+    experts = experts || std::string(op.name) == "moe.experts";
+    EXPECT_NE(std::string(op.name), "attention") << "no grouped-query attention in DeepSeek-V3's module";
+  }
+  EXPECT_TRUE(latent && experts) << "the module's layer has latent attention and routed experts";
+  // The same module prices on DeepSeek-R1, which has the same shape.
+  EXPECT_NO_THROW(lib.drafter("mtp-deepseek-v3", lib.model("deepseek-r1")));
+  // Its published acceptance is the spec's default.
+  const DrafterSpec spec = lib.drafter_spec("mtp-deepseek-v3");
+  EXPECT_EQ(spec.default_category, "deepseek-v3-report");
+  EXPECT_TRUE(spec.not_priced.empty());
 }
 
 // Bad MLA configs are refused naming the field; attention kinds still not priced are refused by

@@ -354,10 +354,11 @@ TEST(MtpMedusa, MismatchedSpecsAreRefused) {
   set_dynamic_tree(dyn.plan, *dyn.acceptance, 16, 3, 4);
   says(error_of([&] { predict(dyn); }), "drafts no dynamic tree");
   says(error_of([&] { best_dynamic_tree(deep, {16}, {3}, {4}); }), "Medusa drafts no dynamic tree");
-  // Checkpoints the operators cannot price, refused with the reason.
-  says(error_of([&] { lib.drafter("mtp-deepseek-v3", lib.model("llama-3.1-8b")); }),
-       "drafter 'mtp-deepseek-v3' cannot be priced: DeepSeek-V3/R1 and their MTP layer use multi-head latent attention");
+  // Checkpoints the operators cannot price, refused with the reason (Qwen3-Next's linear attention;
+  // DeepSeek-V3's module is priced now: test_mla.cpp).
   says(error_of([&] { lib.drafter("mtp-qwen3-next-80b-a3b", lib.model("llama-3.1-8b")); }), "Gated DeltaNet");
+  says(error_of([&] { lib.drafter("mtp-deepseek-v3", lib.model("llama-3.1-8b")); }),
+       "ships with its target (deepseek-v3) and takes its shapes from it: it was trained for hidden_size 7168");
   // ... and their targets' config.json files too, rather than pricing them as something else:
   // DeepSeek-V3.2's sparse attention (multi-head latent attention plus a top-k indexer) and linear attention.
   nlohmann::json sparse = {{"hidden_size", 7168}, {"num_hidden_layers", 61}, {"num_attention_heads", 128},
