@@ -871,6 +871,19 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
                                                             : std::string()));
   s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
   check_draft_limit("--k", "K", s.plan.k, kMaxDraftDepth);
+  // --k not given for a chain: its default, or the deepest K below it that the acceptance answers
+  // (a published acceptance measured at K = 1 answers K = 1 only), said so in the output.
+  std::string k_note;
+  if (vm["k"].defaulted() && s.acceptance && !s.measured_tokens_per_step && s.plan.method != Method::sequential &&
+      !vm.count("tree") && !vm.count("dynamic-tree") && !s.acceptance->answers(s.plan.k)) {
+    int k = s.plan.k;
+    while (k > 1 && !s.acceptance->answers(k)) --k;
+    if (s.acceptance->answers(k)) {
+      k_note = "K = " + std::to_string(k) + ": --k was not given, and the acceptance answers K <= " + std::to_string(k) +
+               " only (the default K = " + std::to_string(s.plan.k) + " is beyond it)";
+      s.plan.k = k;
+    }
+  }
   tree_from_options(vm, s.acceptance, s.plan);
   if (!category_tree.empty()) s.plan.tree = builtin_tree(category_tree);
   if (s.plan.tree && vm.count("acceptance-by-depth")) {
@@ -965,8 +978,10 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     if (!category.empty()) out["scenario"]["category"] = category;
     if (default_category) out["scenario"]["category_default"] = true;
     if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
+    if (!k_note.empty() && !vm.count("best-k")) out["scenario"]["k_note"] = k_note;
     out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
   } else {
+    if (!k_note.empty() && !vm.count("best-k")) io.out << "note: " << k_note << "\n";
     print_prediction(io.out, s, p, measured_note);
     if (vm.count("breakdown")) print_breakdown(io.out, p);
   }
