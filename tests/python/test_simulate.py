@@ -87,6 +87,8 @@ MODE_CASES = [
                                    "--category", "blazedit", "--match-rate", "0.5", "--k", "5"],
      dict(model="llama-3.1-8b", hardware="h100-sxm", method="ngram", category="blazedit", match_rate=0.5, k=5)),
     ("synthetic-al", EAGLE3_CLI + ["--k", "7", "--synthetic-al", "3.78"], dict(EAGLE3, k=7, synthetic_al=3.78)),
+    ("trace-replay", EAGLE3_CLI + ["--trace", os.path.join(ROOT, "traces", "golden", "eagle-chain_code_greedy.h5")],
+     dict(EAGLE3, trace=os.path.join(ROOT, "traces", "golden", "eagle-chain_code_greedy.h5"))),
     ("acceptance-table", EAGLE3_CLI + ["--k", "3", "--acceptance-table", "3:2.79"],
      dict(EAGLE3, k=3, acceptance_table={3: 2.79})),
     ("best-k-list", VICUNA_CLI + ["--alpha", "0.8", "--best-k", "2,4,6"], dict(VICUNA, alpha=0.8, best_k=[2, 4, 6])),
