@@ -80,6 +80,9 @@ struct EngineSpec {
   std::set<Method> methods;
   bool trees = true;
   bool flatten_trees = false;
+  // Tensor parallelism over heads a degree does not divide: padded with empty heads to a multiple of
+  // the degree (AWS Neuron's stack), instead of refused (vLLM, SGLang: the degree must divide them).
+  bool pads_attention_heads = false;
 
   double draft_step_overhead(const std::string& method) const;
   double spec_step_overhead(const std::string& method) const;

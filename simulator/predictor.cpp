@@ -109,9 +109,11 @@ double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int
   return (blocks + heads) * weight_bytes;
 }
 
-void check_tensor_parallel_degree(const ModelShape& m, int tp) {
+void check_tensor_parallel_degree(const ModelShape& m, int tp, const EngineSpec& engine) {
   // Engines split the query heads evenly over the devices and the KV heads evenly, or replicate
-  // them when there are more devices than KV heads (vLLM's and SGLang's rule).
+  // them when there are more devices than KV heads (vLLM's and SGLang's rule); an engine that pads
+  // the heads to a multiple of the degree takes any (the operators price ceil(heads / tp) each).
+  if (engine.pads_attention_heads) return;
   const auto splits = [&](int d) {
     return m.num_heads % d == 0 && (d <= m.num_kv_heads ? m.num_kv_heads % d == 0 : d % m.num_kv_heads == 0);
   };
@@ -121,8 +123,8 @@ void check_tensor_parallel_degree(const ModelShape& m, int tp) {
     if (splits(d)) valid += (valid.empty() ? "" : ", ") + std::to_string(d);
   throw Error("tensor-parallel degree " + std::to_string(tp) + " does not split model '" + m.name + "' (" +
               std::to_string(m.num_heads) + " attention heads, " + std::to_string(m.num_kv_heads) +
-              " KV heads): engines split the query heads evenly and the KV heads evenly or by replication; degrees "
-              "that do: " + valid);
+              " KV heads): engine '" + engine.name + "' splits the query heads evenly and the KV heads evenly or by "
+              "replication; degrees that do: " + valid);
 }
 
 void validate_scenario(const Scenario& s) {
@@ -138,7 +140,7 @@ void validate_scenario(const Scenario& s) {
   if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
     throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
                 std::to_string(w.tp) + " is impossible");
-  check_tensor_parallel_degree(s.target, w.tp);
+  check_tensor_parallel_degree(s.target, w.tp, s.engine);
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;

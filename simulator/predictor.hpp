@@ -93,9 +93,10 @@ struct Prediction {
   StepCost step;                 // breakdown of one step at the mean decoding context
 };
 
-// Throws unless `tp` splits the model's attention heads as engines split them: the query heads
-// evenly, the KV heads evenly or by replication (the message lists the degrees that do).
-void check_tensor_parallel_degree(const ModelShape& m, int tp);
+// Throws unless `tp` splits the model's attention heads as `engine` splits them: the query heads
+// evenly, the KV heads evenly or by replication (the message lists the degrees that do), or any
+// degree for an engine that pads the heads (EngineSpec::pads_attention_heads).
+void check_tensor_parallel_degree(const ModelShape& m, int tp, const EngineSpec& engine);
 
 // Checks the scenario (K ≥ 1 for speculative methods, tp within the instance and splitting the
 // target's heads, drafter present,

@@ -184,6 +184,11 @@ TEST(SimulatorLimits, TensorParallelDegreeMustSplitTheHeads) {
     EXPECT_NO_THROW(predict(s)) << "tp " << tp;
   }
   EXPECT_SAYS(simulate_error(with(base_args(), {"--tp", "3"})), "does not split model");
+  // AWS Neuron pads the heads to a multiple of the degree: its published Llama-3-8B runs use TP 24.
+  Scenario neuron = test::scenario("llama-3-8b", "inf2-48xlarge", "", 0, 0);
+  ASSERT_TRUE(neuron.engine.pads_attention_heads) << neuron.engine.name;
+  neuron.workload.tp = 24;
+  EXPECT_NO_THROW(predict(neuron));
 }
 
 TEST(SimulatorLimits, SweepGridsAndSizeOptionsAreCountedBeforeTheyRun) {
