@@ -167,7 +167,8 @@ DrafterSpec parse_drafter_spec(const nlohmann::json& j, const std::string& sourc
   if (!mtp) refuse("num_modules", "MTP drafters (modules in the checkpoint)");
   if (!medusa) refuse("num_heads", "Medusa drafters (heads in the checkpoint)");
   if (mtp || medusa) {
-    refuse("draft_vocab_size", std::string("drafters with a draft vocabulary (EAGLE-3, P-EAGLE); ") +
+    refuse("draft_vocab_size", std::string("drafters with a draft vocabulary (EAGLE-3, P-EAGLE, EAGLE-1 heads on a "
+                                           "frequency-ranked subset); ") +
                                    (mtp ? "an MTP module" : "a Medusa head") + " drafts over the target's whole vocabulary");
     refuse("trained_depth", "P-EAGLE drafters");
     refuse("model", "draft-model drafters");
@@ -341,7 +342,9 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
                     std::to_string(target.hidden_size) + "), got " + std::to_string(s.hidden_size));
       d.fc_in = 2 * s.hidden_size;
       d.qkv_in = s.hidden_size;
-      d.lm_head_vocab = target.vocab_size;
+      // The target's LM head: all its rows, or a frequency-ranked subset of draft_vocab_size rows
+      // sliced out of it (FR-Spec; SGLang's --speculative-token-map), held as a copy of its own.
+      d.lm_head_vocab = vd;
       break;
     case Method::eagle3:
     case Method::peagle:

@@ -137,6 +137,31 @@ TEST(Specs, Trainium2DevicesAddUpToTheInstance) {
   EXPECT_TRUE(predict(s).fits_memory);
 }
 
+// FR-Spec: an EAGLE-1 head drafting over a frequency-ranked quarter of the vocabulary evaluates a
+// quarter of the LM head's rows per draft, holds that slice as its own copy, and so drafts faster
+// than the same head over the whole vocabulary; the verification is the same.
+TEST(Specs, FrequencyRankedVocabularyPricesAQuarterOfTheDraftHead) {
+  SpecLibrary lib;
+  const ModelShape target = lib.model("llama-3-8b");
+  const Drafter full = lib.drafter("eagle1-llama3-8b", target);
+  const Drafter pruned = lib.drafter("eagle1-llama3-8b-frspec-32k", target);
+  EXPECT_EQ(full.lm_head_vocab, 128256);
+  EXPECT_EQ(pruned.lm_head_vocab, 32768);
+  auto predicted = [&](const Drafter& d) {
+    Scenario s = test::scenario("llama-3-8b", "h100-sxm", "", 0, 0);
+    s.drafter = d;
+    s.plan.method = d.method;
+    s.plan.k = 5;
+    s.acceptance = iid_acceptance(0.7);
+    return predict(s);
+  };
+  const Prediction a = predicted(full), b = predicted(pruned);
+  EXPECT_LT(b.step.draft_s, a.step.draft_s);
+  EXPECT_DOUBLE_EQ(b.step.verify_s, a.step.verify_s);
+  EXPECT_NEAR(b.weight_bytes_per_device - a.weight_bytes_per_device, 32768.0 * 4096 * 2, 1.0)
+      << "the sliced 32k x 4096 bf16 head is held beside the target's";
+}
+
 TEST(Specs, AnyHfConfigJsonFileIsAModel) {
   test::TempDir dir;
   std::filesystem::create_directories(dir.path() / "my-model");
