@@ -2,6 +2,7 @@
 
 #include "reference/core/error.hpp"
 #include "reference/drafting/draft_limits.hpp"
+#include "simulator/plan_json.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/tree_shape.hpp"
 
@@ -25,7 +26,7 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
     throw Error(where + ": must be an object {description, kind, source, one of alpha | acceptance | "
                 "acceptance_by_depth | acceptance_table, match_rate}");
   check_known_fields(c, {"kind", "alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "tree_acceptance",
-                         "tree", "al", "match_rate", "setup"},
+                         "tree", "dynamic_tree", "al", "match_rate", "setup"},
                      where);
   CategoryAcceptance a;
   a.name = name;
@@ -37,16 +38,34 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
   a.source = get_string_or(c, "source", "", where);
   if (a.source.empty()) throw Error(where + ": field 'source' is required: who measured these numbers, or whose prior they are");
   int forms = 0;
-  for (const char* f : {"alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "tree_acceptance", "tree"})
+  for (const char* f :
+       {"alpha", "acceptance", "acceptance_by_depth", "acceptance_table", "tree_acceptance", "tree", "dynamic_tree"})
     forms += has_field(c, f);
   if (forms != 1)
     throw Error(where + ": give exactly one of 'alpha', 'acceptance', 'acceptance_by_depth', 'acceptance_table', "
-                "'tree_acceptance' or 'tree' with 'al' (got " + std::to_string(forms) + ")");
-  if (has_field(c, "al") != has_field(c, "tree"))
-    throw Error(where + ": 'tree' (a built-in tree's name) and 'al' (the AL measured on it, counting the bonus token) "
-                "go together");
+                "'tree_acceptance', or 'tree' or 'dynamic_tree' with 'al' (got " + std::to_string(forms) + ")");
+  if (has_field(c, "al") != (has_field(c, "tree") || has_field(c, "dynamic_tree")))
+    throw Error(where + ": 'tree' (a built-in tree's name) or 'dynamic_tree' ([total_tokens, depth, top_k]) and 'al' (the "
+                "AL measured on it, counting the bonus token) go together");
   try {
-    if (has_field(c, "tree")) {
+    if (has_field(c, "dynamic_tree")) {
+      // An AL measured on a dynamic (EAGLE-2) setting belongs to exactly that setting.
+      const nlohmann::json& t = c.at("dynamic_tree");
+      if (!t.is_array() || t.size() != 3)
+        throw Error(where + ": field 'dynamic_tree' must be [total_tokens, depth, top_k], e.g. [60, 7, 10]");
+      for (const auto& v : t) {
+        if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > kMaxDraftNodes)
+          throw Error(where + ": field 'dynamic_tree' must hold integers in [1, " + std::to_string(kMaxDraftNodes) +
+                      "], got " + t.dump());
+        a.dynamic_tree.push_back(v.get<int>());
+      }
+      DraftPlan check;
+      set_measured_dynamic_tree(check, a.dynamic_tree[0], a.dynamic_tree[1], a.dynamic_tree[2]);  // the bounds
+      a.al = get_number(c, "al", where);
+      if (!(a.al >= 1.0 && a.al <= a.dynamic_tree[1] + 1.0))
+        throw Error(where + ": 'al' must be in [1, " + std::to_string(a.dynamic_tree[1] + 1) + "] (the dynamic tree's depth is " +
+                    std::to_string(a.dynamic_tree[1]) + "; the AL counts the bonus token), got " + std::to_string(a.al));
+    } else if (has_field(c, "tree")) {
       // A measured AL belongs to exactly the tree it was measured on.
       a.tree = get_string(c, "tree", where);
       const TreeShape t = builtin_tree(a.tree);
@@ -100,6 +119,14 @@ CategoryAcceptance parse_category(const std::string& name, const nlohmann::json&
 }
 
 }  // namespace
+
+std::string CategoryAcceptance::tree_label() const {
+  if (!tree.empty()) return "tree '" + tree + "'";
+  if (dynamic_tree.size() == 3)
+    return "dynamic tree " + std::to_string(dynamic_tree[0]) + "/" + std::to_string(dynamic_tree[1]) + "/" +
+           std::to_string(dynamic_tree[2]);
+  return "";
+}
 
 AcceptancePtr CategoryAcceptance::acceptance(const std::string& method) const {
   if (!model) return nullptr;  // a measured tree AL: no model to answer other shapes

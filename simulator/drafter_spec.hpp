@@ -25,7 +25,8 @@ namespace specdec::sim {
 // acceptance on a benchmark. Exactly one acceptance form, as on the command line: alpha (i.i.d.),
 // acceptance (per-position conditional), acceptance_by_depth (P(accepted >= d)), acceptance_table
 // ({K: AL}, only those K answered), tree_acceptance (per depth, per rank) or a measured tree AL
-// (`tree`, a built-in tree's name, with `al`: the AL measured on exactly that tree).
+// (`tree`, a built-in tree's name, or `dynamic_tree` [total_tokens, depth, top_k], with `al`: the
+// AL measured on exactly that tree).
 struct CategoryAcceptance {
   std::string name;
   std::string description;  // the prompts: what the output repeats
@@ -33,8 +34,12 @@ struct CategoryAcceptance {
   std::string source;       // where the numbers come from, with the setup they were measured in
   AcceptancePtr model;      // among the steps that draft when match_rate is given, else over all steps;
                             // null for a measured tree AL (`tree` and `al`)
-  std::string tree;         // a measured tree AL: the built-in tree it was measured on
+  std::string tree;         // a measured tree AL: the built-in tree it was measured on,
+  std::vector<int> dynamic_tree;  // ... or the dynamic (EAGLE-2) setting {total_tokens, depth, top_k}
   double al = 0;            // ... and its AL, counting the bonus token
+  bool measured_tree() const { return !tree.empty() || !dynamic_tree.empty(); }
+  // "tree mc_sim_7b_63", "dynamic tree 60/7/10" (empty when not a measured tree AL).
+  std::string tree_label() const;
   // The share of steps that draft (a match was found); the rest verify the bonus token alone. Unset:
   // the model covers every step and every step is priced as verifying its full draft.
   std::optional<double> match_rate;

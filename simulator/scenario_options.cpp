@@ -15,6 +15,7 @@
 #include "simulator/capacity_planning.hpp"
 #include "simulator/method.hpp"
 #include "simulator/model_shape.hpp"
+#include "simulator/plan_json.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/trace_replay.hpp"
 #include "simulator/tree_shape.hpp"
@@ -184,7 +185,8 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
   s.acceptance = acceptance_from_options(o, sp);
   if (o.al) s.measured_tokens_per_step = *o.al;
   std::optional<double> match_rate;
-  std::string category_tree;  // a category measured on one tree: that tree's name
+  std::string category_tree;  // a category measured on one tree: that tree's name,
+  std::vector<int> category_dynamic_tree;  // ... or its dynamic setting {total_tokens, depth, top_k}
   if (o.match_rate) {
     match_rate = *o.match_rate;
     if (!(*match_rate >= 0 && *match_rate <= 1))
@@ -227,21 +229,28 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
     if (c.model && default_category)
       s.acceptance = described_acceptance(c.model, "category '" + name + "' of " + free_spec->name + " (" + c.kind + defaulted + ")");
     if (use.match_rate) s.match_rate = *use.match_rate;
-    if (!c.tree.empty()) {
+    if (c.measured_tree()) {
       // An AL measured on one tree: that tree is drafted and verified, with the measured AL.
       if (default_category && !s.engine.trees)
-        throw Error("drafter '" + free_spec->name + "''s published acceptance (category '" + name + "') is an AL measured on tree '" +
-                    c.tree + "', and engine '" + s.engine.name + "' verifies chains only: give an acceptance model for a chain " +
-                    "(" + own_acceptance + ") or an engine that verifies trees (" + sp("engine", "sglang") +
+        throw Error("drafter '" + free_spec->name + "''s published acceptance (category '" + name + "') is an AL measured on " +
+                    c.tree_label() + ", and engine '" + s.engine.name + "' verifies chains only: give an acceptance model for a " +
+                    "chain (" + own_acceptance + ") or an engine that verifies trees (" + sp("engine", "sglang") +
                     ", tensorrt-llm or hf-eager)");
-      if (o.dynamic_tree || (o.tree && *o.tree != c.tree))
-        throw Error(sp("category", name) + " of " + free_spec->name + " is an AL measured on tree '" + c.tree + "' (" + c.kind +
-                    "): it prices that tree; give " + sp("tree", c.tree) + " or leave the tree out");
+      const bool same_tree = c.tree.empty() ? !o.tree && (!o.dynamic_tree || *o.dynamic_tree == c.dynamic_tree)
+                                            : !o.dynamic_tree && (!o.tree || *o.tree == c.tree);
+      if (!same_tree)
+        throw Error(sp("category", name) + " of " + free_spec->name + " is an AL measured on " + c.tree_label() + " (" + c.kind +
+                    "): it prices that tree; leave the tree out or give exactly it (" +
+                    (c.tree.empty() ? sp("dynamic-tree", std::to_string(c.dynamic_tree[0]) + "," + std::to_string(c.dynamic_tree[1]) +
+                                                             "," + std::to_string(c.dynamic_tree[2]))
+                                    : sp("tree", c.tree)) +
+                    ")");
       s.measured_tokens_per_step = c.al;
       category_tree = c.tree;
+      category_dynamic_tree = c.dynamic_tree;
       std::ostringstream note;
-      note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on tree "
-           << c.tree << defaulted;
+      note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on "
+           << c.tree_label() << defaulted;
       built.measured_note = note.str();
     }
   } else if (match_rate) {
@@ -277,6 +286,8 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
   }
   tree_from_options(o, s.acceptance, s.plan, sp);
   if (!category_tree.empty()) s.plan.tree = builtin_tree(category_tree);
+  if (!category_dynamic_tree.empty())
+    set_measured_dynamic_tree(s.plan, category_dynamic_tree[0], category_dynamic_tree[1], category_dynamic_tree[2]);
   if (s.plan.tree && o.acceptance_by_depth) {
     // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
     const std::vector<double>& reached = *o.acceptance_by_depth;

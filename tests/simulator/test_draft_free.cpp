@@ -335,6 +335,16 @@ TEST(DraftFree, SpecErrorsNameTheField) {
        "d.json (categories.c): acceptance-length table: AL at K = 2 must be in [1, 3]");
   says(R"({"name":"n","method":"ngram","categories":{"c":{"kind":"prior","source":"s","alpha":0.5,"match_rate":2}}})",
        "'match_rate' must be in [0, 1]");
+  // A measured AL on a dynamic tree: the setting and the AL together, within the tree's depth.
+  const std::string dyn = R"({"name":"n","method":"eagle3","categories":{"c":{"kind":"measured","source":"s",)";
+  says(dyn + R"("dynamic_tree":[60,7,10]}}})", "'tree' (a built-in tree's name) or 'dynamic_tree'");
+  says(dyn + R"("dynamic_tree":[60,7],"al":3}}})", "field 'dynamic_tree' must be [total_tokens, depth, top_k]");
+  says(dyn + R"("dynamic_tree":[60,0,10],"al":3}}})", "field 'dynamic_tree' must hold integers in [1, ");
+  says(dyn + R"("dynamic_tree":[60,7,10],"al":9}}})", "'al' must be in [1, 8] (the dynamic tree's depth is 7");
+  says(dyn + R"("dynamic_tree":[60,7,10],"tree":"chain4","al":3}}})", "exactly one of");
+  const DrafterSpec measured = parse_drafter_spec(nlohmann::json::parse(dyn + R"("dynamic_tree":[60,7,10],"al":5.6}}})"), "d.json");
+  EXPECT_EQ(measured.category("c").tree_label(), "dynamic tree 60/7/10");
+  EXPECT_DOUBLE_EQ(measured.category("c").al, 5.6);
   const DrafterSpec d = parse_drafter_spec(
       nlohmann::json::parse(R"({"name":"n","method":"ngram","categories":{"c":{"kind":"prior","source":"s","alpha":0.5}}})"), "d.json");
   EXPECT_NE(test::error_of([&] { d.category("x"); }).find("it has: c (prior)"), std::string::npos);
@@ -431,7 +441,8 @@ TEST(DraftFree, CommandErrorsSayWhatIsMissing) {
   says({"--method", "ngram", "--category", "magpie-turn1", "--k", "4"}, "K = 3, 5");
   says({"--method", "ngram", "--category", "blazedit", "--alpha", "0.5"}, "not both");
   says({"--drafter", "eagle3-llama3.1-8b", "--category", "blazedit"},
-       "drafter 'eagle3-llama3.1-8b' has no prompt category 'blazedit'; it has: vllm-issue-20780 (measured)");
+       "drafter 'eagle3-llama3.1-8b' has no prompt category 'blazedit'; it has: eagle3-paper-mt-bench (measured), "
+       "vllm-issue-20780 (measured)");
   says({"--drafter", "eagle3-llama3.1-8b", "--match-rate", "0.5", "--alpha", "0.7"}, "is for draft-free methods");
   says({"--method", "ngram", "--engine", "sglang", "--alpha", "0.6"}, "does not run method ngram (it runs: draft, eagle, eagle3, ngram-tree, mtp)");
   says({"--method", "prompt-lookup", "--category", "spec-bench", "--k", "10"}, "engine 'vllm' does not run method prompt-lookup");

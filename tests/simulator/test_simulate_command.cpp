@@ -130,7 +130,24 @@ TEST(SimulateCommand, PublishedAcceptanceWhenNoneIsGiven) {
   EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "eagle3-llama3.1-8b", "--k", "8"})
                 .find("has no AL for K = 8"),
             std::string::npos);
-  EXPECT_NE(err({"--model", "llama-3.1-70b", "--hardware", "h200", "--tp", "2", "--drafter", "eagle3-llama3.3-70b"})
+  // EAGLE-3 heads: the paper's MT-bench AL on its dynamic tree, on an engine that verifies trees.
+  const std::vector<std::string> head70 = {"--model", "llama-3.1-70b", "--hardware", "h200", "--tp", "2", "--drafter",
+                                           "eagle3-llama3.3-70b"};
+  EXPECT_NE(err(head70).find("is an AL measured on dynamic tree 60/7/10, and engine 'vllm' verifies chains only"), std::string::npos)
+      << err(head70);
+  auto on_sglang = head70;
+  on_sglang.insert(on_sglang.end(), {"--engine", "sglang", "--json"});
+  const auto dynamic = nlohmann::json::parse(simulate(on_sglang).out);
+  EXPECT_DOUBLE_EQ(dynamic["prediction"]["acceptance_length"].get<double>(), 5.63) << "EAGLE-3 Table 1, L33 70B, MT-bench";
+  EXPECT_EQ(dynamic["scenario"]["category"], "eagle3-paper-mt-bench");
+  EXPECT_NE(dynamic["scenario"]["acceptance"].get<std::string>().find("measured on dynamic tree 60/7/10"), std::string::npos)
+      << dynamic.dump();
+  auto other_tree = head70;
+  other_tree.insert(other_tree.end(), {"--engine", "sglang", "--dynamic-tree", "30,5,5"});
+  EXPECT_NE(err(other_tree).find("leave the tree out or give exactly it (--dynamic-tree 60,7,10)"), std::string::npos)
+      << err(other_tree);
+  // A head without published acceptance still asks for an acceptance model.
+  EXPECT_NE(err({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter", "peagle-llama3.1-8b"})
                 .find("speculative decoding needs an acceptance model"),
             std::string::npos);
   // Given acceptance wins; the default is not mixed in.
