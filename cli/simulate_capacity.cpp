@@ -26,8 +26,17 @@ using namespace specdec::sim;
 constexpr int kDefaultPlannedDepth = 8;
 
 const char* const kQueueing =
-    "not modelled: a replica is taken to run full batches under a perfectly smooth load (100% utilisation); "
-    "bursty arrivals queue, so leave headroom above the plan";
+    "each replica an M/G/c queue: Poisson arrivals at the rate / replicas, c = its batch slots, service = TTFT + "
+    "output_len x TPOT; Erlang C for P(wait), the Allen-Cunneen mean wait, an M/M/c-shaped tail for the percentile. "
+    "Assumed: prefill not interleaved with other requests' decoding, TPOT at the full batch (conservative while slots "
+    "are idle); see docs/simulator.md";
+
+// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
+std::string plain(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 std::string fixed(double v, int digits) {
   std::ostringstream o;
@@ -82,6 +91,16 @@ nlohmann::json config_json(const PlannedConfig& c) {
     j["tpot_ms"] = c.plan.prediction.tpot_s * 1e3;
     j["ttft_ms"] = c.plan.prediction.ttft_s * 1e3;
     j["speedup"] = c.plan.prediction.speedup;
+    const ReplicaQueue& q = c.plan.load;
+    j["service_s"] = q.queue.service_s;
+    j["service_scv"] = q.queue.service_scv;
+    j["utilization"] = q.queue.utilization;
+    j["p_wait"] = q.queue.p_wait;
+    j["queue_wait_ms"] = q.queue.mean_wait_s * 1e3;
+    j["ttft_with_wait_ms"] = q.ttft_with_wait_s * 1e3;
+    j["percentile"] = q.percentile;
+    j["queue_wait_at_percentile_ms"] = q.wait_at_percentile_s * 1e3;
+    j["ttft_at_percentile_ms"] = q.ttft_at_percentile_s * 1e3;
   }
   return j;
 }
@@ -133,6 +152,23 @@ void run_capacity_plan(const po::variables_map& vm, const Scenario& s, const Spe
     if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
       throw Error("--price must be a finite number >= 0 USD per device-hour");
   }
+  if (vm.count("max-utilization")) {
+    req.max_utilization = vm["max-utilization"].as<double>();
+    if (!(req.max_utilization > 0 && req.max_utilization < 1))
+      throw Error("--max-utilization: must be a number > 0 and < 1 (at 1 or more a replica's queue grows without bound), got " +
+                  plain(req.max_utilization));
+  }
+  if (vm.count("output-len-cv")) {
+    req.output_len_cv = vm["output-len-cv"].as<double>();
+    if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
+      throw Error("--output-len-cv: the coefficient of variation of output lengths must be a number in [0, " + plain(kMaxOutputLenCv) +
+                  "] (0: every output is --output-len tokens; exponential lengths: 1), got " + plain(req.output_len_cv));
+  }
+  if (vm.count("ttft-percentile")) {
+    req.ttft_percentile = vm["ttft-percentile"].as<double>();
+    if (!(req.ttft_percentile > 0 && req.ttft_percentile < 100))
+      throw Error("--ttft-percentile: must be a number between 0 and 100 (exclusive), e.g. 99, got " + plain(req.ttft_percentile));
+  }
   const std::vector<int> tps = capacity_tensor_parallel_degrees(vm, s.hardware);
   const std::vector<int> ks = planned_ks(vm, s);
   const CapacitySearch r = search_capacity(s, req, tps, ks);
@@ -148,14 +184,20 @@ void run_capacity_plan(const po::variables_map& vm, const Scenario& s, const Spe
     for (const auto& c : r.configs) j["capacity_search"]["configs"].push_back(config_json(c));
     for (const auto& c : r.sequential_configs) j["capacity_search"]["sequential"].push_back(config_json(c));
     for (const auto& k : r.skipped) j["capacity_search"]["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
+    j["capacity_search"]["max_utilization"] = req.max_utilization;
+    j["capacity_search"]["output_len_cv"] = req.output_len_cv;
+    j["capacity_search"]["ttft_checked_at"] = req.ttft_percentile > 0 ? nlohmann::json(req.ttft_percentile) : nlohmann::json("mean");
     j["capacity_queueing"] = kQueueing;
     j["error_band"] = band;
     return;
   }
 
   const double target_ms = req.tpot_target_s * 1e3;
+  const std::string percentile = "p" + plain(reported_percentile(req));
+  const std::string ttft_target =
+      (req.ttft_percentile > 0 ? " and " + percentile + " TTFT" : std::string(" and TTFT")) + " + queueing wait <= " + fixed(req.ttft_target_s * 1e3, 0) + " ms";
   out << "\ncapacity plan: " << req.requests_per_s << " requests/s at TPOT <= " << target_ms << " ms"
-      << (req.ttft_target_s > 0 ? " and TTFT <= " + fixed(req.ttft_target_s * 1e3, 0) + " ms" : std::string()) << " (prompt "
+      << (req.ttft_target_s > 0 ? ttft_target : std::string()) << ", utilisation <= " << plain(req.max_utilization) << " (prompt "
       << s.workload.prompt_len << ", output " << s.workload.output_len << " tokens), " << s.target.name << " on " << s.hardware.name
       << " with " << s.engine.name << "\n";
   out << "searched: TP " << list_text(tps);
@@ -187,6 +229,25 @@ void run_capacity_plan(const po::variables_map& vm, const Scenario& s, const Spe
     else if (saved < 0) out << ": " << -saved << " more";
     else out << " (the same number; compare the TPOTs)";
     out << "\n";
+  }
+  if (r.best || r.sequential) {
+    out << "\n  queueing per replica (M/G/c: Poisson arrivals, c = batch slots; "
+        << (req.output_len_cv > 0 ? "output length cv " + plain(req.output_len_cv) : std::string("every output ") +
+                                                                                        std::to_string(s.workload.output_len) + " tokens, C_s^2 = 0")
+        << "):\n  " << std::left << std::setw(22) << "" << std::right << std::setw(7) << "util" << std::setw(9) << "P(wait)"
+        << std::setw(10) << "wait ms" << std::setw(11) << (percentile + " wait") << std::setw(10) << "TTFT ms" << std::setw(12)
+        << "TTFT+wait" << std::setw(11) << (percentile + " TTFT") << std::setw(7) << "C_s^2" << "\n";
+    auto queue_row = [&](const std::string& name, const std::optional<PlannedConfig>& c) {
+      if (!c) return;
+      const ReplicaQueue& q = c->plan.load;
+      out << "  " << std::left << std::setw(22) << name << std::right << std::setw(7) << fixed(q.queue.utilization, 3) << std::setw(9)
+          << fixed(q.queue.p_wait, 3) << std::setw(10) << fixed(q.queue.mean_wait_s * 1e3, 1) << std::setw(11)
+          << fixed(q.wait_at_percentile_s * 1e3, 1) << std::setw(10) << fixed(c->plan.prediction.ttft_s * 1e3, 1) << std::setw(12)
+          << fixed(q.ttft_with_wait_s * 1e3, 1) << std::setw(11) << fixed(q.ttft_at_percentile_s * 1e3, 1) << std::setw(7)
+          << fixed(q.queue.service_scv, 2) << "\n";
+    };
+    if (speculative) queue_row("cheapest: " + method_title(s.plan.method), r.best);
+    queue_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
   }
   out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
   if (speculative) out << std::setw(40) << method_title(s.plan.method);

@@ -2,8 +2,9 @@
 // `specdec simulate --capacity-rate R --tpot-target-ms T`: the capacity planner's request read from
 // the options, its search run, and its answer printed (text or JSON). The search is
 // simulator/capacity.hpp's; this file is what the command line adds: which TPs and Ks to search by
-// default, the sequential baseline beside the answer, the simulator's measured error band and the
-// statement that queueing is not modelled.
+// default, the sequential baseline beside the answer, each answer's queueing estimate (utilisation,
+// P(wait), waits, TTFT with the wait), the simulator's measured error band and what the queueing
+// estimate assumes.
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 #include <ostream>

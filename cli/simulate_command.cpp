@@ -671,6 +671,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
     ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
     ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
+    ("max-utilization", po::value<double>(), "capacity planning: the highest utilisation (busy share of a replica's batch slots) a plan runs at, > 0 and < 1 (default 0.85: stable with service times up to 18% longer than predicted)")
+    ("output-len-cv", po::value<double>(), "capacity planning: coefficient of variation of output lengths for the queueing estimate, 0..4 (default 0: every output is --output-len tokens; exponential lengths: 1)")
+    ("ttft-percentile", po::value<double>(), "capacity planning: check --ttft-target-ms at this percentile of TTFT + queueing wait (0 < P < 100; the M/M/c tail shape) instead of at the mean")
     ("sweep", po::value<std::string>(), "sweep mode: write all combinations to OUT.csv, OUT.h5 or - (CSV to stdout)")
     ("measure-cpu", po::value<std::string>(), "measure this CPU and write a hardware spec to OUT.json")
     ("threads", po::value<int>()->default_value(0), "--measure-cpu: threads for the all-thread figures (0 = all)")
@@ -742,6 +745,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   // Capacity planning searches a list of TPs (every power of two of the instance by default); the
   // prediction printed before the plan is at the first.
   const bool capacity = vm.count("capacity-rate") || vm.count("tpot-target-ms");
+  if (!capacity)
+    for (const char* o : {"max-utilization", "output-len-cv", "ttft-percentile"})
+      if (vm.count(o)) throw Error(std::string("--") + o + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
   s.workload.tp = capacity ? capacity_tensor_parallel_degrees(vm, s.hardware).front()
                            : parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
   s.workload.prompt_len = parse_bounded_int(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions, "the prompt length");
