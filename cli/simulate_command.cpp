@@ -16,13 +16,11 @@
 #include "cli/simulate_options.hpp"
 #include "reference/core/error.hpp"
 #include "reference/io/atomic_file.hpp"
-#include "reference/io/json_input.hpp"
 #include "reference/core/input_limits.hpp"
 #include "reference/drafting/draft_limits.hpp"
 #include "reference/decoding/generation.hpp"
 #include "simulator/batching.hpp"
 #include "simulator/calibration.hpp"
-#include "simulator/capacity.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
 #include "reference/methods/method_spec.hpp"
@@ -31,7 +29,9 @@
 #include "simulator/policy_pricing.hpp"
 #include "simulator/prediction_json.hpp"
 #include "simulator/predictor.hpp"
+#include "simulator/scenario_options.hpp"
 #include "simulator/search.hpp"
+#include "simulator/simulate_modes.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/spec_library.hpp"
 #include "simulator/sweep.hpp"
@@ -53,30 +53,10 @@ std::vector<double> parse_double_list(const std::string& s, const std::string& o
   return out;
 }
 
-// Inline JSON (a list or an object) or the path of a JSON file; both through the shared reader
-// (bounded nesting; a device or pipe at the path is refused, not read).
-nlohmann::json parse_json_arg(const std::string& s, const std::string& option) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (s[first] == '[' || s[first] == '{')) return parse_json(s, "--" + option);
-  std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::symlink_status(s, ec)))
-    return read_json_file(s, "--" + option + " file");
-  throw Error("--" + option + ": '" + s + "' is neither JSON nor a readable JSON file");
-}
-
-// The acceptance model from whichever option was given (at most one).
-AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
-  int given = 0;
-  for (const char* o : {"alpha", "acceptance", "acceptance-table", "acceptance-by-depth", "synthetic-al", "tree-acceptance", "trace", "al"})
-    given += vm.count(o) > 0;
-  if (given > 1)
-    throw Error("give one acceptance model: --alpha, --acceptance, --acceptance-table, --acceptance-by-depth, "
-                "--synthetic-al, --tree-acceptance, --trace or --al");
-  if (vm.count("alpha")) return iid_acceptance(vm["alpha"].as<double>());
-  if (vm.count("synthetic-al")) return synthetic_acceptance_length(vm["synthetic-al"].as<double>());
-  if (vm.count("acceptance-by-depth"))
-    return acceptance_by_depth(parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth"));
-  if (vm.count("acceptance")) return conditional_acceptance(parse_double_list(vm["acceptance"].as<std::string>(), "acceptance"));
+// The acceptance options as values; which of them may go together is the library's to check.
+void read_acceptance_options(const po::variables_map& vm, ScenarioOptions& o) {
+  if (vm.count("alpha")) o.alpha = vm["alpha"].as<double>();
+  if (vm.count("acceptance")) o.acceptance = parse_double_list(vm["acceptance"].as<std::string>(), "acceptance");
   if (vm.count("acceptance-table")) {
     std::map<int, double> t;
     for (const auto& item : split_list(vm["acceptance-table"].as<std::string>())) {
@@ -84,54 +64,73 @@ AcceptancePtr acceptance_from_options(const po::variables_map& vm) {
       if (colon == std::string::npos) throw Error("--acceptance-table: entries are K:AL, got '" + item + "'");
       t[parse_int(item.substr(0, colon), "acceptance-table")] = parse_double(item.substr(colon + 1), "acceptance-table");
     }
-    return table_acceptance(t);
+    o.acceptance_table = t;
   }
-  if (vm.count("tree-acceptance")) {
-    const auto j = parse_json_arg(vm["tree-acceptance"].as<std::string>(), "tree-acceptance");
-    std::vector<std::vector<double>> p;
-    if (!j.is_array()) throw Error("--tree-acceptance: expected [[p(depth 1, rank 0), p(depth 1, rank 1), ...], ...]");
-    for (const auto& row : j) {
-      if (!row.is_array()) throw Error("--tree-acceptance: each depth must be a list of per-rank probabilities");
-      std::vector<double> r;
-      for (const auto& v : row) {
-        if (!v.is_number()) throw Error("--tree-acceptance: probabilities must be numbers");
-        r.push_back(v.get<double>());
-      }
-      p.push_back(r);
-    }
-    return tree_acceptance(p);
-  }
-  if (vm.count("trace")) return replay_acceptance_from_file(vm["trace"].as<std::string>());
-  return nullptr;
+  if (vm.count("acceptance-by-depth"))
+    o.acceptance_by_depth = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
+  if (vm.count("synthetic-al")) o.synthetic_al = vm["synthetic-al"].as<double>();
+  if (vm.count("tree-acceptance")) o.tree_acceptance = vm["tree-acceptance"].as<std::string>();
+  if (vm.count("trace")) o.trace = vm["trace"].as<std::string>();
+  if (vm.count("al")) o.al = vm["al"].as<double>();
 }
 
-// Sets the plan's tree from --tree (static) or --dynamic-tree (EAGLE-2, drafted beam-style); leaves
-// a chain plan as it is.
-void tree_from_options(const po::variables_map& vm, const AcceptancePtr& acc, DraftPlan& plan) {
-  if (vm.count("tree") && vm.count("dynamic-tree")) throw Error("give either --tree or --dynamic-tree, not both");
-  if ((vm.count("tree") || vm.count("dynamic-tree")) && vm.count("acceptance-table"))
-    throw Error("--acceptance-table holds a chain's AL by K; for a tree give its measured AL (--al) or acceptance "
-                "by depth (--acceptance-by-depth) with --tree, or per-rank probabilities (--tree-acceptance)");
-  if (vm.count("tree")) {
-    const std::string t = vm["tree"].as<std::string>();
-    std::error_code ec;
-    if (!t.empty() && (t[0] == '[' || std::filesystem::exists(std::filesystem::symlink_status(t, ec)))) {
-      const auto j = parse_json_arg(t, "tree");
-      plan.tree = make_tree_shape(get_rank_paths(j, "--tree"), "--tree");
-    } else {
-      plan.tree = builtin_tree(t);
-    }
-    return;
+// --best-tree TOTALS/DEPTHS/TOP_KS, each a list or range.
+BestTreeGrid best_tree_grid(const std::string& grid) {
+  std::vector<std::string> parts;
+  std::istringstream in(grid);
+  for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
+  if (parts.size() != 3)
+    throw Error("--best-tree: expected TOTALS/DEPTHS/TOP_KS (each a list or range, e.g. 32,48,64/4-8/8,10), got '" + grid + "'");
+  return {parse_int_list(parts[0], "best-tree (totals)", kMaxDraftNodes + 1),
+          parse_int_list(parts[1], "best-tree (depths)", kMaxDraftDepth),
+          parse_int_list(parts[2], "best-tree (top-k)", kMaxDraftTopK)};
+}
+
+// The options of one scenario and its modes, parsed from their strings (`batch`: the first of
+// --policy's list, else the one batch size).
+ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
+  ScenarioOptions o;
+  o.model = vm["model"].as<std::string>();
+  o.hardware = vm["hardware"].as<std::string>();
+  auto text = [&](const char* name, std::optional<std::string>& into) {
+    if (vm.count(name)) into = vm[name].as<std::string>();
+  };
+  text("engine", o.engine);
+  text("drafter", o.drafter);
+  text("method", o.method);
+  text("dtype", o.dtype);
+  text("category", o.category);
+  text("tree", o.tree);
+  text("batching", o.batching);
+  o.batch = batch;
+  o.prompt_len = parse_int(vm["prompt-len"].as<std::string>(), "prompt-len");
+  o.output_len = parse_int(vm["output-len"].as<std::string>(), "output-len");
+  if (!vm["k"].defaulted()) o.k = parse_int(vm["k"].as<std::string>(), "k");
+  if (vm.count("match-rate")) o.match_rate = vm["match-rate"].as<double>();
+  read_acceptance_options(vm, o);
+  if (vm.count("dynamic-tree")) o.dynamic_tree = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
+  if (vm.count("best-k")) o.best_k = best_k_list(vm["best-k"].as<std::string>());
+  if (vm.count("best-tree")) o.best_tree = best_tree_grid(vm["best-tree"].as<std::string>());
+  o.breakdown = vm.count("breakdown") > 0;
+  // Capacity planning searches a list of TPs (--tp: every power of two of the instance by default).
+  if (vm.count("capacity-rate") || vm.count("tpot-target-ms")) {
+    CapacityOptions c;
+    if (vm.count("capacity-rate")) c.capacity_rate = vm["capacity-rate"].as<double>();
+    if (vm.count("tpot-target-ms")) c.tpot_target_ms = vm["tpot-target-ms"].as<double>();
+    c.ttft_target_ms = vm["ttft-target-ms"].as<double>();
+    if (vm.count("price")) c.price = vm["price"].as<double>();
+    if (!vm["tp"].defaulted()) c.tp = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
+    if (vm.count("max-utilization")) c.max_utilization = vm["max-utilization"].as<double>();
+    if (vm.count("output-len-cv")) c.output_len_cv = vm["output-len-cv"].as<double>();
+    if (vm.count("ttft-percentile")) c.ttft_percentile = vm["ttft-percentile"].as<double>();
+    o.capacity = c;
+  } else {
+    for (const char* option : {"max-utilization", "output-len-cv", "ttft-percentile"})
+      if (vm.count(option))
+        throw Error(std::string("--") + option + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
+    o.tp = parse_int(vm["tp"].as<std::string>(), "tp");
   }
-  if (vm.count("dynamic-tree")) {
-    const auto v = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
-    if (v.size() != 3) throw Error("--dynamic-tree: expected TOTAL_TOKENS,DEPTH,TOP_K (e.g. 60,7,10)");
-    if (!acc || vm.count("acceptance-by-depth"))
-      throw Error("--dynamic-tree chooses its tree from per-rank acceptance probabilities (--alpha, --tree-acceptance, "
-                  "...); for a tree whose AL was measured, give that tree (--tree with its choices) and --al or "
-                  "--acceptance-by-depth");
-    set_dynamic_tree(plan, *acc, v[0], v[1], v[2]);
-  }
+  return o;
 }
 
 std::string fmt(double v, int precision = 3) {
@@ -439,10 +438,12 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
     if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
   spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
-  for (const char* o : {"acceptance", "acceptance-table", "acceptance-by-depth", "synthetic-al", "tree-acceptance", "trace"})
-    if (vm.count(o)) spec.acceptance = acceptance_from_options(vm);
+  ScenarioOptions acceptance;
+  read_acceptance_options(vm, acceptance);
+  spec.acceptance = acceptance_from_options(acceptance, kCommandLineSpelling);
   if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
   if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
+  spec.any_target = vm.count("any-target") > 0;
   std::vector<SweepRow> rows;
   const auto t0 = std::chrono::steady_clock::now();
   const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
@@ -640,7 +641,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle | mtp | medusa (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
     ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE); MTP and Medusa drafters: a published acceptance their spec holds (--list shows them)")
     ("match-rate", po::value<double>(), "draft-free methods: the share of steps that find a match and draft (the rest verify the bonus token alone); the acceptance model given describes the steps that draft")
-    ("k", po::value<std::string>()->default_value("4"), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
+    ("k", po::value<std::string>()->default_value(std::to_string(kDefaultDraftLength)), "draft length K (P-EAGLE: parallel depth); sweep: list or range 1-8")
     ("best-k", po::value<std::string>(), "search K and report the best (lowest TPOT): N (K = 1..N), a list 2,4,6 or a range 3-8; P-EAGLE: its parallel depth")
     ("best-tree", po::value<std::string>(), "search EAGLE-2 trees TOTALS/DEPTHS/TOP_KS, each a list or range (e.g. 32,48,64/4-8/8,10)")
     ("tree", po::value<std::string>(), "static draft tree: mc_sim_7b_63, chain<K>, or choices JSON [[0],[1],[0,0]]")
@@ -661,6 +662,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")
     ("json", "print JSON instead of a table")
+    ("any-target", "sweep: pair every drafter with every model (by default a drafter whose spec names its target is priced on that model only)")
     ("policy", po::value<std::string>(), "price a speculation policy NAME[,key=value...] (`specdec policies`, docs/policies.md; --k is its ceiling) by Monte Carlo over the acceptance model: AL, K chosen, tokens/s, speedup, beside the best fixed K; --batch may be a list (K by batch size)")
     ("recommend-policy", "price every registered policy with its defaults (and the best fixed K) for this scenario: a ranked table and the recommendation")
     ("policy-steps", po::value<int>()->default_value(20000), "--policy/--recommend-policy: simulated decoding steps per policy")
@@ -730,288 +732,72 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   if (vm.count("measure-cpu")) return run_measure_cpu(vm, io);
   if (vm.count("calibrate") || vm.count("calibrate-traces")) return run_calibrate(vm, specs, io);
   if (vm.count("sweep")) return run_sweep_mode(vm, specs, io);
+  if (vm.count("any-target")) throw Error("--any-target is for --sweep (one --drafter and --model are priced as given)");
 
   if (!vm.count("model")) throw Error("simulate: --model is required (a spec name or a config.json path; see --list)");
   if (!vm.count("hardware")) throw Error("simulate: --hardware is required (see --list)");
-  Scenario s;
-  s.target = specs.model(vm["model"].as<std::string>());
-  s.hardware = specs.hardware(vm["hardware"].as<std::string>());
-  s.engine = specs.engine_for(vm.count("engine") ? vm["engine"].as<std::string>() : "", s.hardware);
   const bool policy_mode = vm.count("policy") || vm.count("recommend-policy");
-  const std::vector<int> batches =
-      policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
-                  : std::vector<int>{parse_bounded_int(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch, "the batch size")};
-  s.workload.batch = batches.front();
-  // Capacity planning searches a list of TPs (every power of two of the instance by default); the
-  // prediction printed before the plan is at the first.
-  const bool capacity = vm.count("capacity-rate") || vm.count("tpot-target-ms");
-  if (!capacity)
-    for (const char* o : {"max-utilization", "output-len-cv", "ttft-percentile"})
-      if (vm.count(o)) throw Error(std::string("--") + o + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
-  s.workload.tp = capacity ? capacity_tensor_parallel_degrees(vm, s.hardware).front()
-                           : parse_bounded_int(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel, "the tensor-parallel degree");
-  s.workload.prompt_len = parse_bounded_int(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions, "the prompt length");
-  s.workload.output_len = parse_bounded_int(vm["output-len"].as<std::string>(), "output-len", kMaxPositions, "the output length");
-  if (vm.count("dtype")) s.workload.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
-  if (s.workload.tp > s.hardware.devices_per_instance)
-    throw Error("--tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
-                " devices of one " + s.hardware.name + " instance");
-  // A draft-free method's spec (no model; its acceptance by prompt category): --drafter FILE, or the
-  // bundled drafters/<method>.json.
-  std::optional<DrafterSpec> free_spec;
-  if (vm.count("drafter")) {
-    const std::string name = vm["drafter"].as<std::string>();
-    s.drafter = specs.drafter(name, s.target);
-    s.plan.method = s.drafter->method;
-    DrafterSpec spec = specs.drafter_spec(name);
-    if (s.drafter->draft_free || !spec.categories.empty()) free_spec = std::move(spec);
-  }
-  if (vm.count("method")) {
-    const MethodSpec ms = parse_method_text(vm["method"].as<std::string>(), "--method");
-    const Method m = parse_method(ms.name, "--method");
-    if (m == Method::sequential) {
-      s.drafter.reset();
-      free_spec.reset();
-    } else if (!s.drafter && draft_free(m)) {
-      const auto names = specs.names("drafters");
-      if (std::find(names.begin(), names.end(), ms.name) != names.end()) {
-        s.drafter = specs.drafter(ms.name, s.target);
-        free_spec = specs.drafter_spec(ms.name);
-      }
-    } else if (!s.drafter) {
-      std::string fitting;  // the bundled specs of this method, e.g. the MTP modules shipped with their targets
-      for (const auto& n : specs.names("drafters"))
-        if (specs.drafter_spec(n).method == m) fitting += (fitting.empty() ? "" : ", ") + n;
-      throw Error("--method " + method_name(m) + " needs --drafter" +
-                  (fitting.empty() ? std::string() : " (bundled " + method_name(m) + " drafters: " + fitting + ")"));
-    }
-    s.plan.method = m;
-    if (ms.params.contains("nodes")) {
-      // Parameters are numbers (16 arrives as 16.0): a whole number within the decoder's node bound.
-      const nlohmann::json& n = ms.params.at("nodes");
-      const double v = n.is_number() ? n.get<double>() : -1.0;
-      if (!(v >= 1 && v <= kMaxDraftNodes && v == std::floor(v)))
-        throw Error("--method: nodes must be an integer in [1, " + std::to_string(kMaxDraftNodes) + "], got " + n.dump());
-      s.plan.nodes = int(v);
-    }
-  }
-  const Method method = s.plan.method;
-  const bool lookup = method != Method::sequential && draft_free(method);
-  // MTP and Medusa specs may carry their checkpoints' published acceptance as categories.
-  // Drafters with a model may carry their published acceptance as categories (MTP and Medusa
-  // checkpoints' papers, EAGLE heads' papers and engines' measurements).
-  const bool published = method != Method::sequential && !lookup;
-  for (const char* o : {"category", "match-rate"})
-    if (vm.count(o) && !lookup && !(published && std::string(o) == "category"))
-      throw Error(std::string("--") + o + " is for draft-free methods (ngram, prompt-lookup, ngram-tree, suffix, suffix-tree); " +
-                  (method == Method::sequential ? std::string("no method was given (--method NAME)")
-                                                : "method " + method_name(method) + " drafts with a model: give its acceptance with --alpha, --acceptance, ..."));
-  s.acceptance = acceptance_from_options(vm);
-  if (vm.count("al")) s.measured_tokens_per_step = vm["al"].as<double>();
-  std::optional<double> match_rate;
-  std::string category_tree;  // a category measured on one tree: that tree's name
-  std::string measured_note;  // ... and what the measured AL is, for the printout
-  if (vm.count("match-rate")) {
-    match_rate = vm["match-rate"].as<double>();
-    if (!(*match_rate >= 0 && *match_rate <= 1)) throw Error("--match-rate: the share of steps that draft must be in [0, 1]");
-  }
-  // No acceptance given: a drafter spec's default category, its published acceptance, said so.
-  std::string category = vm.count("category") ? vm["category"].as<std::string>() : "";
-  const bool default_category = category.empty() && published && !s.acceptance && !s.measured_tokens_per_step && free_spec &&
-                                !free_spec->default_category.empty();
-  if (default_category) category = free_spec->default_category;
-  if (!category.empty()) {
-    const std::string name = category;
-    if (s.acceptance || s.measured_tokens_per_step)
-      throw Error("--category takes the acceptance of category '" + name + "' from the drafter spec; give it or an acceptance "
-                  "model (--alpha, --acceptance, ...), not both (to change a category's numbers, give a spec of your own with --drafter FILE)");
-    if (published && (!free_spec || free_spec->categories.empty()))
-      throw Error("--category: drafter '" + (s.drafter ? s.drafter->name : std::string("?")) +
-                  "' holds no published acceptance (categories); give an acceptance model (--alpha, --acceptance, "
-                  "--acceptance-by-depth, --tree-acceptance, --al, ...)");
-    if (!free_spec || free_spec->categories.empty())
-      throw Error("--category: no drafter spec with prompt categories for method " + method_name(method) +
-                  (free_spec ? " (drafter '" + free_spec->name + "' has none)" : std::string(" (no drafters/") + method_name(method) + ".json)") +
-                  "; give one with --drafter FILE, or an acceptance model (--alpha, --acceptance, ...)");
-    const CategoryAcceptance& c = free_spec->category(name);
-    CategoryAcceptance use = c;
-    if (match_rate) use.match_rate = match_rate;
-    s.acceptance = use.acceptance(free_spec->name);
-    const std::string defaulted = default_category ? ", the drafter spec's default: give --alpha, --acceptance, ... for your own" : "";
-    if (c.model && default_category)
-      s.acceptance = described_acceptance(c.model, "category '" + name + "' of " + free_spec->name + " (" + c.kind + defaulted + ")");
-    if (use.match_rate) s.match_rate = *use.match_rate;
-    if (!c.tree.empty()) {
-      // An AL measured on one tree: that tree is drafted and verified, with the measured AL.
-      if (default_category && !s.engine.trees)
-        throw Error("drafter '" + free_spec->name + "''s published acceptance (category '" + name + "') is an AL measured on tree '" +
-                    c.tree + "', and engine '" + s.engine.name + "' verifies chains only: give an acceptance model for a chain "
-                    "(--alpha, --acceptance, ...) or an engine that verifies trees (--engine sglang, tensorrt-llm or hf-eager)");
-      if (vm.count("dynamic-tree") || (vm.count("tree") && vm["tree"].as<std::string>() != c.tree))
-        throw Error("--category " + name + " of " + free_spec->name + " is an AL measured on tree '" + c.tree +
-                    "' (" + c.kind + "): it prices that tree; give --tree " + c.tree + " or leave the tree out");
-      s.measured_tokens_per_step = c.al;
-      category_tree = c.tree;
-      std::ostringstream note;
-      note << "category '" << name << "' of " << free_spec->name << " (" << c.kind << "): AL " << c.al << " measured on tree "
-           << c.tree << defaulted;
-      measured_note = note.str();
-    }
-  } else if (match_rate) {
-    s.match_rate = *match_rate;
-    if (s.acceptance) s.acceptance = with_match_rate(s.acceptance, *match_rate);
-  }
-  if (lookup && !s.acceptance && !s.measured_tokens_per_step)
-    throw Error("method " + method_name(method) + " drafts from the token history, so its acceptance depends on how much the "
-                "output repeats the prompt: give --category (" + (free_spec ? free_spec->name + "'s: " + free_spec->category_list()
-                                                                          : std::string("no spec found for it")) +
-                ") or an acceptance model (--alpha, --acceptance, --acceptance-table, --acceptance-by-depth, --trace or --al)");
-  if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
-    throw Error("speculative decoding needs an acceptance model: --alpha, --acceptance, --acceptance-table, "
-                "--acceptance-by-depth, --synthetic-al, --tree-acceptance, --trace or --al" +
-                (free_spec && !free_spec->categories.empty() ? ", or --category (" + free_spec->name + "'s published: " +
-                                                                  free_spec->category_list() + ")"
-                                                            : std::string()));
-  s.plan.k = parse_int(vm["k"].as<std::string>(), "k");
-  check_draft_limit("--k", "K", s.plan.k, kMaxDraftDepth);
-  tree_from_options(vm, s.acceptance, s.plan);
-  if (!category_tree.empty()) s.plan.tree = builtin_tree(category_tree);
-  if (s.plan.tree && vm.count("acceptance-by-depth")) {
-    // Measured on this tree: AL = 1 + Σ_d P(accepted >= d), one entry per depth of the tree.
-    const auto reached = parse_double_list(vm["acceptance-by-depth"].as<std::string>(), "acceptance-by-depth");
-    if (int(reached.size()) != s.plan.tree->max_depth())
-      throw Error("--acceptance-by-depth gives " + std::to_string(reached.size()) + " depths, the tree has " +
-                  std::to_string(s.plan.tree->max_depth()) + ": a tree's table is measured on that tree, one entry per depth");
-    double al = 1.0;
-    for (double r : reached) al += r;
-    s.measured_tokens_per_step = al;
-  }
-  if (policy_mode) return run_policy_mode(vm, s, batches, io);
-  if (vm.count("best-k") && vm.count("best-tree")) throw Error("give --best-k (chains) or --best-tree (EAGLE-2 trees), not both");
-  if (vm.count("batching") && (vm.count("best-k") || vm.count("best-tree")))
-    throw Error("--batching evaluates one configuration: give --k, --tree or --dynamic-tree rather than a search");
-  const bool batched = vm.count("batching") > 0;
-  const Batching batching = batched ? parse_batching(vm["batching"].as<std::string>(), "--batching") : Batching::continuous;
-  for (const char* search : {"best-k", "best-tree"})
-    if (vm.count(search) && (vm.count("tree") || vm.count("dynamic-tree") || vm.count("al")))
-      throw Error(std::string("--") + search + " searches draft shapes under an acceptance model; it cannot be combined with " +
-                  (vm.count("al") ? "--al (a measured AL belongs to the one configuration it was measured with)"
-                                  : "--tree or --dynamic-tree"));
+  const std::vector<int> batches = policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
+                                               : std::vector<int>{parse_int(vm["batch"].as<std::string>(), "batch")};
+  const ScenarioOptions o = scenario_options(vm, batches.front());
+  BuiltScenario built = build_scenario(o, specs, kCommandLineSpelling);
+  if (policy_mode) return run_policy_mode(vm, built.scenario, batches, io);
+  const SimulateResult r = simulate_modes(o, std::move(built), kCommandLineSpelling);
+  const Scenario& s = r.built.scenario;
+  const Prediction& p = r.prediction;
 
-  nlohmann::json out;
-  Prediction p;
+  if (vm.count("json")) {
+    nlohmann::json out = simulate_json(r, o.breakdown);
+    if (o.capacity) run_capacity_plan(o, s, specs, &out, io.out);
+    io.out << out.dump(2) << "\n";
+    return 0;
+  }
   auto print_skipped = [&](const std::vector<SkippedSetting>& skipped) {
-    if (vm.count("json")) {
-      out["skipped"] = nlohmann::json::array();
-      for (const auto& k : skipped) out["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
-    } else {
-      for (const auto& k : skipped) io.out << "not evaluated: " << k.setting << ": " << k.reason << "\n";
-      io.out << (skipped.empty() ? "" : "\n");
-    }
+    for (const auto& k : skipped) io.out << "not evaluated: " << k.setting << ": " << k.reason << "\n";
+    io.out << (skipped.empty() ? "" : "\n");
   };
-  if (vm.count("best-k")) {
-    const BestK b = best_k(s, best_k_list(vm["best-k"].as<std::string>()));
-    p = b.best;
-    s.plan.k = b.k;
-    if (vm.count("json")) {
-      out["best_k"] = b.k;
-      for (const auto& q : b.all) out["by_k"].push_back(prediction_json(q, false));
-    } else {
-      io.out << "K   AL      TPOT ms   speedup\n";
-      for (const auto& q : b.all)
-        io.out << std::left << std::setw(4) << q.k << std::setw(8) << fmt(q.tokens_per_step, 3) << std::setw(10)
-               << fmt(q.tpot_s * 1e3, 3) << fmt(q.speedup, 3) << (q.k == b.k ? "  <- best" : "") << "\n";
-      io.out << "\n";
-    }
+  if (r.best_k) {
+    const BestK& b = *r.best_k;
+    io.out << "K   AL      TPOT ms   speedup\n";
+    for (const auto& q : b.all)
+      io.out << std::left << std::setw(4) << q.k << std::setw(8) << fmt(q.tokens_per_step, 3) << std::setw(10)
+             << fmt(q.tpot_s * 1e3, 3) << fmt(q.speedup, 3) << (q.k == b.k ? "  <- best" : "") << "\n";
+    io.out << "\n";
     print_skipped(b.skipped);
-  } else if (vm.count("best-tree")) {
-    const std::string grid = vm["best-tree"].as<std::string>();
-    std::vector<std::string> parts;
-    std::istringstream in(grid);
-    for (std::string part; std::getline(in, part, '/');) parts.push_back(part);
-    if (parts.size() != 3)
-      throw Error("--best-tree: expected TOTALS/DEPTHS/TOP_KS (each a list or range, e.g. 32,48,64/4-8/8,10), got '" + grid + "'");
-    const BestTree b = best_dynamic_tree(s, parse_int_list(parts[0], "best-tree (totals)", kMaxDraftNodes + 1),
-                                         parse_int_list(parts[1], "best-tree (depths)", kMaxDraftDepth),
-                                         parse_int_list(parts[2], "best-tree (top-k)", kMaxDraftTopK));
-    p = b.best;
-    s.plan.tree = b.tree;
-    s.plan.dynamic_depth = b.setting.depth;
-    s.plan.dynamic_top_k = b.setting.top_k;
+  } else if (r.best_tree) {
+    const BestTree& b = *r.best_tree;
     auto is_best = [&](const DynamicTreeSetting& t) {
       return t.total_tokens == b.setting.total_tokens && t.depth == b.setting.depth && t.top_k == b.setting.top_k;
     };
-    if (vm.count("json")) {
-      out["best_tree"] = {{"total_tokens", b.setting.total_tokens}, {"depth", b.setting.depth}, {"top_k", b.setting.top_k}};
-      for (const auto& c : b.all) {
-        nlohmann::json row = prediction_json(c.prediction, false);
-        row["total_tokens"] = c.setting.total_tokens;
-        row["depth"] = c.setting.depth;
-        row["top_k"] = c.setting.top_k;
-        out["by_tree"].push_back(row);
-      }
-    } else {
-      io.out << "total depth top-k nodes AL      TPOT ms   speedup\n";
-      for (const auto& c : b.all)
-        io.out << std::left << std::setw(6) << c.setting.total_tokens << std::setw(6) << c.setting.depth << std::setw(6)
-               << c.setting.top_k << std::setw(6) << c.prediction.tree_nodes << std::setw(8)
-               << fmt(c.prediction.tokens_per_step, 3) << std::setw(10) << fmt(c.prediction.tpot_s * 1e3, 3)
-               << fmt(c.prediction.speedup, 3) << (is_best(c.setting) ? "  <- best" : "") << "\n";
-      io.out << "\n";
-    }
+    io.out << "total depth top-k nodes AL      TPOT ms   speedup\n";
+    for (const auto& c : b.all)
+      io.out << std::left << std::setw(6) << c.setting.total_tokens << std::setw(6) << c.setting.depth << std::setw(6)
+             << c.setting.top_k << std::setw(6) << c.prediction.tree_nodes << std::setw(8)
+             << fmt(c.prediction.tokens_per_step, 3) << std::setw(10) << fmt(c.prediction.tpot_s * 1e3, 3)
+             << fmt(c.prediction.speedup, 3) << (is_best(c.setting) ? "  <- best" : "") << "\n";
+    io.out << "\n";
     print_skipped(b.skipped);
-  } else {
-    p = predict(s);
   }
-  if (vm.count("json")) {
-    out["scenario"] = scenario_json(s);
-    if (!category.empty()) out["scenario"]["category"] = category;
-    if (default_category) out["scenario"]["category_default"] = true;
-    if (!measured_note.empty()) out["scenario"]["acceptance"] = measured_note;
-    out["prediction"] = prediction_json(p, vm.count("breakdown") > 0);
-  } else {
-    print_prediction(io.out, s, p, measured_note);
-    if (vm.count("breakdown")) print_breakdown(io.out, p);
-  }
+  if (!r.built.k_note.empty()) io.out << "note: " << r.built.k_note << "\n";
+  print_prediction(io.out, s, p, r.built.measured_note);
+  if (o.breakdown) print_breakdown(io.out, p);
 
-  if (batched) {
-    const BatchingPrediction b = predict_batching(s, batching);
-    if (vm.count("json")) {
-      out["batching"] = {{"mode", batching_name(b.mode)},
-                         {"sequences", b.sequences},
-                         {"tokens_per_step", b.tokens_per_step},
-                         {"tokens_per_step_sd", b.tokens_per_step_sd},
-                         {"step_ms", b.step_s * 1e3},
-                         {"prefill_per_step_ms", b.prefill_per_step_s * 1e3},
-                         {"steps", b.steps},
-                         {"ragged_factor", b.ragged_factor},
-                         {"tpot_ms", b.tpot_s * 1e3},
-                         {"throughput_tokens_per_s", b.throughput_tokens_per_s},
-                         {"sequential_tpot_ms", b.sequential_tpot_s * 1e3},
-                         {"sequential_throughput_tokens_per_s", b.sequential_throughput_tokens_per_s},
-                         {"speedup", b.speedup}};
+  if (r.batching) {
+    const BatchingPrediction& b = *r.batching;
+    auto line = [&](const std::string& k, const std::string& v) { io.out << "  " << std::left << std::setw(34) << k << v << "\n"; };
+    io.out << "\n" << batching_name(b.mode) << " batching, " << (b.mode == Batching::continuous ? "concurrency " : "batch ")
+           << b.sequences << " (tokens per step " << fmt(b.tokens_per_step, 3) << " ± " << fmt(b.tokens_per_step_sd, 3) << "):\n";
+    if (b.mode == Batching::static_batch) {
+      line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
     } else {
-      auto line = [&](const std::string& k, const std::string& v) {
-        io.out << "  " << std::left << std::setw(34) << k << v << "\n";
-      };
-      io.out << "\n" << batching_name(b.mode) << " batching, "
-             << (b.mode == Batching::continuous ? "concurrency " : "batch ") << b.sequences
-             << " (tokens per step " << fmt(b.tokens_per_step, 3) << " ± " << fmt(b.tokens_per_step_sd, 3) << "):\n";
-      if (b.mode == Batching::static_batch) {
-        line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
-      } else {
-        line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
-      }
-      line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
-      line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +
-                                           fmt(b.sequential_throughput_tokens_per_s, 1) + ")");
-      line("speedup", fmt(b.speedup, 3) + "x");
+      line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
     }
+    line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
+    line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +
+                                         fmt(b.sequential_throughput_tokens_per_s, 1) + ")");
+    line("speedup", fmt(b.speedup, 3) + "x");
   }
-
-  if (vm.count("capacity-rate") || vm.count("tpot-target-ms"))
-    run_capacity_plan(vm, s, specs, vm.count("json") ? &out : nullptr, io.out);
-  if (vm.count("json")) io.out << out.dump(2) << "\n";
+  if (o.capacity) run_capacity_plan(o, s, specs, nullptr, io.out);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "reference/core/error.hpp"
 #include "reference/core/input_limits.hpp"
 #include "reference/drafting/draft_limits.hpp"
+#include "simulator/scenario_options.hpp"
 
 namespace specdec::cli {
 
@@ -77,7 +78,7 @@ int parse_bounded_int(const std::string& s, const std::string& option, long long
 std::vector<int> best_k_list(const std::string& s) {
   // K is bounded before the list is expanded: every K's prediction keeps its breakdown.
   std::vector<int> ks = parse_int_list(s, "best-k", kMaxDraftDepth);
-  if (ks.size() == 1 && ks[0] >= 1 && s.find('-') == std::string::npos) ks = parse_int_list("1-" + s, "best-k", kMaxDraftDepth);
+  if (ks.size() == 1 && s.find('-') == std::string::npos) ks = sim::best_k_up_to(ks[0], sim::kCommandLineSpelling);
   return ks;
 }
 

@@ -268,6 +268,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   const std::string where = "drafter '" + spec.name + "'";
   Drafter d;
   d.name = spec.name;
+  d.target = spec.target;
   d.method = spec.method;
   if (draft_free(spec.method)) {
     d.draft_free = true;
@@ -294,6 +295,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   s.name = spec.name;
   s.source = spec.source;
   s.num_experts = 0;  // released heads use a dense MLP even for MoE targets
+  s.expert_load_cv = 0;
   s.experts_per_token = 0;
   s.expert_intermediate_size = 0;
   s.shared_expert_intermediate_size = 0;
@@ -304,6 +306,16 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   if (target.is_moe() && s.intermediate_size <= 0) s.intermediate_size = target.expert_intermediate_size;
   const auto& c = spec.config;
   const std::string cs = where + " (config)";
+  if (target.is_mla()) {
+    // ... and Llama-style grouped-query attention even for a latent-attention target, whose shape
+    // cannot give the head's heads: the spec's config gives them.
+    s.q_lora_rank = s.kv_lora_rank = s.qk_nope_head_dim = s.qk_rope_head_dim = s.v_head_dim = 0;
+    if (!c.is_object() || !has_field(c, "num_attention_heads") || !has_field(c, "num_key_value_heads") ||
+        !has_field(c, "head_dim"))
+      throw Error(where + ": target '" + target.name + "' uses multi-head latent attention, and an " + method_name(spec.method) +
+                  " head is a Llama-style layer with grouped-query attention: give the head's num_attention_heads, "
+                  "num_key_value_heads and head_dim in the spec's config");
+  }
   if (c.is_object()) {
     s.hidden_size = get_int_or(c, "hidden_size", s.hidden_size, cs);
     s.intermediate_size = get_int_or(c, "intermediate_size", s.intermediate_size, cs);

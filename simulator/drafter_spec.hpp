@@ -75,6 +75,7 @@ struct DrafterSpec {
 // The resolved drafter the cost model uses.
 struct Drafter {
   std::string name;
+  std::string target;      // the model spec it was trained for (the spec's "target"; empty: any)
   Method method = Method::eagle1;
   ModelShape shape;        // one layer's shape (EAGLE heads) or the whole draft LM
   int num_layers = 1;

@@ -1,8 +1,11 @@
 #include "simulator/model_shape.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "reference/core/error.hpp"
+#include "simulator/expert_popularity.hpp"
+#include "simulator/mla.hpp"
 #include "simulator/spec_json.hpp"
 
 namespace specdec::sim {
@@ -24,7 +27,18 @@ std::string normalize_dtype(const std::string& dtype, const std::string& source)
   throw Error(source + ": unknown dtype '" + dtype + "'; expected bf16, fp16, fp32, fp8 or int8 (or torch names)");
 }
 
+WeightBytes weight_bytes_of(const ModelShape& m, const std::string& dtype) {
+  WeightBytes w;
+  w.linear = w.head = dtype_bytes(dtype);
+  if (!m.quantization.empty() && dtype == m.dtype) {
+    w.linear += m.weight_scale_bytes;
+    w.head = 2.0;  // the checkpoint's 16-bit embedding and LM head
+  }
+  return w;
+}
+
 double ModelShape::attention_params_per_layer() const {
+  if (is_mla()) return mla_attention_params(*this);
   const double H = hidden_size;
   double p = H * (q_dim() + 2.0 * kv_dim()) + double(q_dim()) * H;
   if (attention_bias) p += q_dim() + 2.0 * kv_dim();
@@ -56,11 +70,14 @@ ModelShape ModelShape::dense_layer_shape() const {
   return d;
 }
 
+double ModelShape::embedding_params() const {
+  return double(vocab_size) * hidden_size * (tie_word_embeddings ? 1.0 : 2.0);
+}
+
 double ModelShape::total_params() const {
-  const double embed = double(vocab_size) * hidden_size;
   const double per_layer = attention_params_per_layer() + mlp_params_per_layer_total() + 2.0 * hidden_size;
   const double dense_mlp = 3.0 * hidden_size * double(intermediate_size);
-  return embed * (tie_word_embeddings ? 1.0 : 2.0) + num_layers * per_layer +
+  return embedding_params() + num_layers * per_layer +
          dense_layers * (dense_mlp - mlp_params_per_layer_total()) + hidden_size;
 }
 
@@ -71,8 +88,13 @@ double ModelShape::active_params() const {
   return head + num_layers * per_layer + dense_layers * (dense_mlp - mlp_params_per_layer_active()) + hidden_size;
 }
 
+double ModelShape::kv_elements_per_token_per_layer(int tp) const {
+  if (is_mla()) return double(kv_lora_rank) + qk_rope_head_dim;  // one latent, replicated on every device
+  return 2.0 * std::ceil(double(num_kv_heads) / std::max(tp, 1)) * head_dim;  // K and V
+}
+
 double ModelShape::kv_bytes_per_token(double kv_bytes) const {
-  return 2.0 * num_layers * kv_dim() * kv_bytes;
+  return num_layers * kv_elements_per_token_per_layer(1) * kv_bytes;
 }
 
 void validate_model_shape(const ModelShape& m, const std::string& source) {
@@ -130,7 +152,31 @@ void validate_model_shape(const ModelShape& m, const std::string& source) {
   if (!(m.expert_locality >= 0.0 && m.expert_locality <= 1.0))
     throw Error(source + ": 'expert_locality' must be a number in [0, 1] (the probability that a token reuses the "
                 "previous token's experts), got " + std::to_string(m.expert_locality));
+  if (!(m.expert_load_cv >= 0.0 && m.expert_load_cv <= kMaxExpertLoadCv))
+    throw Error(source + ": 'expert_load_cv' must be a number in [0, " + std::to_string(int(kMaxExpertLoadCv)) +
+                "] (the coefficient of variation of the experts' shares of the routing, 0 = uniform), got " +
+                std::to_string(m.expert_load_cv));
+  if (m.expert_load_cv > 0.0 && !m.is_moe())
+    throw Error(source + ": 'expert_load_cv' is given but the model has no experts");
   if (m.sliding_window < 0) throw Error(source + ": 'sliding_window' must be >= 0");
+  if (m.kv_lora_rank < 0) throw Error(source + ": 'kv_lora_rank' must be >= 0 (0: no multi-head latent attention)");
+  if (m.is_mla()) {
+    const std::string mla = " (multi-head latent attention, kv_lora_rank " + std::to_string(m.kv_lora_rank) + ")";
+    positive(m.qk_nope_head_dim, ("qk_nope_head_dim" + mla).c_str());
+    positive(m.qk_rope_head_dim, ("qk_rope_head_dim" + mla).c_str());
+    positive(m.v_head_dim, ("v_head_dim" + mla).c_str());
+    if (m.q_lora_rank < 0) throw Error(source + ": 'q_lora_rank' must be >= 0 (0 or null: no query compression)");
+    for (const auto& [v, field] : {std::pair{m.q_lora_rank, "q_lora_rank"}, {m.kv_lora_rank, "kv_lora_rank"},
+                                   {m.qk_nope_head_dim, "qk_nope_head_dim"}, {m.qk_rope_head_dim, "qk_rope_head_dim"},
+                                   {m.v_head_dim, "v_head_dim"}})
+      at_most(v, 1 << 16, field);
+    if (m.sliding_window > 0)
+      throw Error(source + ": a sliding window with multi-head latent attention is not priced by the simulator (no "
+                  "released model has both); remove 'sliding_window' or give a grouped-query config");
+  }
+  if (!(m.weight_scale_bytes >= 0.0 && m.weight_scale_bytes <= 4.0))
+    throw Error(source + ": quantization block scales must add [0, 4] bytes per weight, got " +
+                std::to_string(m.weight_scale_bytes));
   if (m.sliding_layer_fraction < 0.0 || m.sliding_layer_fraction > 1.0)
     throw Error(source + ": sliding-window layer fraction must be in [0, 1]");
   dtype_bytes(m.dtype);
@@ -142,11 +188,11 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   const nlohmann::json& j = has_field(j_in, "text_config") && !has_field(j_in, "hidden_size")
                                 ? j_in.at("text_config")
                                 : j_in;
-  // Attention kinds the operators do not model: refused, not priced as grouped-query attention.
-  if (has_field(j, "kv_lora_rank") && !j.at("kv_lora_rank").is_null())
-    throw Error(source + ": multi-head latent attention (kv_lora_rank " + j.at("kv_lora_rank").dump() +
-                ": DeepSeek-V2/V3/R1 style, a compressed latent KV cache and absorbed projections) is not priced by the "
-                "simulator yet; its operators model grouped-query attention only");
+  // Attention kinds the operators do not model: refused, not priced as dense attention.
+  if (has_field(j, "index_topk"))
+    throw Error(source + ": DeepSeek Sparse Attention (index_topk " + j.at("index_topk").dump() +
+                ": DeepSeek-V3.2 / GLM-5 style, a lightning indexer choosing the keys each query attends to) is not "
+                "priced by the simulator yet; its operators model dense grouped-query and multi-head latent attention");
   bool linear = has_field(j, "linear_num_value_heads") || has_field(j, "full_attention_interval");
   if (has_field(j, "layer_types") && j.at("layer_types").is_array())
     for (const auto& t : j.at("layer_types"))
@@ -163,6 +209,20 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   m.num_kv_heads = get_int_or(j, "num_key_value_heads", m.num_heads, source);
   if (m.num_heads <= 0) throw Error(source + ": 'num_attention_heads' must be > 0");
   m.head_dim = get_int_or(j, "head_dim", m.hidden_size / m.num_heads, source);
+  if (has_field(j, "kv_lora_rank")) {
+    // Multi-head latent attention: one latent per token for every head (vLLM's MLA cache has one
+    // KV head of kv_lora_rank + qk_rope_head_dim); the config's num_key_value_heads and head_dim
+    // describe the unabsorbed heads and are not its cache.
+    m.kv_lora_rank = get_int(j, "kv_lora_rank", source);
+    m.q_lora_rank = get_int_or(j, "q_lora_rank", 0, source);  // null: no query compression
+    const std::string mla = source + " (multi-head latent attention)";
+    m.qk_nope_head_dim = get_int(j, "qk_nope_head_dim", mla);
+    m.qk_rope_head_dim = get_int(j, "qk_rope_head_dim", mla);
+    m.v_head_dim = get_int(j, "v_head_dim", mla);
+    m.num_kv_heads = 1;
+    // In 64 bits: two file values; validate_model_shape bounds each.
+    m.head_dim = int(std::min<long long>((long long)m.qk_nope_head_dim + m.qk_rope_head_dim, 1 << 20));
+  }
   m.vocab_size = get_int(j, "vocab_size", source);
   m.tie_word_embeddings = get_bool_or(j, "tie_word_embeddings", false, source);
   m.attention_bias = get_bool_or(j, "attention_bias", get_string_or(j, "model_type", "", source) == "qwen2", source);
@@ -212,11 +272,34 @@ ModelShape parse_model_shape(const nlohmann::json& j_in, const std::string& sour
   std::string dtype = get_string_or(j, "torch_dtype", get_string_or(j, "dtype", "bfloat16", source), source);
   m.dtype = normalize_dtype(dtype, source + " (torch_dtype)");
   if (has_field(j, "quantization_config") && j.at("quantization_config").is_object()) {
-    const std::string method = get_string_or(j.at("quantization_config"), "quant_method", "", source + " (quantization_config)");
+    const nlohmann::json& q = j.at("quantization_config");
+    const std::string where = source + " (quantization_config)";
+    const std::string method = get_string_or(q, "quant_method", "", where);
     if (method == "mxfp4" && m.is_moe()) m.expert_weight_bytes = dtype_bytes("mxfp4");
+    if (method == "fp8") {
+      // FP8 linear layers (DeepSeek-V3/R1: e4m3, 128 × 128 blocks, one fp32 scale each).
+      m.quantization = "fp8";
+      m.dtype = "fp8";
+      if (has_field(q, "weight_block_size")) {
+        const auto& b = q.at("weight_block_size");
+        if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+            b[0].get<long long>() < 1 || b[1].get<long long>() < 1 || b[0].get<long long>() > (1 << 16) ||
+            b[1].get<long long>() > (1 << 16))
+          throw Error(where + ": 'weight_block_size' must be two positive integers [rows, cols] of at most 65536, got " +
+                      b.dump());
+        m.weight_scale_bytes = 4.0 / (double(b[0].get<long long>()) * double(b[1].get<long long>()));
+      }
+    }
   }
   if (has_field(j_in, "expert_weight_bytes")) m.expert_weight_bytes = get_number(j_in, "expert_weight_bytes", source);
   if (has_field(j_in, "expert_locality")) m.expert_locality = get_number(j_in, "expert_locality", source);
+  if (has_field(j_in, "expert_load_cv")) {
+    m.expert_load_cv = get_number(j_in, "expert_load_cv", source);
+    // A fitted parameter states where it was fitted.
+    if (!has_field(j_in, "expert_load_source") || !j_in.at("expert_load_source").is_string())
+      throw Error(source + ": 'expert_load_cv' needs 'expert_load_source' (a string: the routing statistics it was "
+                  "fitted to)");
+  }
   validate_model_shape(m, source);
   return m;
 }

@@ -1,8 +1,9 @@
 #pragma once
-// The shape of a decoder-only transformer as the cost model needs it: sizes, attention layout,
-// vocabulary, mixture-of-experts structure and storage precision. Read from any Hugging Face
-// config.json (dense Llama-family, Mistral, Qwen2/3, Qwen3-MoE, GPT-OSS, ...) or from a model spec
-// file in simulator/specs/models/ (a config.json plus "name" and "source").
+// The shape of a decoder-only transformer as the cost model needs it: sizes, attention layout
+// (grouped-query or multi-head latent attention), vocabulary, mixture-of-experts structure and
+// storage precision. Read from any Hugging Face config.json (dense Llama-family, Mistral, Qwen2/3,
+// Qwen3-MoE, GPT-OSS, DeepSeek-V2/V3/R1, ...) or from a model spec file in simulator/specs/models/
+// (a config.json plus "name" and "source").
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,8 +25,8 @@ struct ModelShape {
   int intermediate_size = 0;   // I (dense MLP)
   int num_layers = 0;          // L
   int num_heads = 0;           // nh
-  int num_kv_heads = 0;        // nkv
-  int head_dim = 0;            // hd
+  int num_kv_heads = 0;        // nkv (multi-head latent attention: 1, the shared latent)
+  int head_dim = 0;            // hd (multi-head latent attention: qk_nope_head_dim + qk_rope_head_dim)
   int vocab_size = 0;          // V
   bool tie_word_embeddings = false;
   bool attention_bias = false;
@@ -44,12 +45,31 @@ struct ModelShape {
   // Spec field "expert_locality", in [0, 1]: the probability that a token of a sequence takes the
   // previous token's experts instead of routing afresh (0 = independent, uniform routing).
   double expert_locality = kDefaultExpertLocality;
+  // Spec field "expert_load_cv", in [0, kMaxExpertLoadCv]: how unevenly the workload's tokens spread
+  // over a layer's experts (simulator/expert_popularity.hpp; 0 = uniform). Fitted per model to
+  // published routing statistics; "expert_load_source" says which.
+  double expert_load_cv = 0.0;
   // Attention window: sliding_window tokens on a fraction of the layers (0 = full attention).
   int sliding_window = 0;
   double sliding_layer_fraction = 0.0;
   std::string dtype = "bf16";  // storage dtype of weights (bf16, fp16, fp32, fp8)
+  // A quantised checkpoint (quantization_config quant_method "fp8": DeepSeek-V3/R1): its linear
+  // layers store `dtype` (then "fp8"), with one fp32 scale per weight_block_size block [r, c],
+  // 4 / (r·c) bytes per weight more; its embedding and LM head stay 16-bit. "" = not quantised.
+  std::string quantization;
+  double weight_scale_bytes = 0;
+  // Multi-head latent attention (config kv_lora_rank > 0: DeepSeek-V2/V3/R1), the config's names.
+  // A token's keys and values are one latent of kv_lora_rank plus a RoPE key of qk_rope_head_dim,
+  // shared by every head (the KV cache); each head's query/key is qk_nope_head_dim +
+  // qk_rope_head_dim wide and its value v_head_dim. simulator/mla.hpp prices it.
+  int q_lora_rank = 0;       // 0: the query is projected from the input directly (DeepSeek-V2-Lite)
+  int kv_lora_rank = 0;      // 0: grouped-query attention
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
 
   bool is_moe() const { return num_experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
   int moe_layers() const { return is_moe() ? num_layers - dense_layers : 0; }
   // The shape of its dense layers (dense_layers > 0): the same model with a dense MLP.
   ModelShape dense_layer_shape() const;
@@ -61,14 +81,29 @@ struct ModelShape {
   double mlp_params_per_layer_active() const;  // experts_per_token experts + shared + router
   double total_params() const;
   double active_params() const;  // read per token at batch 1 (embedding row excluded)
-  // KV-cache bytes for one token of context (all layers), at `kv_bytes` per element.
+  double embedding_params() const;  // embedding and LM head (one matrix when tied)
+  // KV-cache elements one token adds to one layer on one device at tensor-parallel degree `tp`:
+  // K and V of the device's KV heads (split while tp <= nkv, one per device beyond), or multi-head
+  // latent attention's one latent of kv_lora_rank + qk_rope_head_dim, replicated on every device.
+  double kv_elements_per_token_per_layer(int tp) const;
+  // KV-cache bytes for one token of context (all layers, one device without tensor parallelism),
+  // at `kv_bytes` per element.
   double kv_bytes_per_token(double kv_bytes) const;
 };
 
+// Bytes per weight element of a run that stores `m` at `dtype`: its linear layers' (with the block
+// scales when the run keeps a quantised checkpoint's own dtype) and its embedding and LM head's
+// (16-bit in a quantised checkpoint, as DeepSeek-V3's FP8 checkpoint keeps them).
+struct WeightBytes {
+  double linear = 2;
+  double head = 2;
+};
+WeightBytes weight_bytes_of(const ModelShape& m, const std::string& dtype);
+
 // Parses a Hugging Face config.json object (extra fields "name" and "source" are used when
 // present). `source` names the file in error messages. Attention the cost model does not price is
-// refused by name rather than priced as something else: multi-head latent attention (kv_lora_rank:
-// DeepSeek-V2/V3/R1) and linear-attention layers (Qwen3-Next's Gated DeltaNet).
+// refused by name rather than priced as something else: DeepSeek Sparse Attention (index_topk:
+// DeepSeek-V3.2, GLM-5) and linear-attention layers (Qwen3-Next's Gated DeltaNet).
 ModelShape parse_model_shape(const nlohmann::json& j, const std::string& source);
 ModelShape load_model_shape(const std::filesystem::path& path);
 // From the reference's parsed config (dense Llama family).

@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "simulator/expert_popularity.hpp"
+#include "simulator/mla.hpp"
+
 namespace specdec::sim {
 
 namespace {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// Embedding and LM-head weights: 16-bit in a quantised checkpoint, else the run's width.
+double head_weight_bytes(const ForwardParams& p) { return p.head_weight_bytes > 0 ? p.head_weight_bytes : p.weight_bytes; }
 
 // An elementwise or normalisation kernel: reads `in` and writes `out` elements per token.
 Operator elementwise(const char* name, double width, double reads, double flops_per_elem,
@@ -35,18 +41,24 @@ Operator collective(const char* name, double payload_bytes, double ring_factor, 
 
 }  // namespace
 
-double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality) {
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
+                                double load_cv) {
   if (experts <= 0 || per_token <= 0 || batch <= 0 || tokens <= 0) return 0.0;
-  // A sequence's first token picks k of E uniformly; each later token repeats its predecessor's
-  // experts with probability rho, else picks afresh. An expert is then missed by the first token
-  // with probability 1 - k/E and by each later one with 1 - (1 - rho)·k/E (it is missed unless a
-  // fresh pick takes it); sequences route independently, so the misses multiply over the batch.
-  const double p = std::min(per_token / experts, 1.0);
+  // A sequence's first token selects expert i with probability q_i; each later token repeats its
+  // predecessor's experts with probability rho, else selects afresh. Expert i is then missed by the
+  // first token with probability 1 - q_i and by each later one with 1 - (1 - rho)·q_i (it is missed
+  // unless a fresh selection takes it); sequences route independently, so the misses multiply over
+  // the batch. Uniform routing has q_i = k/E for every expert: the closed form.
   const double first = std::min(tokens, 1.0);
   const double later = std::max(tokens - 1.0, 0.0);
-  const double missed =
-      std::pow(1.0 - p, batch * first) * std::pow(1.0 - (1.0 - locality) * p, batch * later);
-  return experts * (1.0 - missed);
+  const auto missed = [&](double q) {
+    return std::pow(1.0 - q, batch * first) * std::pow(1.0 - (1.0 - locality) * q, batch * later);
+  };
+  if (load_cv == 0.0) return experts * (1.0 - missed(std::min(per_token / experts, 1.0)));
+  // Skewed popularity: q_i = min(1, k · weight_i / E) with the weights of expert_popularity.
+  double touched = 0;
+  for (double w : expert_popularity(int(experts), load_cv)) touched += 1.0 - missed(std::min(per_token * w / experts, 1.0));
+  return touched;
 }
 
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out, double rows,
@@ -72,7 +84,7 @@ void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParam
   op.phase = phase;
   op.count = count;
   const double n = p.batch * p.tokens;
-  op.bytes = n * hidden * (p.weight_bytes + p.act_bytes);
+  op.bytes = n * hidden * (head_weight_bytes(p) + p.act_bytes);
   ops.push_back(op);
 }
 
@@ -86,32 +98,37 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
   const double rows = p.batch * p.tokens;
 
   ops.push_back(elementwise("input_norm", H, 1, 4, p, phase, layers));
-  append_linear(ops, "qkv_proj", qkv_in, (heads + 2 * kv_heads) * hd, rows, p, phase, layers);
-  ops.push_back(elementwise("rope", (heads + kv_heads) * hd, 1, 6, p, phase, layers));
+  if (m.is_mla()) {
+    append_mla_attention(ops, m, layers, qkv_in, p, phase);  // up to the heads' outputs
+  } else {
+    append_linear(ops, "qkv_proj", qkv_in, (heads + 2 * kv_heads) * hd, rows, p, phase, layers);
+    ops.push_back(elementwise("rope", (heads + kv_heads) * hd, 1, 6, p, phase, layers));
 
-  // Attention: each new token attends to the cached context and to the new tokens before it
-  // (on average (T + 1) / 2 of them; tree masks see fewer, which this slightly overstates).
-  auto attention = [&](double fraction, double window) {
-    double keys = p.context + (p.tokens + 1.0) / 2.0;
-    double cached = p.context + p.tokens;
-    if (window > 0) {
-      keys = std::min(keys, window);
-      cached = std::min(cached, window + p.tokens);
-    }
-    Operator op;
-    op.name = window > 0 ? "attention.sliding" : "attention";
-    op.phase = phase;
-    op.count = layers * fraction;
-    op.flops = 4.0 * rows * keys * heads * hd;  // QKᵀ and PV
-    op.kv_bytes = p.batch * (cached * 2.0 * kv_heads * hd) * p.act_bytes;  // K and V read once per sequence
-    op.bytes = op.kv_bytes + rows * 2.0 * heads * hd * p.act_bytes;        // q in, output out
-    if (op.count > 0) ops.push_back(op);
-  };
-  const double sliding = m.sliding_window > 0 ? m.sliding_layer_fraction : 0.0;
-  attention(1.0 - sliding, 0);
-  attention(sliding, m.sliding_window);
+    // Attention: each new token attends to the cached context and to the new tokens before it
+    // (on average (T + 1) / 2 of them; tree masks see fewer, which this slightly overstates).
+    auto attention = [&](double fraction, double window) {
+      double keys = p.context + (p.tokens + 1.0) / 2.0;
+      double cached = p.context + p.tokens;
+      if (window > 0) {
+        keys = std::min(keys, window);
+        cached = std::min(cached, window + p.tokens);
+      }
+      Operator op;
+      op.name = window > 0 ? "attention.sliding" : "attention";
+      op.phase = phase;
+      op.count = layers * fraction;
+      op.flops = 4.0 * rows * keys * heads * hd;  // QKᵀ and PV
+      op.kv_bytes = p.batch * (cached * 2.0 * kv_heads * hd) * p.act_bytes;  // K and V read once per sequence
+      op.bytes = op.kv_bytes + rows * 2.0 * heads * hd * p.act_bytes;        // q in, output out
+      if (op.count > 0) ops.push_back(op);
+    };
+    const double sliding = m.sliding_window > 0 ? m.sliding_layer_fraction : 0.0;
+    attention(1.0 - sliding, 0);
+    attention(sliding, m.sliding_window);
+  }
 
-  append_linear(ops, "o_proj", heads * hd, H, rows, p, phase, layers);
+  // The heads' outputs (heads · hd, or heads · v_head_dim under multi-head latent attention) -> H.
+  append_linear(ops, "o_proj", heads * (m.is_mla() ? m.v_head_dim : hd), H, rows, p, phase, layers);
   if (p.tp > 1) ops.push_back(collective("all_reduce.attn", rows * H * p.act_bytes, 2.0, p, phase, layers));
   ops.push_back(elementwise("post_attention_norm", H, 2, 5, p, phase, layers));  // residual add + norm
 
@@ -126,7 +143,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
     const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : p.weight_bytes;
     append_linear(ops, "moe.router", H, E, rows, p, phase, layers);
-    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality);
+    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality, m.expert_load_cv);
     Operator ex;
     ex.name = "moe.experts";
     ex.phase = phase;
@@ -156,7 +173,9 @@ void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const For
   q.tokens = p.logit_rows;
   ops.push_back(elementwise("final_norm", hidden, 1, 4, q, phase, count));
   const double v = std::ceil(double(vocab) / p.tp);  // vocab-parallel
-  append_linear(ops, "lm_head", hidden, v, rows, p, phase, count);
+  ForwardParams h = p;
+  h.weight_bytes = head_weight_bytes(p);
+  append_linear(ops, "lm_head", hidden, v, rows, h, phase, count);
   if (p.tp > 1) ops.push_back(collective("all_gather.logits", rows * vocab * 4.0, 1.0, p, phase, count));
   // Sampling reads the fp32 logits a few times (softmax, top-k/p, draw).
   Operator s;

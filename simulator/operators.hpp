@@ -1,7 +1,8 @@
 #pragma once
 // The operators of a transformer forward, with the FLOPs and bytes each moves on one device.
 // Tensor parallelism (degree tp) splits heads, MLP columns and the vocabulary across devices and
-// adds the collectives; KV heads are replicated when tp exceeds their number.
+// adds the collectives; KV heads are replicated when tp exceeds their number (multi-head latent
+// attention's latent always is: simulator/mla.hpp).
 #include <string>
 #include <vector>
 
@@ -36,17 +37,23 @@ struct ForwardParams {
   int tp = 1;
   double logit_rows = 1;
   double weight_bytes = 2;  // bytes per weight element
+  double head_weight_bytes = 0;  // bytes per embedding and LM-head weight; 0 = weight_bytes
   double act_bytes = 2;     // bytes per activation / KV element
+  bool prefill = false;     // a prompt's forward (engines run multi-head latent attention unabsorbed)
 };
 
 // Expected distinct experts a forward reads: `batch` sequences of `tokens` new tokens each, every
-// token choosing `per_token` of `experts`. Within a sequence a token takes its predecessor's
-// experts with probability `locality` (else routes uniformly and independently); sequences route
-// independently. locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence.
-double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality);
+// token choosing `per_token` of `experts`. Expert i is chosen by a token routing afresh with
+// probability q_i = min(1, k·weight_i/E), the weights those of expert_popularity(E, load_cv)
+// (load_cv 0: uniform, q_i = k/E). Within a sequence a token takes its predecessor's experts with
+// probability `locality` (else routes afresh); sequences route independently. Uniform routing with
+// locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence when uniform.
+double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
+                                double load_cv);
 
 // `layers` decoder layers of `m` (qkv_in: width of the q/k/v input, H normally, 2H for EAGLE-3
-// heads), with norms, attention over the cache, MLP (dense or MoE) and TP collectives.
+// heads), with norms, attention over the cache (grouped-query, or multi-head latent attention's
+// operators from simulator/mla.hpp), MLP (dense or MoE) and TP collectives.
 void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
                            const ForwardParams& p, const char* phase);
 // A linear layer applied to every new token (e.g. EAGLE's fc), replicated on every device.

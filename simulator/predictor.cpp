@@ -10,6 +10,7 @@
 #include "reference/decoding/generation.hpp"
 #include "reference/drafting/draft_limits.hpp"
 #include "reference/methods/registry.hpp"
+#include "simulator/mla.hpp"
 
 namespace specdec::sim {
 
@@ -20,7 +21,9 @@ std::string storage_dtype(const Scenario& s) { return s.workload.dtype.empty() ?
 ForwardParams base_params(const Scenario& s) {
   ForwardParams p;
   const std::string dtype = storage_dtype(s);
-  p.weight_bytes = dtype_bytes(dtype);
+  const WeightBytes w = weight_bytes_of(s.target, dtype);
+  p.weight_bytes = w.linear;
+  p.head_weight_bytes = w.head;
   p.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
   p.batch = s.workload.batch;
   p.tp = s.workload.tp;
@@ -106,6 +109,22 @@ double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int
   return (blocks + heads) * weight_bytes;
 }
 
+void check_tensor_parallel_degree(const ModelShape& m, int tp) {
+  // Engines split the query heads evenly over the devices and the KV heads evenly, or replicate
+  // them when there are more devices than KV heads (vLLM's and SGLang's rule).
+  const auto splits = [&](int d) {
+    return m.num_heads % d == 0 && (d <= m.num_kv_heads ? m.num_kv_heads % d == 0 : d % m.num_kv_heads == 0);
+  };
+  if (tp < 1 || splits(tp)) return;
+  std::string valid;
+  for (int d = 1; d <= std::min(m.num_heads, kMaxTensorParallel); ++d)
+    if (splits(d)) valid += (valid.empty() ? "" : ", ") + std::to_string(d);
+  throw Error("tensor-parallel degree " + std::to_string(tp) + " does not split model '" + m.name + "' (" +
+              std::to_string(m.num_heads) + " attention heads, " + std::to_string(m.num_kv_heads) +
+              " KV heads): engines split the query heads evenly and the KV heads evenly or by replication; degrees "
+              "that do: " + valid);
+}
+
 void validate_scenario(const Scenario& s) {
   const auto& w = s.workload;
   if (w.batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(w.batch));
@@ -119,6 +138,7 @@ void validate_scenario(const Scenario& s) {
   if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
     throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
                 std::to_string(w.tp) + " is impossible");
+  check_tensor_parallel_degree(s.target, w.tp);
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
@@ -342,6 +362,7 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
   p.batch = 1;
   p.tokens = s.workload.prompt_len;
   p.logit_rows = 1;
+  p.prefill = true;
   acc.add(model_forward_ops(s.target, p, "prefill"), &acc.step.verify_s);
   acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   if (s.plan.method != Method::sequential && s.drafter && !s.drafter->draft_free) {
@@ -404,16 +425,21 @@ Prediction predict(const Scenario& s, bool breakdown) {
   r.throughput_tokens_per_s = s.workload.batch / r.tpot_s;
   r.ttft_s = prefill_step(s, false).total_s();
 
-  // Memory per device: weights split by tp (KV heads replicated when tp > nkv).
-  const double wb = dtype_bytes(storage_dtype(s));
-  const double kvb = storage_dtype(s) == "fp32" ? 4.0 : 2.0;
+  // Memory per device: weights split by tp (KV heads replicated when tp > nkv, a latent cache always).
+  const std::string dtype = storage_dtype(s);
+  const double wb = weight_bytes_of(s.target, dtype).linear;
+  const double kvb = dtype == "fp32" ? 4.0 : 2.0;
   auto weights = [&](const ModelShape& m) {
+    const WeightBytes w = weight_bytes_of(m, dtype);
     double expert = 0;
     if (m.is_moe()) {
-      const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : wb;
-      expert = m.moe_layers() * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - wb);
+      const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : w.linear;
+      expert = m.moe_layers() * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - w.linear);
     }
-    return (m.total_params() * wb + expert) / s.workload.tp;
+    const double head = m.embedding_params() * (w.head - w.linear);
+    // vLLM keeps a 16-bit copy of a quantised checkpoint's W_UK and W_UV for the absorbed products.
+    const double mla_copies = m.is_mla() && w.linear != kvb ? m.num_layers * mla_up_projection_params(m) * kvb : 0.0;
+    return (m.total_params() * w.linear + expert + head + mla_copies) / s.workload.tp;
   };
   r.weight_bytes_per_device = weights(s.target);
   if (s.drafter && s.plan.method != Method::sequential && !s.drafter->draft_free) {
@@ -432,9 +458,8 @@ Prediction predict(const Scenario& s, bool breakdown) {
       r.weight_bytes_per_device += head * wb / s.workload.tp;
     }
   }
-  const double kv_heads_per_device = std::ceil(double(s.target.num_kv_heads) / s.workload.tp);
-  r.kv_bytes_per_device = double(s.workload.batch) * (s.workload.prompt_len + s.workload.output_len) * 2.0 *
-                          s.target.num_layers * kv_heads_per_device * s.target.head_dim * kvb;
+  r.kv_bytes_per_device = double(s.workload.batch) * (s.workload.prompt_len + s.workload.output_len) *
+                          s.target.num_layers * s.target.kv_elements_per_token_per_layer(s.workload.tp) * kvb;
   r.fits_memory = r.weight_bytes_per_device + r.kv_bytes_per_device <= s.hardware.memory_bytes;
 
   r.verify_intensity = r.step.verify_bytes > 0 ? r.step.verify_flops / r.step.verify_bytes : 0;

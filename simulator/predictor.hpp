@@ -93,7 +93,12 @@ struct Prediction {
   StepCost step;                 // breakdown of one step at the mean decoding context
 };
 
-// Checks the scenario (K ≥ 1 for speculative methods, tp within the instance, drafter present,
+// Throws unless `tp` splits the model's attention heads as engines split them: the query heads
+// evenly, the KV heads evenly or by replication (the message lists the degrees that do).
+void check_tensor_parallel_degree(const ModelShape& m, int tp);
+
+// Checks the scenario (K ≥ 1 for speculative methods, tp within the instance and splitting the
+// target's heads, drafter present,
 // P-EAGLE depth within its trained depth, the engine runs the method (and trees), ...); throws
 // specdec::Error on the first problem.
 void validate_scenario(const Scenario& s);

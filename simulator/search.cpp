@@ -81,6 +81,8 @@ BestTree best_dynamic_tree(Scenario s, const std::vector<int>& total_tokens, con
   const uint64_t settings = uint64_t(total_tokens.size()) * depths.size() * top_ks.size();
   check_input_limit("the best dynamic tree", "the number of settings (totals x depths x top-ks)",
                     (long long)std::min<uint64_t>(settings, uint64_t(1) << 62), kMaxSearchSettings);
+  // Bounded before a depth is walked below (a caller's list may hold any integer).
+  for (const int depth : depths) check_draft_limit("the best dynamic tree", "a depth", depth, kMaxDraftDepth);
   s.measured_tokens_per_step.reset();
   BestTree out;
   double best = std::numeric_limits<double>::infinity();

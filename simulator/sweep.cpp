@@ -89,7 +89,14 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
           continue;
         }
         try {
-          drafters.emplace_back(specs.drafter(dn, model));
+          Drafter d = specs.drafter(dn, model);
+          // Heads read the target's hidden states; a draft LM only shares its vocabulary.
+          if (!spec.any_target && d.method != Method::draft_model && !d.target.empty() && d.target != model.name) {
+            skip(sum, "drafter '" + dn + "' is trained for '" + d.target + "', not '" + model.name +
+                          "' (pair it with another model with --any-target)");
+            continue;
+          }
+          drafters.emplace_back(std::move(d));
           drafter_names.push_back(dn);
         } catch (const Error& e) {
           skip(sum, e.what());
@@ -232,7 +239,10 @@ void write_sweep_pivot(std::ostream& out, const std::vector<SweepRow>& rows, siz
                " 'Expert coverage'.)\n";
     }
   }
-  if (blocks.size() > max_blocks) out << "\n(" << blocks.size() - max_blocks << " more tables in the file)\n";
+  if (blocks.size() > max_blocks) {
+    const size_t more = blocks.size() - max_blocks;
+    out << "\n(" << more << (more == 1 ? " more table" : " more tables") << " in the file)\n";
+  }
 }
 
 void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {

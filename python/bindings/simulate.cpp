@@ -1,28 +1,19 @@
 #include "python/bindings/simulate.hpp"
 
 #include <pybind11/stl.h>
-#include <pybind11/stl/filesystem.h>
 
-#include <algorithm>
-#include <optional>
+#include <climits>
+#include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "python/bindings/conversions.hpp"
 #include "reference/core/error.hpp"
-#include "reference/core/input_limits.hpp"
-#include "reference/decoding/generation.hpp"
-#include "reference/drafting/draft_limits.hpp"
-#include "reference/drafting/tree_choices.hpp"
-#include "reference/methods/method_spec.hpp"
-#include "simulator/acceptance.hpp"
-#include "simulator/method.hpp"
-#include "simulator/model_shape.hpp"
-#include "simulator/prediction_json.hpp"
-#include "simulator/predictor.hpp"
-#include "simulator/spec_json.hpp"
+#include "simulator/capacity_planning.hpp"
+#include "simulator/scenario_options.hpp"
+#include "simulator/simulate_modes.hpp"
 #include "simulator/spec_library.hpp"
-#include "simulator/tree_shape.hpp"
 
 namespace specdec::python {
 
@@ -30,121 +21,241 @@ namespace {
 
 using namespace specdec::sim;
 
-std::vector<double> double_list(const py::object& o, const std::string& name) {
-  if (py::isinstance<py::str>(o) || !py::isinstance<py::sequence>(o))
-    throw Error("simulate: " + name + " must be a list of numbers");
+// Python values as the simulator's option values. Each error names the keyword; which options go
+// together, and every bound, is build_scenario's to check (in the keywords' spelling).
+
+std::string shown(const py::handle& x) { return py::repr(x).cast<std::string>(); }
+
+bool is_number(const py::handle& x) {
+  return !py::isinstance<py::str>(x) && (py::isinstance<py::float_>(x) || py::hasattr(x, "__index__") || py::hasattr(x, "__float__"));
+}
+
+double number(const py::handle& x, const std::string& name) {
+  if (!is_number(x)) throw Error(name + " must be a number, got " + shown(x));
+  return x.cast<double>();
+}
+
+int integer(const py::handle& x, const std::string& name) {
+  if (py::isinstance<py::str>(x) || !py::hasattr(x, "__index__")) throw Error(name + " must be an integer, got " + shown(x));
+  const long long v = x.cast<long long>();
+  if (v > INT_MAX || v < INT_MIN) throw Error(name + ": " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
+std::string text(const py::handle& x, const std::string& name) {
+  if (!py::isinstance<py::str>(x)) throw Error(name + " must be a string, got " + shown(x));
+  return x.cast<std::string>();
+}
+
+bool is_list(const py::handle& x) { return !py::isinstance<py::str>(x) && py::isinstance<py::sequence>(x); }
+
+std::vector<double> number_list(const py::handle& x, const std::string& name) {
+  if (!is_list(x)) throw Error(name + " must be a list of numbers, got " + shown(x));
   std::vector<double> v;
-  for (py::handle x : o.cast<py::sequence>()) {
-    if (!py::isinstance<py::float_>(x) && !py::hasattr(x, "__index__") && !py::hasattr(x, "__float__"))
-      throw Error("simulate: " + name + " must hold numbers, got " + py::repr(x).cast<std::string>());
-    v.push_back(x.cast<double>());
+  for (py::handle e : x.cast<py::sequence>()) {
+    if (!is_number(e)) throw Error(name + " must hold numbers, got " + shown(e));
+    v.push_back(e.cast<double>());
   }
-  if (v.empty()) throw Error("simulate: " + name + " is empty");
+  if (v.empty()) throw Error(name + " is empty");
   return v;
 }
 
-// The scenario of the keyword arguments, checked as `specdec simulate` checks its options (the
-// option names in the messages are the keywords').
-py::object simulate(const std::string& model, const std::string& hardware, const py::object& engine, const py::object& drafter,
-                    const py::object& method, int k, const py::object& alpha, const py::object& acceptance,
-                    const py::object& acceptance_by_depth, const py::object& al, const py::object& tree, int batch, int tp,
-                    int prompt_len, int output_len, const py::object& dtype, bool breakdown,
-                    const std::vector<std::filesystem::path>& specs_dirs) {
-  for (const auto& d : specs_dirs)
-    if (!std::filesystem::is_directory(d)) throw Error("simulate: specs_dirs: '" + d.string() + "' is not a directory");
-  const SpecLibrary specs(specs_dirs);
-  Scenario s;
-  s.target = specs.model(model);
-  s.hardware = specs.hardware(hardware);
-  s.engine = specs.engine_for(engine.is_none() ? "" : engine.cast<std::string>(), s.hardware);
-  check_input_limit("batch", "the batch size", batch, kMaxSimulatedBatch);
-  check_input_limit("tp", "the tensor-parallel degree", tp, kMaxTensorParallel);
-  check_input_limit("prompt_len", "the prompt length", prompt_len, kMaxPositions);
-  check_input_limit("output_len", "the output length", output_len, kMaxPositions);
-  s.workload.batch = batch;
-  s.workload.tp = tp;
-  s.workload.prompt_len = prompt_len;
-  s.workload.output_len = output_len;
-  if (!dtype.is_none()) s.workload.dtype = normalize_dtype(dtype.cast<std::string>(), "dtype");
-  if (s.workload.tp > s.hardware.devices_per_instance)
-    throw Error("simulate: tp " + std::to_string(s.workload.tp) + " exceeds the " + std::to_string(s.hardware.devices_per_instance) +
-                " devices of one " + s.hardware.name + " instance");
-  if (!drafter.is_none()) {
-    s.drafter = specs.drafter(drafter.cast<std::string>(), s.target);
-    s.plan.method = s.drafter->method;
+// An integer or a list of integers.
+std::vector<int> integer_list(const py::handle& x, const std::string& name) {
+  if (!is_list(x)) return {integer(x, name)};
+  std::vector<int> v;
+  for (py::handle e : x.cast<py::sequence>()) v.push_back(integer(e, name));
+  if (v.empty()) throw Error(name + " is empty");
+  return v;
+}
+
+// A name or a path as it is; lists and dicts as the JSON the command line would be given.
+std::string json_text(const py::handle& x, const std::string& name, const std::string& expected) {
+  if (py::isinstance<py::str>(x)) return x.cast<std::string>();
+  try {
+    return py::module_::import("json").attr("dumps")(x).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    throw Error(name + " must be " + expected + ", got " + shown(x));
   }
-  if (!method.is_none()) {
-    const MethodSpec ms = parse_method_text(method.cast<std::string>(), "method");
-    const Method m = parse_method(ms.name, "method");
-    if (m == Method::sequential) {
-      s.drafter.reset();
-    } else if (!s.drafter && draft_free(m)) {
-      const auto names = specs.names("drafters");
-      if (std::find(names.begin(), names.end(), ms.name) != names.end()) s.drafter = specs.drafter(ms.name, s.target);
-    } else if (!s.drafter) {
-      throw Error("simulate: method " + method_name(m) + " needs drafter= (a drafter spec name or path; specdec simulate --list)");
-    }
-    s.plan.method = m;
-    if (ms.params.contains("nodes")) {
-      const nlohmann::json& n = ms.params.at("nodes");
-      const double v = n.is_number() ? n.get<double>() : -1.0;
-      if (!(v >= 1 && v <= kMaxDraftNodes && v == static_cast<int>(v)))
-        throw Error("simulate: method: nodes must be an integer in [1, " + std::to_string(kMaxDraftNodes) + "], got " + n.dump());
-      s.plan.nodes = static_cast<int>(v);
+}
+
+std::map<int, double> al_by_k(const py::handle& x, const std::string& name) {
+  if (!py::isinstance<py::dict>(x)) throw Error(name + " must be a dict {K: AL}, got " + shown(x));
+  std::map<int, double> t;
+  for (auto [k, al] : x.cast<py::dict>()) t[integer(k, name + " (K)")] = number(al, name + " (AL)");
+  return t;
+}
+
+// True: K = 1..kDefaultPlannedDepth, as capacity planning searches; N: 1..N, as `--best-k N`; a
+// list: those Ks.
+std::vector<int> best_ks(const py::handle& x, const std::string& name) {
+  if (py::isinstance<py::bool_>(x)) return best_k_up_to(x.cast<bool>() ? kDefaultPlannedDepth : 0, kKeywordSpelling);
+  if (!is_list(x)) return best_k_up_to(integer(x, name), kKeywordSpelling);
+  return integer_list(x, name);
+}
+
+BestTreeGrid tree_grid(const py::handle& x, const std::string& name) {
+  const std::string expected = name + " must be (total_tokens, depths, top_ks), each an integer or a list of integers";
+  if (!is_list(x) || py::len(x) != 3) throw Error(expected + ", got " + shown(x));
+  const py::sequence g = x.cast<py::sequence>();
+  return {integer_list(g[0], name + " (total_tokens)"), integer_list(g[1], name + " (depths)"), integer_list(g[2], name + " (top_ks)")};
+}
+
+CapacityOptions& capacity(ScenarioOptions& o) {
+  if (!o.capacity) o.capacity.emplace();
+  return *o.capacity;
+}
+
+// A keyword of specdec.simulate and specdec.plan_capacity: its signature text and how it sets the
+// options (None leaves the default).
+struct Keyword {
+  const char* name;
+  const char* type;
+  const char* simulate_default;  // nullptr: not a keyword of simulate
+  const char* plan_default;      // nullptr: not a keyword of plan_capacity
+  void (*set)(const py::handle& x, const std::string& name, ScenarioOptions& o);
+};
+
+// clang-format off
+const Keyword kKeywords[] = {
+  {"engine", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.engine = text(x, n); }},
+  {"drafter", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.drafter = text(x, n); }},
+  {"method", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.method = text(x, n); }},
+  {"category", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.category = text(x, n); }},
+  {"k", "int", "4", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.k = integer(x, n); }},
+  {"best_k", "list | int | bool", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     if (!(py::isinstance<py::bool_>(x) && !x.cast<bool>())) o.best_k = best_ks(x, n); }},
+  {"best_tree", "tuple", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.best_tree = tree_grid(x, n); }},
+  {"tree", "str | list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     o.tree = json_text(x, n, "a tree name, a JSON file or rank paths [[0], [1], [0, 0]]"); }},
+  {"dynamic_tree", "tuple", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.dynamic_tree = integer_list(x, n); }},
+  {"alpha", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.alpha = number(x, n); }},
+  {"acceptance", "list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.acceptance = number_list(x, n); }},
+  {"acceptance_table", "dict", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.acceptance_table = al_by_k(x, n); }},
+  {"acceptance_by_depth", "list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     o.acceptance_by_depth = number_list(x, n); }},
+  {"synthetic_al", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.synthetic_al = number(x, n); }},
+  {"tree_acceptance", "list | str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     o.tree_acceptance = json_text(x, n, "per-depth lists of per-rank probabilities or a JSON file"); }},
+  {"trace", "str", "None", "None", [](const py::handle& x, const std::string&, ScenarioOptions& o) {
+     o.trace = py::str(x).cast<std::string>(); }},
+  {"al", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.al = number(x, n); }},
+  {"match_rate", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.match_rate = number(x, n); }},
+  {"batch", "int", "1", "1", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.batch = integer(x, n); }},
+  {"batching", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.batching = text(x, n); }},
+  {"tp", "int", "1", nullptr, [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.tp = integer(x, n); }},
+  {"tp", "list | int", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { capacity(o).tp = integer_list(x, n); }},
+  {"prompt_len", "int", "512", "512", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.prompt_len = integer(x, n); }},
+  {"output_len", "int", "256", "256", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.output_len = integer(x, n); }},
+  {"dtype", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.dtype = text(x, n); }},
+  {"capacity_rate", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).capacity_rate = number(x, n); }},
+  {"tpot_target_ms", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).tpot_target_ms = number(x, n); }},
+  {"ttft_target_ms", "float", nullptr, "0", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).ttft_target_ms = number(x, n); }},
+  {"price", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { capacity(o).price = number(x, n); }},
+  {"breakdown", "bool", "False", "False", [](const py::handle& x, const std::string&, ScenarioOptions& o) { o.breakdown = PyObject_IsTrue(x.ptr()) == 1; }},
+  {"specs_dirs", "list", "[]", "[]", nullptr},  // read by spec_library
+};
+// clang-format on
+
+// "name(model: str, hardware: str, *, engine: str = None, ...) -> dict": the first line of the
+// docstring, which help() shows and specdec's keyword check reads.
+std::string signature(const std::string& name, bool plan) {
+  std::string s = name + "(model: str, hardware: str, *";
+  for (const Keyword& k : kKeywords) {
+    const char* def = plan ? k.plan_default : k.simulate_default;
+    if (def) s += std::string(", ") + k.name + ": " + k.type + " = " + def;
+  }
+  return s + ") -> dict";
+}
+
+SpecLibrary spec_library(const py::kwargs& kw) {
+  std::vector<std::filesystem::path> dirs;
+  if (kw.contains("specs_dirs") && !kw["specs_dirs"].is_none()) {
+    const py::object d = kw["specs_dirs"];
+    if (!is_list(d)) throw Error("specs_dirs must be a list of directories, got " + shown(d));
+    for (py::handle x : d.cast<py::sequence>()) {
+      const std::filesystem::path p = py::str(x).cast<std::string>();
+      if (!std::filesystem::is_directory(p)) throw Error("specs_dirs: '" + p.string() + "' is not a directory");
+      dirs.push_back(p);
     }
   }
-  const int given = !alpha.is_none() + !acceptance.is_none() + !acceptance_by_depth.is_none() + !al.is_none();
-  if (given > 1) throw Error("simulate: give one acceptance model: alpha, acceptance, acceptance_by_depth or al");
-  if (!alpha.is_none()) s.acceptance = iid_acceptance(alpha.cast<double>());
-  if (!acceptance.is_none()) s.acceptance = conditional_acceptance(double_list(acceptance, "acceptance"));
-  if (!acceptance_by_depth.is_none())
-    s.acceptance = sim::acceptance_by_depth(double_list(acceptance_by_depth, "acceptance_by_depth"));
-  if (!al.is_none()) s.measured_tokens_per_step = al.cast<double>();
-  check_draft_limit("k", "K", k, kMaxDraftDepth);
-  s.plan.k = k;
-  if (!tree.is_none()) {
-    if (py::isinstance<py::str>(tree)) {
-      s.plan.tree = builtin_tree(tree.cast<std::string>());
-    } else {
-      const nlohmann::json paths = nlohmann::json::parse(py::module_::import("json").attr("dumps")(tree).cast<std::string>());
-      s.plan.tree = make_tree_shape(get_rank_paths(paths, "tree"), "tree");
-    }
-    if (!acceptance_by_depth.is_none()) {
-      // Measured on this tree: AL = 1 + sum over depths of P(accepted >= d), one entry per depth.
-      const std::vector<double> reached = double_list(acceptance_by_depth, "acceptance_by_depth");
-      if (static_cast<int>(reached.size()) != s.plan.tree->max_depth())
-        throw Error("simulate: acceptance_by_depth gives " + std::to_string(reached.size()) + " depths, the tree has " +
-                    std::to_string(s.plan.tree->max_depth()) + ": a tree's table is measured on that tree, one entry per depth");
-      double v = 1.0;
-      for (double r : reached) v += r;
-      s.measured_tokens_per_step = v;
-    }
+  return SpecLibrary(dirs);
+}
+
+ScenarioOptions options(const std::string& function, const std::string& model, const std::string& hardware, const py::kwargs& kw,
+                        bool plan) {
+  ScenarioOptions o;
+  o.model = model;
+  o.hardware = hardware;
+  if (plan) o.capacity.emplace();
+  for (auto [key, value] : kw) {
+    const std::string name = key.cast<std::string>();
+    const Keyword* found = nullptr;
+    for (const Keyword& k : kKeywords)
+      if (name == k.name && (plan ? k.plan_default : k.simulate_default)) found = &k;
+    if (!found) throw py::type_error(function + "() got an unexpected keyword argument '" + name + "'");
+    if (found->set && !value.is_none()) found->set(value, name, o);
   }
-  if (s.plan.method != Method::sequential && !s.acceptance && !s.measured_tokens_per_step)
-    throw Error("simulate: speculative decoding needs an acceptance model: alpha, acceptance, acceptance_by_depth or al");
-  const Prediction p = predict(s);
-  nlohmann::json out;
-  out["scenario"] = scenario_json(s);
-  out["prediction"] = prediction_json(p, breakdown);
+  return o;
+}
+
+py::object simulate(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  const ScenarioOptions o = options("simulate", model, hardware, kw, false);
+  const SpecLibrary specs = spec_library(kw);
+  const SimulateResult r = simulate_modes(o, build_scenario(o, specs, kKeywordSpelling), kKeywordSpelling);
+  return json_to_python(simulate_json(r, o.breakdown));
+}
+
+py::object plan_capacity(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  const ScenarioOptions o = options("plan_capacity", model, hardware, kw, true);
+  const SpecLibrary specs = spec_library(kw);
+  const SimulateResult r = simulate_modes(o, build_scenario(o, specs, kKeywordSpelling), kKeywordSpelling);
+  nlohmann::json out = simulate_json(r, o.breakdown);
+  capacity_planning_json(run_capacity_planning(o, r.built.scenario, specs, kKeywordSpelling), r.built.scenario, out);
   return json_to_python(out);
 }
+
+const char* const kSimulateDoc = R"(
+Predicts TTFT, TPOT, throughput and speedup of one decoding configuration, as `specdec simulate --json`
+does, and returns the same dict. The keywords are the command line's options with '_' for '-':
+model, hardware, engine, drafter: spec names or JSON paths (`specdec simulate --list`); method: as --method
+(default: the drafter's, else sequential); category: a drafter spec's published acceptance by name (with no
+acceptance model given, the spec's default category is used, as on the command line); k = K.
+The acceptance model, at most one: alpha (i.i.d.), acceptance (per-position conditional rates a1, a2, ...),
+acceptance_table ({K: AL}), acceptance_by_depth (measured P(accepted >= d)), synthetic_al (an engine's forced
+mean AL), tree_acceptance (per-depth per-rank probabilities, or a JSON file), trace (an HDF5 trace to
+replay) or al (the measured AL of exactly this configuration); match_rate: draft-free methods' share of
+steps that draft.
+tree: a built-in name (mc_sim_7b_63, chain<K>), rank paths [[0], [1], [0, 0]] or a JSON file;
+dynamic_tree: (total_tokens, depth, top_k), an EAGLE-2 tree chosen from the acceptance model.
+best_k: search K for the lowest TPOT (a list of Ks; N: 1..N; True: 1..8) -> 'best_k', 'by_k', 'skipped';
+best_tree: search EAGLE-2 trees (total_tokens, depths, top_ks), each an int or a list -> 'best_tree',
+'by_tree', 'skipped'; batching: 'static' or 'continuous' -> 'batching'.
+batch, tp, prompt_len, output_len, dtype: the workload; breakdown=True adds the per-operator costs;
+specs_dirs: extra spec directories. Errors name the keyword.)";
+
+const char* const kPlanCapacityDoc = R"(
+Capacity planning, as `specdec simulate --capacity-rate R --tpot-target-ms T --json`: the cheapest
+tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (and
+ttft_target_ms, 0 = none), with sequential decoding planned beside it. tp: the TPs searched (default every
+power of two up to one instance); k: the one K searched (default K = 1..8; best_k: those Ks); price: USD per
+device-hour (default the hardware spec's). The other keywords are specdec.simulate's. Returns the
+command line's dict: 'scenario' and 'prediction' (at the first TP), 'capacity', 'capacity_sequential',
+'capacity_search', 'capacity_queueing' and 'error_band'.)";
 
 }  // namespace
 
 void bind_simulate(py::module_& mod) {
-  mod.def("simulate", &simulate, py::arg("model"), py::arg("hardware"), py::kw_only(), py::arg("engine") = py::none(),
-          py::arg("drafter") = py::none(), py::arg("method") = py::none(), py::arg("k") = 4, py::arg("alpha") = py::none(),
-          py::arg("acceptance") = py::none(), py::arg("acceptance_by_depth") = py::none(), py::arg("al") = py::none(),
-          py::arg("tree") = py::none(), py::arg("batch") = 1, py::arg("tp") = 1, py::arg("prompt_len") = 512,
-          py::arg("output_len") = 256, py::arg("dtype") = py::none(), py::arg("breakdown") = false,
-          py::arg("specs_dirs") = std::vector<std::filesystem::path>{},
-          "Predicts TTFT, TPOT, throughput and speedup of one decoding configuration, as `specdec simulate --json` does:\n"
-          "model, hardware, engine, drafter: spec names or JSON paths (`specdec simulate --list`); method: as --method\n"
-          "(default: the drafter's, else sequential); k = K; the acceptance model: alpha (i.i.d.), acceptance (per-position\n"
-          "conditional rates a1, a2, ...), acceptance_by_depth (measured P(accepted >= d)) or al (a measured AL); tree: a\n"
-          "built-in name (mc_sim_7b_63, chain<K>) or rank paths [[0], [1], [0, 0]]; batch, tp, prompt_len, output_len,\n"
-          "dtype: the workload; breakdown=True adds the per-operator costs; specs_dirs: extra spec directories.\n"
-          "Returns {'scenario': dict, 'prediction': dict} with the keys `specdec simulate --json` prints.");
+  // The signature line is written from kKeywords (pybind11's would read "**kwargs").
+  py::options opts;
+  opts.disable_function_signatures();
+  static const std::string simulate_doc = signature("simulate", false) + "\n" + kSimulateDoc;
+  static const std::string plan_doc = signature("plan_capacity", true) + "\n" + kPlanCapacityDoc;
+  mod.def("simulate", &simulate, py::arg("model"), py::arg("hardware"), simulate_doc.c_str());
+  mod.def("plan_capacity", &plan_capacity, py::arg("model"), py::arg("hardware"), plan_doc.c_str());
 }
 
 }  // namespace specdec::python

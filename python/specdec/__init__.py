@@ -21,6 +21,7 @@ try:
         generate_batch,
         load_drafter,
         load_model,
+        plan_capacity,
         record,
         set_num_threads,
         simulate,
@@ -47,9 +48,9 @@ try:
             return fn(*args, **kwargs)
         return call
 
-    load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate = (
+    load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity = (
         _checked_keywords(f)
-        for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate))
+        for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity))
 except ImportError as _error:  # the extension was not built (no pybind11) or not found
     _core_import_error = _error
 
@@ -58,7 +59,7 @@ except ImportError as _error:  # the extension was not built (no pybind11) or no
 
     def __getattr__(name):
         if name in ("load_model", "load_drafter", "generate", "generate_batch", "record", "validate", "backends",
-                    "set_num_threads", "draft_free", "simulate", "Model", "Drafter", "Cache", "Tokenizer", "Generation",
+                    "set_num_threads", "draft_free", "simulate", "plan_capacity", "Model", "Drafter", "Cache", "Tokenizer", "Generation",
                     "AcceptanceContext"):
             raise ImportError(
                 f"specdec.{name} needs the compiled extension specdec._core, which could not be "

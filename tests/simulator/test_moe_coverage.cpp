@@ -27,7 +27,7 @@ const std::vector<double> kRhos = {0.0, 0.05, 0.14, 0.3, 0.6, 0.9, 1.0};
 
 TEST(MoeCoverage, OneTokenTouchesExactlyK) {
   for (const auto& s : kShapes)
-    for (double rho : kRhos) EXPECT_NEAR(expected_experts_touched(s.E, s.k, 1, 1, rho), s.k, 1e-9 * s.k);
+    for (double rho : kRhos) EXPECT_NEAR(expected_experts_touched(s.E, s.k, 1, 1, rho, 0.0), s.k, 1e-9 * s.k);
 }
 
 TEST(MoeCoverage, NoLocalityIsTheUniformFormula) {
@@ -35,7 +35,7 @@ TEST(MoeCoverage, NoLocalityIsTheUniformFormula) {
     for (int B : {1, 2, 8, 64})
       for (int T : {1, 2, 4, 8, 16, 60, 64}) {
         const double uniform = s.E * (1.0 - std::pow(1.0 - s.k / s.E, double(B) * T));
-        EXPECT_NEAR(expected_experts_touched(s.E, s.k, B, T, 0.0), uniform, 1e-9 * s.E) << s.E << " " << B << " " << T;
+        EXPECT_NEAR(expected_experts_touched(s.E, s.k, B, T, 0.0, 0.0), uniform, 1e-9 * s.E) << s.E << " " << B << " " << T;
       }
 }
 
@@ -44,7 +44,7 @@ TEST(MoeCoverage, BoundedByExpertsAndByTokensTimesK) {
     for (double rho : kRhos)
       for (int B : {1, 3, 8, 64, 512})
         for (int T : {1, 2, 4, 16, 64, 1024}) {
-          const double c = expected_experts_touched(s.E, s.k, B, T, rho);
+          const double c = expected_experts_touched(s.E, s.k, B, T, rho, 0.0);
           EXPECT_GE(c, std::min(s.k, s.E) - 1e-9);
           EXPECT_LE(c, s.E + 1e-9);
           EXPECT_LE(c, double(B) * T * s.k + 1e-9);
@@ -57,7 +57,7 @@ TEST(MoeCoverage, MonotoneInTokensAndBatch) {
       for (int B : {1, 4, 32}) {
         double prev = 0;
         for (double T = 1; T <= 256; T += 1) {
-          const double c = expected_experts_touched(s.E, s.k, B, T, rho);
+          const double c = expected_experts_touched(s.E, s.k, B, T, rho, 0.0);
           EXPECT_GE(c, prev - 1e-12) << "tokens " << T;
           prev = c;
         }
@@ -65,7 +65,7 @@ TEST(MoeCoverage, MonotoneInTokensAndBatch) {
       for (int T : {1, 4, 64}) {
         double prev = 0;
         for (int B = 1; B <= 256; ++B) {
-          const double c = expected_experts_touched(s.E, s.k, B, T, rho);
+          const double c = expected_experts_touched(s.E, s.k, B, T, rho, 0.0);
           EXPECT_GE(c, prev - 1e-12) << "batch " << B;
           prev = c;
         }
@@ -79,15 +79,15 @@ TEST(MoeCoverage, DecreasesWithLocality) {
       for (int T : {2, 4, 16, 64}) {
         double prev = s.E + 1;
         for (double rho = 0; rho <= 1.0 + 1e-12; rho += 0.05) {
-          const double c = expected_experts_touched(s.E, s.k, B, T, rho);
+          const double c = expected_experts_touched(s.E, s.k, B, T, rho, 0.0);
           EXPECT_LE(c, prev + 1e-12);
           prev = c;
         }
         // Strictly fewer than uniform routing wherever uniform routing has not touched them all.
-        const double uniform = expected_experts_touched(s.E, s.k, B, T, 0.0);
-        if (uniform < s.E - 1e-6) EXPECT_LT(expected_experts_touched(s.E, s.k, B, T, 0.14), uniform);
+        const double uniform = expected_experts_touched(s.E, s.k, B, T, 0.0, 0.0);
+        if (uniform < s.E - 1e-6) EXPECT_LT(expected_experts_touched(s.E, s.k, B, T, 0.14, 0.0), uniform);
         // rho = 1: every sequence keeps its first token's experts.
-        EXPECT_NEAR(expected_experts_touched(s.E, s.k, B, T, 1.0), expected_experts_touched(s.E, s.k, B, 1, 0.0), 1e-9);
+        EXPECT_NEAR(expected_experts_touched(s.E, s.k, B, T, 1.0, 0.0), expected_experts_touched(s.E, s.k, B, 1, 0.0, 0.0), 1e-9);
       }
 }
 
@@ -120,7 +120,7 @@ TEST(MoeCoverage, MatchesASimulationOfTheRoutingProcess) {
       for (char v : seen) total += v;
     }
     const double simulated = total / trials;
-    const double formula = expected_experts_touched(c.E, c.k, c.B, c.T, c.rho);
+    const double formula = expected_experts_touched(c.E, c.k, c.B, c.T, c.rho, 0.0);
     EXPECT_NEAR(formula, simulated, 0.02 * formula) << c.E << " " << c.k << " " << c.B << " " << c.T << " " << c.rho;
   }
 }

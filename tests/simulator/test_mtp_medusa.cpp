@@ -300,7 +300,8 @@ TEST(MtpMedusa, TreeVerificationOfMedusasSixtyThreeNodes) {
 }
 
 // Specs of one kind given where another is needed, shapes that do not fit the target, depths a
-// checkpoint cannot draft and attention the operators do not model are refused with the reason.
+// checkpoint cannot draft and attention the operators do not model (sparse and linear attention)
+// are refused with the reason.
 TEST(MtpMedusa, MismatchedSpecsAreRefused) {
   SpecLibrary lib;
   auto says = [](const std::string& error, const std::string& what) {
@@ -353,15 +354,20 @@ TEST(MtpMedusa, MismatchedSpecsAreRefused) {
   set_dynamic_tree(dyn.plan, *dyn.acceptance, 16, 3, 4);
   says(error_of([&] { predict(dyn); }), "drafts no dynamic tree");
   says(error_of([&] { best_dynamic_tree(deep, {16}, {3}, {4}); }), "Medusa drafts no dynamic tree");
-  // Checkpoints the operators cannot price, refused with the reason.
-  says(error_of([&] { lib.drafter("mtp-deepseek-v3", lib.model("llama-3.1-8b")); }),
-       "drafter 'mtp-deepseek-v3' cannot be priced: DeepSeek-V3/R1 and their MTP layer use multi-head latent attention");
+  // Checkpoints the operators cannot price, refused with the reason (Qwen3-Next's linear attention;
+  // DeepSeek-V3's module is priced now: test_mla.cpp).
   says(error_of([&] { lib.drafter("mtp-qwen3-next-80b-a3b", lib.model("llama-3.1-8b")); }), "Gated DeltaNet");
-  // ... and their targets' config.json files too, rather than pricing them as something else.
-  nlohmann::json mla = {{"hidden_size", 7168}, {"num_hidden_layers", 61}, {"num_attention_heads", 128},
-                        {"num_key_value_heads", 128}, {"vocab_size", 129280}, {"intermediate_size", 18432},
-                        {"kv_lora_rank", 512}, {"q_lora_rank", 1536}};
-  says(error_of([&] { parse_model_shape(mla, "deepseek-v3/config.json"); }), "multi-head latent attention (kv_lora_rank 512");
+  says(error_of([&] { lib.drafter("mtp-deepseek-v3", lib.model("llama-3.1-8b")); }),
+       "ships with its target (deepseek-v3) and takes its shapes from it: it was trained for hidden_size 7168");
+  // ... and their targets' config.json files too, rather than pricing them as something else:
+  // DeepSeek-V3.2's sparse attention (multi-head latent attention plus a top-k indexer) and linear attention.
+  nlohmann::json sparse = {{"hidden_size", 7168}, {"num_hidden_layers", 61}, {"num_attention_heads", 128},
+                           {"num_key_value_heads", 128}, {"vocab_size", 129280}, {"intermediate_size", 18432},
+                           {"kv_lora_rank", 512}, {"q_lora_rank", 1536}, {"qk_nope_head_dim", 128},
+                           {"qk_rope_head_dim", 64}, {"v_head_dim", 128}, {"index_topk", 2048}};
+  says(error_of([&] { parse_model_shape(sparse, "deepseek-v3.2/config.json"); }), "DeepSeek Sparse Attention (index_topk 2048");
+  sparse.erase("index_topk");
+  EXPECT_TRUE(parse_model_shape(sparse, "deepseek-v3/config.json").is_mla()) << "dense multi-head latent attention is priced";
   nlohmann::json linear = {{"hidden_size", 2048}, {"num_hidden_layers", 48}, {"num_attention_heads", 16},
                            {"num_key_value_heads", 2}, {"vocab_size", 151936}, {"intermediate_size", 5632},
                            {"full_attention_interval", 4}};

@@ -168,6 +168,43 @@ TEST(SimulateCommand, PublishedAcceptanceWhenNoneIsGiven) {
   EXPECT_FALSE(given["scenario"].contains("category"));
 }
 
+// DeepSeek-V3 (multi-head latent attention, FP8) with its MTP module on eight H200s runs with the
+// module's published acceptance and no other option: --k is not given, so the K the report's
+// acceptance answers (1), said so. Its config.json given as --model is priced the same way.
+TEST(SimulateCommand, DeepSeekV3WithItsMtpModuleUsesThePublishedAcceptance) {
+  const std::vector<std::string> args = {"--model", "deepseek-v3", "--drafter", "mtp-deepseek-v3", "--hardware", "h200", "--tp", "8"};
+  const CommandRun text = simulate(args);
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("method mtp with mtp-deepseek-v3, K = 1, acceptance: category 'deepseek-v3-report'"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("--k was not given, and the acceptance answers K <= 1 only"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(fits)"), std::string::npos) << "DeepSeek-V3 in FP8 fits eight H200s: " << text.out;
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const auto j = nlohmann::json::parse(simulate(json_args).out);
+  EXPECT_EQ(j["prediction"]["k"], 1);
+  EXPECT_DOUBLE_EQ(j["prediction"]["acceptance_length"].get<double>(), 1.875) << "1 + 0.875, the report's 85-90%";
+  EXPECT_EQ(j["scenario"]["category"], "deepseek-v3-report");
+  EXPECT_EQ(j["scenario"]["category_default"], true);
+  EXPECT_GT(j["prediction"]["speedup"].get<double>(), 1.0);
+  // An explicit K the acceptance does not answer is still an error, not silently changed.
+  std::vector<std::string> k4 = args;
+  k4.insert(k4.end(), {"--k", "4"});
+  EXPECT_NE(sim::test::error_of([&] { simulate(k4); }).find("has no AL for K = 4"), std::string::npos);
+  // The same model as a bare config.json (no name or source): priced, not refused.
+  sim::test::TempDir dir;
+  nlohmann::json config = sim::read_json_file(sim::test::source_dir() / "simulator/specs/models/deepseek-v3.json");
+  config.erase("name");
+  config.erase("source");
+  std::filesystem::create_directories(dir.path() / "DeepSeek-V3");
+  std::ofstream(dir.path() / "DeepSeek-V3" / "config.json") << config.dump(2);
+  json_args[1] = (dir.path() / "DeepSeek-V3" / "config.json").string();
+  const CommandRun file = simulate(json_args);
+  ASSERT_EQ(file.code, 0) << file.err;
+  const auto f = nlohmann::json::parse(file.out);
+  EXPECT_EQ(f["prediction"]["tpot_ms"], j["prediction"]["tpot_ms"]) << "a config.json prices as the bundled spec";
+}
+
 // Acceptance in an engine's benchmark form: --synthetic-al as vLLM's synthetic_acceptance_length,
 // vLLM's synthetic_acceptance_rates as --acceptance-by-depth; the two agree.
 TEST(SimulateCommand, SyntheticAcceptanceInTheEnginesForm) {
@@ -469,13 +506,22 @@ TEST(SimulateCommand, SweepCalibrateAndMeasure) {
   sim::test::TempDir dir;
   const auto csv = (dir.path() / "sweep.csv").string();
   CommandRun r = simulate({"--sweep", csv, "--model", "llama-3.1-8b,llama-2-7b", "--hardware", "h100-sxm,b200", "--drafter",
-                    "none,eagle3-llama3.1-8b", "--k", "1-4", "--batch", "1,8", "--alphas", "0.6,0.8"});
+                    "none,eagle3-llama3.1-8b", "--k", "1-4", "--batch", "1,8", "--alphas", "0.6,0.8", "--any-target"});
   EXPECT_NE(r.out.find("predicted"), std::string::npos);
   std::ifstream in(csv);
   int lines = 0;
   for (std::string l; std::getline(in, l);) ++lines;
-  // 2 models × 2 hardware × 2 batches × (1 sequential + 4 K × 2 alphas) + header.
+  // 2 models × 2 hardware × 2 batches × (1 sequential + 4 K × 2 alphas) + header (--any-target
+  // prices the Llama-3.1-8B head on Llama-2-7B too; without it that head is skipped and said why).
   EXPECT_EQ(lines, 2 * 2 * 2 * 9 + 1);
+  r = simulate({"--sweep", csv, "--model", "llama-3.1-8b,llama-2-7b", "--hardware", "h100-sxm", "--drafter",
+                "none,eagle3-llama3.1-8b", "--k", "2"});
+  EXPECT_NE(r.err.find("drafter 'eagle3-llama3.1-8b' is trained for 'llama-3.1-8b', not 'llama-2-7b'"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(sim::test::error_of([&] {
+              simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--any-target"});
+            }),
+            "--any-target is for --sweep (one --drafter and --model are priced as given)");
 
   const auto fitted = (dir.path() / "fitted.json").string();
   r = simulate({"--calibrate", (sim::test::source_dir() / "simulator/calibration/aws_trainium_trn1.json").string(),

@@ -168,6 +168,24 @@ TEST(SimulatorLimits, DraftLengthAndSearchesAreBoundedLikeTheDecoder) {
   EXPECT_SAYS(error_in_child([&] { builtin_tree("chain100000"); }), "more than specdec supports (64)");
 }
 
+// A tensor-parallel degree must split the heads as engines split them (Llama-3.1-8B: 32 query heads,
+// 8 KV heads); before, TP 3 was priced as if a third of a head fitted each device.
+TEST(SimulatorLimits, TensorParallelDegreeMustSplitTheHeads) {
+  Scenario s = test::scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 4, 0.8);
+  for (int tp : {3, 6, 12, 64}) {
+    s.workload.tp = tp;
+    const std::string e = error_of([&] { predict(s); });
+    EXPECT_SAYS(e, "tensor-parallel degree " + std::to_string(tp) + " does not split model 'llama-3.1-8b' (32 attention heads, 8 KV heads)")
+        << "tp " << tp;
+    EXPECT_SAYS(e, "degrees that do: 1, 2, 4, 8, 16, 32") << "tp " << tp;
+  }
+  for (int tp : {1, 2, 4, 8}) {  // 16 and 32 split too (KV heads replicated) but exceed an 8-GPU instance
+    s.workload.tp = tp;
+    EXPECT_NO_THROW(predict(s)) << "tp " << tp;
+  }
+  EXPECT_SAYS(simulate_error(with(base_args(), {"--tp", "3"})), "does not split model");
+}
+
 TEST(SimulatorLimits, SweepGridsAndSizeOptionsAreCountedBeforeTheyRun) {
   const std::vector<std::string> sweep = {"--sweep", "-", "--model", "llama-3.1-8b", "--hardware", "h100-sxm",
                                           "--drafter", "eagle3-llama3.1-8b"};

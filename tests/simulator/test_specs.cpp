@@ -115,6 +115,28 @@ TEST(Specs, PublishedHeadsAndGpus) {
   }
 }
 
+// Trainium2: the spec's devices are logical NeuronCores (LNC 2); over a trn2.48xlarge they must add
+// up to AWS's per-chip figures times 16 chips.
+TEST(Specs, Trainium2DevicesAddUpToTheInstance) {
+  const HardwareSpec h = SpecLibrary().hardware("trn2-48xlarge");
+  const double chips = 16, per_chip = h.devices_per_instance / chips;
+  EXPECT_EQ(h.devices_per_instance, 64);
+  EXPECT_NEAR(h.peak_flops("bf16") * per_chip, 667e12, 1e9);
+  EXPECT_NEAR(h.peak_flops("fp8") * per_chip, 1299e12, 1e9);
+  EXPECT_NEAR(h.peak_flops("fp32") * per_chip, 181e12, 1e9);
+  EXPECT_NEAR(h.memory_bytes * per_chip, 96.0 * (1ull << 30), 1.0);
+  EXPECT_NEAR(h.memory_bandwidth_bytes_per_s * per_chip, 2.9e12, 1e6);
+  EXPECT_NEAR(h.interconnect_bandwidth_bytes_per_s * per_chip, 1.28e12, 1e6);
+  EXPECT_EQ(h.price_per_instance_hour, 0.0) << "no public price: capacity plans count devices";
+  // Llama-3.1-70B in bf16 (141 GB) needs more than four 24 GiB devices: TP 8 fits, TP 4 does not.
+  // (The Neuron engine runs draft models: a Llama-3.2-1B draft.)
+  Scenario s = test::scenario("llama-3.1-70b", "trn2-48xlarge", "draft-llama-3.2-1b", 3, 0.75);
+  s.workload.tp = 4;
+  EXPECT_FALSE(predict(s).fits_memory);
+  s.workload.tp = 8;
+  EXPECT_TRUE(predict(s).fits_memory);
+}
+
 TEST(Specs, AnyHfConfigJsonFileIsAModel) {
   test::TempDir dir;
   std::filesystem::create_directories(dir.path() / "my-model");

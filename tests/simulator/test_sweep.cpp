@@ -43,6 +43,31 @@ TEST(Sweep, EveryCombinationIsPredictedOrSkipped) {
   ASSERT_EQ(sum.skip_reasons.size(), 3u) << "distinct reasons: the head's, and tp 16 on each hardware by name";
 }
 
+// A head is priced on the model it was trained for; another model of the same shape (Llama-3-8B
+// for the Llama-3.1-8B EAGLE-3 head) is skipped with the reason unless any_target. A draft LM
+// pairs with any model of its vocabulary.
+TEST(Sweep, HeadsArePairedWithTheirTargetUnlessAnyTarget) {
+  SweepSpec s;
+  s.hardware = {"h100-sxm"};
+  s.models = {"llama-3.1-8b", "llama-3-8b"};
+  s.drafters = {"eagle3-llama3.1-8b", "draft-llama-3.2-1b"};
+  s.ks = {2};
+  std::map<std::string, std::vector<std::string>> priced;  // model -> drafters
+  auto collect = [&](const SweepRow& r) { priced[r.model].push_back(r.drafter); };
+  SweepSummary sum = run_sweep(s, SpecLibrary(), collect);
+  EXPECT_EQ(priced["llama-3.1-8b"], (std::vector<std::string>{"eagle3-llama3.1-8b", "draft-llama-3.2-1b"}));
+  EXPECT_EQ(priced["llama-3-8b"], (std::vector<std::string>{"draft-llama-3.2-1b"}));
+  ASSERT_EQ(sum.skipped, 1u);
+  EXPECT_EQ(sum.skip_reasons.at(0),
+            "drafter 'eagle3-llama3.1-8b' is trained for 'llama-3.1-8b', not 'llama-3-8b' (pair it with another model "
+            "with --any-target)");
+  priced.clear();
+  s.any_target = true;
+  sum = run_sweep(s, SpecLibrary(), collect);
+  EXPECT_EQ(sum.skipped, 0u);
+  EXPECT_EQ(priced["llama-3-8b"], (std::vector<std::string>{"eagle3-llama3.1-8b", "draft-llama-3.2-1b"}));
+}
+
 TEST(Sweep, CsvAndHdf5) {
   SweepSpec s;
   s.hardware = {"h100-sxm"};
@@ -123,7 +148,10 @@ TEST(Sweep, PivotTablesShowEveryRowsSpeedup) {
   EXPECT_NE(text.find("a MoE target: the speedup grows with batch", first_moe), std::string::npos) << text;
   std::ostringstream few;
   write_sweep_pivot(few, rows, 1);
-  EXPECT_NE(few.str().find("(3 more tables in the file)"), std::string::npos) << few.str();
+  EXPECT_NE(few.str().find("(1 more table in the file)"), std::string::npos)
+      << "each head priced on its own target: two tables\n" << few.str();
+  write_sweep_pivot(few, rows, 0);
+  EXPECT_NE(few.str().find("(2 more tables in the file)"), std::string::npos) << few.str();
 }
 
 }  // namespace

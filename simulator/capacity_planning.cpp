@@ -1,0 +1,163 @@
+#include "simulator/capacity_planning.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "reference/core/error.hpp"
+#include "reference/drafting/draft_limits.hpp"
+#include "simulator/evaluation.hpp"
+#include "simulator/method.hpp"
+
+namespace specdec::sim {
+
+const char* const kCapacityQueueing =
+    "each replica an M/G/c queue: Poisson arrivals at the rate / replicas, c = its batch slots, service = TTFT + "
+    "output_len x TPOT; Erlang C for P(wait), the Allen-Cunneen mean wait, an M/M/c-shaped tail for the percentile. "
+    "Assumed: prefill not interleaved with other requests' decoding, TPOT at the full batch (conservative while slots "
+    "are idle); see docs/simulator.md";
+
+namespace {
+
+// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
+std::string plain(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+// The Ks a capacity search tries: the best K's list, else K when given, else 1..8. A tree or a
+// measured AL prices one shape, its own.
+std::vector<int> planned_ks(const ScenarioOptions& o, const Scenario& s) {
+  if (s.plan.method == Method::sequential) return {};
+  if (s.plan.tree || s.measured_tokens_per_step || !s.acceptance) return {s.plan.k};
+  if (o.best_k) return *o.best_k;
+  if (o.k) return {s.plan.k};
+  std::vector<int> ks;
+  for (int k = 1; k <= std::min(kDefaultPlannedDepth, kMaxDraftDepth); ++k) ks.push_back(k);
+  return ks;
+}
+
+// The simulator's error on the published results bundled with it (simulator/evaluation), under
+// the specs in use: what a user should read every prediction with. Null when the sets are absent.
+nlohmann::json error_band(const SpecLibrary& specs) {
+  const std::filesystem::path dir = SpecLibrary::bundled_dir().parent_path() / "evaluation";
+  if (!std::filesystem::is_directory(dir)) return nullptr;
+  std::vector<EvaluationResult> results;
+  for (const auto& set : load_evaluation_sets(dir, specs)) results.push_back(evaluate_published(set));
+  const EvaluationResult all = pool_evaluations(results);
+  return {{"results", all.rows.size()},
+          {"mean_abs_relative_error", all.mean_abs_error},
+          {"max_abs_relative_error", all.max_abs_error},
+          {"mean_relative_error", all.mean_error},
+          {"command", "specdec simulate --evaluate simulator/evaluation"}};
+}
+
+nlohmann::json config_json(const PlannedConfig& c) {
+  nlohmann::json j = {{"tp", c.tp}, {"k", c.k}, {"feasible", c.plan.feasible}};
+  if (!c.why_not.empty()) j["why_not"] = c.why_not;
+  if (c.plan.feasible) {
+    j["batch"] = c.plan.batch;
+    j["replicas"] = c.plan.replicas;
+    j["devices"] = c.plan.devices;
+    j["cost_per_hour_usd"] = c.plan.cost_per_hour;
+    j["cost_per_million_output_tokens_usd"] = c.plan.cost_per_million_output_tokens;
+    j["tpot_ms"] = c.plan.prediction.tpot_s * 1e3;
+    j["ttft_ms"] = c.plan.prediction.ttft_s * 1e3;
+    j["speedup"] = c.plan.prediction.speedup;
+    const ReplicaQueue& q = c.plan.load;
+    j["service_s"] = q.queue.service_s;
+    j["service_scv"] = q.queue.service_scv;
+    j["utilization"] = q.queue.utilization;
+    j["p_wait"] = q.queue.p_wait;
+    j["queue_wait_ms"] = q.queue.mean_wait_s * 1e3;
+    j["ttft_with_wait_ms"] = q.ttft_with_wait_s * 1e3;
+    j["percentile"] = q.percentile;
+    j["queue_wait_at_percentile_ms"] = q.wait_at_percentile_s * 1e3;
+    j["ttft_at_percentile_ms"] = q.ttft_at_percentile_s * 1e3;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::vector<int> capacity_tensor_parallel_degrees(const std::optional<std::vector<int>>& given, const HardwareSpec& hw,
+                                                  const OptionSpelling& sp) {
+  if (!given) return default_tensor_parallel_degrees(hw);
+  std::vector<int> tps = *given;
+  if (tps.empty()) throw Error(sp("tp") + ": no tensor-parallel degree given");
+  for (const int tp : tps) {
+    if (tp < 1) throw Error(sp("tp") + ": the tensor-parallel degree must be >= 1, got " + std::to_string(tp));
+    if (tp > hw.devices_per_instance)
+      throw Error(sp("tp", std::to_string(tp)) + " exceeds the " + std::to_string(hw.devices_per_instance) + " devices of one " +
+                  hw.name + " instance");
+  }
+  std::sort(tps.begin(), tps.end());
+  tps.erase(std::unique(tps.begin(), tps.end()), tps.end());
+  return tps;
+}
+
+CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario& s, const SpecLibrary& specs,
+                                       const OptionSpelling& sp) {
+  const CapacityOptions c = o.capacity.value_or(CapacityOptions{});
+  if (!c.capacity_rate || !c.tpot_target_ms)
+    throw Error("capacity planning needs both " + sp("capacity-rate") + " and " + sp("tpot-target-ms"));
+  CapacityPlanning plan;
+  CapacityRequest& req = plan.request;
+  req.requests_per_s = *c.capacity_rate;
+  req.tpot_target_s = *c.tpot_target_ms * 1e-3;
+  req.ttft_target_s = c.ttft_target_ms * 1e-3;
+  // Written so that NaN fails too (program_options reads "nan" and "inf").
+  if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
+    throw Error(sp("capacity-rate") + ": the offered load must be a finite number > 0 requests/s, got " +
+                std::to_string(req.requests_per_s));
+  if (!(req.tpot_target_s > 0 && std::isfinite(req.tpot_target_s)))
+    throw Error(sp("tpot-target-ms") + ": must be a finite number > 0 milliseconds");
+  if (!(req.ttft_target_s >= 0 && std::isfinite(req.ttft_target_s)))
+    throw Error(sp("ttft-target-ms") + ": must be a finite number >= 0 milliseconds (0 = none)");
+  if (c.price) {
+    req.price_per_device_hour = *c.price;
+    if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
+      throw Error(sp("price") + " must be a finite number >= 0 USD per device-hour");
+  }
+  req.max_utilization = c.max_utilization;
+  if (!(req.max_utilization > 0 && req.max_utilization < 1))
+    throw Error(sp("max-utilization") + ": must be a number > 0 and < 1 (at 1 or more a replica's queue grows without bound), got " +
+                plain(req.max_utilization));
+  req.output_len_cv = c.output_len_cv;
+  if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
+    throw Error(sp("output-len-cv") + ": the coefficient of variation of output lengths must be a number in [0, " +
+                plain(kMaxOutputLenCv) + "] (0: every output is " + sp("output-len") + " tokens; exponential lengths: 1), got " +
+                plain(req.output_len_cv));
+  if (c.ttft_percentile) {
+    req.ttft_percentile = *c.ttft_percentile;
+    if (!(req.ttft_percentile > 0 && req.ttft_percentile < 100))
+      throw Error(sp("ttft-percentile") + ": must be a number between 0 and 100 (exclusive), e.g. 99, got " +
+                  plain(req.ttft_percentile));
+  }
+  plan.tps = capacity_tensor_parallel_degrees(c.tp, s.hardware, sp);
+  plan.ks = planned_ks(o, s);
+  plan.search = search_capacity(s, req, plan.tps, plan.ks);
+  plan.error_band = error_band(specs);
+  return plan;
+}
+
+void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlohmann::json& j) {
+  const CapacitySearch& r = plan.search;
+  j["capacity"] = r.best ? config_json(*r.best) : nlohmann::json{{"feasible", false}};
+  j["capacity"]["method"] = method_name(s.plan.method);
+  j["capacity_sequential"] = r.sequential ? config_json(*r.sequential) : nlohmann::json{{"feasible", false}};
+  j["capacity_search"] = {{"tp", plan.tps}, {"k", plan.ks}, {"configs", nlohmann::json::array()}, {"sequential", nlohmann::json::array()}};
+  for (const auto& c : r.configs) j["capacity_search"]["configs"].push_back(config_json(c));
+  for (const auto& c : r.sequential_configs) j["capacity_search"]["sequential"].push_back(config_json(c));
+  for (const auto& k : r.skipped) j["capacity_search"]["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
+  const CapacityRequest& req = plan.request;
+  j["capacity_search"]["max_utilization"] = req.max_utilization;
+  j["capacity_search"]["output_len_cv"] = req.output_len_cv;
+  j["capacity_search"]["ttft_checked_at"] = req.ttft_percentile > 0 ? nlohmann::json(req.ttft_percentile) : nlohmann::json("mean");
+  j["capacity_queueing"] = kCapacityQueueing;
+  j["error_band"] = plan.error_band;
+}
+
+}  // namespace specdec::sim
