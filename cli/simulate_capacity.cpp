@@ -12,6 +12,13 @@ namespace {
 
 using namespace specdec::sim;
 
+// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
+std::string plain(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 std::string fixed(double v, int digits) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(digits) << v;
@@ -53,8 +60,11 @@ void run_capacity_plan(const ScenarioOptions& o, const Scenario& s, const SpecLi
   const nlohmann::json& band = plan.error_band;
 
   const double target_ms = req.tpot_target_s * 1e3;
+  const std::string percentile = "p" + plain(reported_percentile(req));
+  const std::string ttft_target =
+      (req.ttft_percentile > 0 ? " and " + percentile + " TTFT" : std::string(" and TTFT")) + " + queueing wait <= " + fixed(req.ttft_target_s * 1e3, 0) + " ms";
   out << "\ncapacity plan: " << req.requests_per_s << " requests/s at TPOT <= " << target_ms << " ms"
-      << (req.ttft_target_s > 0 ? " and TTFT <= " + fixed(req.ttft_target_s * 1e3, 0) + " ms" : std::string()) << " (prompt "
+      << (req.ttft_target_s > 0 ? ttft_target : std::string()) << ", utilisation <= " << plain(req.max_utilization) << " (prompt "
       << s.workload.prompt_len << ", output " << s.workload.output_len << " tokens), " << s.target.name << " on " << s.hardware.name
       << " with " << s.engine.name << "\n";
   out << "searched: TP " << list_text(tps);
@@ -86,6 +96,25 @@ void run_capacity_plan(const ScenarioOptions& o, const Scenario& s, const SpecLi
     else if (saved < 0) out << ": " << -saved << " more";
     else out << " (the same number; compare the TPOTs)";
     out << "\n";
+  }
+  if (r.best || r.sequential) {
+    out << "\n  queueing per replica (M/G/c: Poisson arrivals, c = batch slots; "
+        << (req.output_len_cv > 0 ? "output length cv " + plain(req.output_len_cv) : std::string("every output ") +
+                                                                                        std::to_string(s.workload.output_len) + " tokens, C_s^2 = 0")
+        << "):\n  " << std::left << std::setw(22) << "" << std::right << std::setw(7) << "util" << std::setw(9) << "P(wait)"
+        << std::setw(10) << "wait ms" << std::setw(11) << (percentile + " wait") << std::setw(10) << "TTFT ms" << std::setw(12)
+        << "TTFT+wait" << std::setw(11) << (percentile + " TTFT") << std::setw(7) << "C_s^2" << "\n";
+    auto queue_row = [&](const std::string& name, const std::optional<PlannedConfig>& c) {
+      if (!c) return;
+      const ReplicaQueue& q = c->plan.load;
+      out << "  " << std::left << std::setw(22) << name << std::right << std::setw(7) << fixed(q.queue.utilization, 3) << std::setw(9)
+          << fixed(q.queue.p_wait, 3) << std::setw(10) << fixed(q.queue.mean_wait_s * 1e3, 1) << std::setw(11)
+          << fixed(q.wait_at_percentile_s * 1e3, 1) << std::setw(10) << fixed(c->plan.prediction.ttft_s * 1e3, 1) << std::setw(12)
+          << fixed(q.ttft_with_wait_s * 1e3, 1) << std::setw(11) << fixed(q.ttft_at_percentile_s * 1e3, 1) << std::setw(7)
+          << fixed(q.queue.service_scv, 2) << "\n";
+    };
+    if (speculative) queue_row("cheapest: " + method_title(s.plan.method), r.best);
+    queue_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
   }
   out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
   if (speculative) out << std::setw(40) << method_title(s.plan.method);

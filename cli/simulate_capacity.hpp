@@ -1,8 +1,9 @@
 #pragma once
 // `specdec simulate --capacity-rate R --tpot-target-ms T`: the capacity plan of
-// simulator/capacity_planning.hpp (the request, the search, the error band, the JSON) printed as
-// a table: the cheapest configuration beside sequential decoding's, per TP, and the statement that
-// queueing is not modelled.
+// simulator/capacity_planning.hpp (the request, the search, each answer's queueing estimate, the
+// error band, the JSON) printed as tables: the cheapest configuration beside sequential decoding's,
+// each one's queue (utilisation, P(wait), waits, TTFT with the wait), per TP, and what the queueing
+// estimate assumes.
 #include <nlohmann/json.hpp>
 #include <ostream>
 

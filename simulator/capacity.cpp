@@ -11,6 +11,12 @@ namespace specdec::sim {
 
 namespace {
 
+std::string number(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 void check_request(const CapacityRequest& req) {
   // Written so that NaN fails too; an infinite load or target has no plan.
   if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
@@ -22,21 +28,77 @@ void check_request(const CapacityRequest& req) {
   if (req.max_batch < 1) throw Error("capacity planning: max batch must be >= 1");
   if (!(req.price_per_device_hour < 0 || std::isfinite(req.price_per_device_hour)))
     throw Error("capacity planning: the price per device-hour must be finite");
+  if (!(req.max_utilization > 0 && req.max_utilization < 1))
+    throw Error("capacity planning: the maximum utilisation must be > 0 and < 1 (at 1 or more a replica's queue grows without "
+                "bound), got " + number(req.max_utilization));
+  if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
+    throw Error("capacity planning: the output length's coefficient of variation must be in [0, " + number(kMaxOutputLenCv) +
+                "], got " + number(req.output_len_cv));
+  if (!(req.ttft_percentile == 0 || (req.ttft_percentile > 0 && req.ttft_percentile < 100)))
+    throw Error("capacity planning: the TTFT percentile must be 0 (the mean) or between 0 and 100 (exclusive), got " +
+                number(req.ttft_percentile));
 }
 
 std::string too_many_devices_message(const CapacityRequest& req) {
   std::ostringstream e;
-  e << "capacity planning: serving " << req.requests_per_s << " requests/s within the targets needs more than "
+  e << "capacity planning: serving " << req.requests_per_s << " requests/s within the targets (utilisation <= "
+    << req.max_utilization << ") needs more than "
     << kMaxPlannedDevices << " devices, more than specdec plans for; see docs/reliability.md";
   return e.str();
+}
+
+// One replica's queue when `replicas` share the load at batch `o.batch`.
+ReplicaQueue replica_queue(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas) {
+  const double decode_s = s.workload.output_len * o.prediction.tpot_s;
+  const double service_s = o.prediction.ttft_s + decode_s;
+  // Only the output length varies: Var(S) = (cv · output_len · TPOT)², so C_s² = (cv · decode / S)².
+  const double scv = std::pow(req.output_len_cv * decode_s / service_s, 2);
+  ReplicaQueue r;
+  r.queue = estimate_queue(req.requests_per_s / replicas, service_s, o.batch, scv);
+  r.percentile = reported_percentile(req);
+  r.wait_at_percentile_s = wait_at_percentile_s(r.queue, r.percentile);
+  r.ttft_with_wait_s = o.prediction.ttft_s + r.queue.mean_wait_s;
+  r.ttft_at_percentile_s = o.prediction.ttft_s + r.wait_at_percentile_s;
+  return r;
+}
+
+bool meets_ttft_target(const ReplicaQueue& r, const CapacityRequest& req) {
+  if (req.ttft_target_s == 0) return true;
+  return (req.ttft_percentile > 0 ? r.ttft_at_percentile_s : r.ttft_with_wait_s) <= req.ttft_target_s;
+}
+
+// The fewest replicas (of at most `most`) that keep utilisation within the cap and, with a TTFT
+// target, TTFT + wait within it; 0 when even `most` do not. The wait falls as replicas are added
+// (each sees less load), so a doubling search then bisection finds the first that meets it.
+long long fewest_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, long long most) {
+  const double service_s = o.prediction.ttft_s + s.workload.output_len * o.prediction.tpot_s;
+  // In double: a load far beyond any plan must not wrap an integer. The relative nudge keeps a load
+  // that is a whole number of replicas by exact arithmetic from taking one more by rounding.
+  const double at_cap = std::ceil(req.requests_per_s * service_s / (o.batch * req.max_utilization) * (1 - 1e-12));
+  if (!(at_cap <= double(most))) return 0;
+  const long long least = std::max(1LL, (long long)at_cap);
+  auto ok = [&](long long n) { return meets_ttft_target(replica_queue(o, s, req, double(n)), req); };
+  if (ok(least)) return least;
+  long long fails = least, meets = 0;
+  for (long long step = 1; !meets; step *= 2) {
+    const long long n = std::min(most, least + step);
+    if (ok(n)) meets = n;
+    else if (n == most) return 0;
+    else fails = n;
+  }
+  while (meets - fails > 1) {
+    const long long mid = fails + (meets - fails) / 2;
+    (ok(mid) ? meets : fails) = mid;
+  }
+  return meets;
 }
 
 CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
   const double price = req.price_per_device_hour >= 0 ? req.price_per_device_hour : base.hardware.price_per_device_hour();
   const int max_batch = std::min(req.max_batch, kMaxSimulatedBatch);
+  const long long most_replicas = kMaxPlannedDevices / base.workload.tp;
   CapacityPlan plan;
-  double best_replicas = 0;  // in double: a load far beyond any plan must not wrap an int
-  bool too_many = false;     // some batch met the targets, but only with more than kMaxPlannedDevices
+  bool too_many = false;  // some batch met the latency targets, but only with more than kMaxPlannedDevices
   for (int b = 1; b <= max_batch; b *= 2) {
     Scenario s = base;
     s.workload.batch = b;
@@ -45,18 +107,27 @@ CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
     o.prediction = predict(s);
     const double per_request_s = o.prediction.ttft_s + s.workload.output_len * o.prediction.tpot_s;
     o.requests_per_s_per_replica = b / per_request_s;
-    o.feasible = o.prediction.fits_memory && o.prediction.tpot_s <= req.tpot_target_s &&
-                 (req.ttft_target_s == 0 || o.prediction.ttft_s <= req.ttft_target_s);
-    if (o.feasible) {
-      const double replicas = std::ceil(req.requests_per_s / o.requests_per_s_per_replica - 1e-12);
-      if (!(replicas * base.workload.tp <= double(kMaxPlannedDevices))) {
-        too_many = true;
-        o.feasible = false;
-      } else if (!plan.feasible || replicas < best_replicas) {
-        plan.feasible = true;
-        plan.batch = b;
-        best_replicas = replicas;
-        plan.prediction = o.prediction;
+    // The latency of one request alone; the queue's wait is added by the replicas below.
+    const bool meets_alone = o.prediction.fits_memory && o.prediction.tpot_s <= req.tpot_target_s &&
+                             (req.ttft_target_s == 0 || o.prediction.ttft_s <= req.ttft_target_s);
+    if (meets_alone) {
+      const long long replicas = fewest_replicas(o, s, req, most_replicas);
+      // None within the bound: the load needs more devices, unless no number of replicas can help
+      // (the mean wait is never 0, so a TTFT exactly at the target leaves no room for it).
+      const bool no_room = req.ttft_target_s > 0 && req.ttft_percentile == 0 && o.prediction.ttft_s >= req.ttft_target_s;
+      if (replicas == 0) {
+        too_many = too_many || !no_room;
+      } else {
+        o.feasible = true;
+        o.replicas = int(replicas);
+        o.load = replica_queue(o, s, req, double(replicas));
+        if (!plan.feasible || o.replicas < plan.replicas) {
+          plan.feasible = true;
+          plan.batch = b;
+          plan.replicas = o.replicas;
+          plan.prediction = o.prediction;
+          plan.load = o.load;
+        }
       }
     }
     plan.options.push_back(o);
@@ -65,7 +136,6 @@ CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
   }
   plan.needs_too_many_devices = !plan.feasible && too_many;
   if (plan.feasible) {
-    plan.replicas = int(best_replicas);
     plan.devices = plan.replicas * base.workload.tp;
     plan.cost_per_hour = plan.devices * price;
     const double tokens_per_hour = req.requests_per_s * base.workload.output_len * 3600.0;
@@ -93,6 +163,8 @@ PlannedConfig plan_one(Scenario s, const CapacityRequest& req, int tp, int k) {
 }
 
 }  // namespace
+
+double reported_percentile(const CapacityRequest& req) { return req.ttft_percentile > 0 ? req.ttft_percentile : 99; }
 
 CapacityPlan plan_capacity(const Scenario& base, const CapacityRequest& req) {
   check_request(req);

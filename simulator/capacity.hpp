@@ -4,31 +4,62 @@
 // that searches tensor-parallel degree × draft length × batch for the cheapest configuration,
 // with sequential decoding planned the same way beside it.
 //
-// Queueing is not modelled: a replica is taken to serve batch / (TTFT + output_len × TPOT)
-// requests/s, i.e. its batch always full and the load perfectly smooth (utilisation 100%).
-// Bursty arrivals need headroom above the plan.
+// Each replica is a queue (simulator/queueing.hpp): Poisson arrivals at rate / replicas, its batch
+// slots the servers (continuous batching), a request holding one for S = TTFT + output_len × TPOT
+// (TPOT at the full batch). The replicas are the fewest that keep utilisation ρ = a / batch at or
+// below max_utilization (always < 1: at ρ >= 1 the queue grows without bound) and, with a TTFT
+// target, TTFT plus the queueing wait (mean, or the wait at ttft_percentile) within it. Assumed:
+// Poisson arrivals; prefill not interleaved with other requests' decoding (TTFT is one prompt's
+// prefill alone); TPOT at the full batch, conservative while slots are idle; service time varying
+// only through the output length (C_s² = 0 for the workload's one output_len).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "simulator/predictor.hpp"
+#include "simulator/queueing.hpp"
 #include "simulator/search.hpp"
 
 namespace specdec::sim {
 
+// A plan keeps each replica's utilisation at most this by default: a plan at 0.85 stays stable
+// (ρ < 1) with service times up to 1/0.85 − 1 = 18% longer than predicted, which covers the
+// simulator's mean error on published results it was never fitted to (docs/simulator.md).
+inline constexpr double kDefaultMaxUtilization = 0.85;
+// Output lengths' coefficient of variation at most this: exponential lengths have 1; Allen–Cunneen
+// is a two-moment approximation, not to be trusted on tails far heavier.
+inline constexpr double kMaxOutputLenCv = 4;
+
 struct CapacityRequest {
   double requests_per_s = 1;  // offered load
   double tpot_target_s = 0.05;
-  double ttft_target_s = 0;   // 0 = no TTFT target
+  double ttft_target_s = 0;   // 0 = no TTFT target; else TTFT + queueing wait must be within it
   int max_batch = 1024;
   double price_per_device_hour = -1;  // < 0: the hardware spec's price
+  double max_utilization = kDefaultMaxUtilization;  // per replica, in (0, 1)
+  double output_len_cv = 0;   // output length's coefficient of variation; 0: every output is output_len
+  double ttft_percentile = 0; // 0: the TTFT target holds the mean wait; in (0, 100): the wait at it
+};
+
+// The percentile a plan reports its wait at: the one the TTFT target is checked at, else 99.
+double reported_percentile(const CapacityRequest& req);
+
+// One replica's queue under its share of the load.
+struct ReplicaQueue {
+  QueueEstimate queue;             // service time S, C_s², utilisation, P(wait), mean wait
+  double percentile = 99;          // of the wait below (reported_percentile)
+  double wait_at_percentile_s = 0;
+  double ttft_with_wait_s = 0;     // TTFT + mean wait
+  double ttft_at_percentile_s = 0; // TTFT + wait at the percentile
 };
 
 struct CapacityOption {
   int batch = 0;
   Prediction prediction;
-  double requests_per_s_per_replica = 0;  // batch / (TTFT + output_len × TPOT)
+  double requests_per_s_per_replica = 0;  // batch / (TTFT + output_len × TPOT): the rate at ρ = 1
   bool feasible = false;                  // meets the latency targets and fits in memory
+  int replicas = 0;                       // when feasible: the fewest that meet the targets
+  ReplicaQueue load;                      // when feasible: at those replicas
 };
 
 struct CapacityPlan {
@@ -39,13 +70,15 @@ struct CapacityPlan {
   double cost_per_hour = 0;    // USD
   double cost_per_million_output_tokens = 0;  // USD; 0 when the price is unknown
   Prediction prediction;       // at the chosen batch
+  ReplicaQueue load;           // each replica's queue at the chosen batch and replicas
   std::vector<CapacityOption> options;  // batch sizes tried (powers of two up to max_batch)
   bool needs_too_many_devices = false;  // a batch met the targets, but only beyond kMaxPlannedDevices
 };
 
 // Tries batch sizes 1, 2, 4, ... and picks the one that serves the load with the fewest replicas
 // (ties: the smaller batch, for latency). The scenario's workload.batch is ignored. The rate and
-// targets must be finite; a load that needs more than kMaxPlannedDevices devices
+// targets must be finite, max_utilization in (0, 1), output_len_cv in [0, kMaxOutputLenCv],
+// ttft_percentile 0 or in (0, 100); a load that needs more than kMaxPlannedDevices devices
 // (reference/core/input_limits.hpp) is an Error saying so.
 CapacityPlan plan_capacity(const Scenario& s, const CapacityRequest& req);
 

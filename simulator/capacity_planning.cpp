@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "reference/core/error.hpp"
 #include "reference/drafting/draft_limits.hpp"
@@ -12,10 +13,19 @@
 namespace specdec::sim {
 
 const char* const kCapacityQueueing =
-    "not modelled: a replica is taken to run full batches under a perfectly smooth load (100% utilisation); "
-    "bursty arrivals queue, so leave headroom above the plan";
+    "each replica an M/G/c queue: Poisson arrivals at the rate / replicas, c = its batch slots, service = TTFT + "
+    "output_len x TPOT; Erlang C for P(wait), the Allen-Cunneen mean wait, an M/M/c-shaped tail for the percentile. "
+    "Assumed: prefill not interleaved with other requests' decoding, TPOT at the full batch (conservative while slots "
+    "are idle); see docs/simulator.md";
 
 namespace {
+
+// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
+std::string plain(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 // The Ks a capacity search tries: the best K's list, else K when given, else 1..8. A tree or a
 // measured AL prices one shape, its own.
@@ -56,6 +66,16 @@ nlohmann::json config_json(const PlannedConfig& c) {
     j["tpot_ms"] = c.plan.prediction.tpot_s * 1e3;
     j["ttft_ms"] = c.plan.prediction.ttft_s * 1e3;
     j["speedup"] = c.plan.prediction.speedup;
+    const ReplicaQueue& q = c.plan.load;
+    j["service_s"] = q.queue.service_s;
+    j["service_scv"] = q.queue.service_scv;
+    j["utilization"] = q.queue.utilization;
+    j["p_wait"] = q.queue.p_wait;
+    j["queue_wait_ms"] = q.queue.mean_wait_s * 1e3;
+    j["ttft_with_wait_ms"] = q.ttft_with_wait_s * 1e3;
+    j["percentile"] = q.percentile;
+    j["queue_wait_at_percentile_ms"] = q.wait_at_percentile_s * 1e3;
+    j["ttft_at_percentile_ms"] = q.ttft_at_percentile_s * 1e3;
   }
   return j;
 }
@@ -101,6 +121,21 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
     if (!(req.price_per_device_hour >= 0 && std::isfinite(req.price_per_device_hour)))
       throw Error(sp("price") + " must be a finite number >= 0 USD per device-hour");
   }
+  req.max_utilization = c.max_utilization;
+  if (!(req.max_utilization > 0 && req.max_utilization < 1))
+    throw Error(sp("max-utilization") + ": must be a number > 0 and < 1 (at 1 or more a replica's queue grows without bound), got " +
+                plain(req.max_utilization));
+  req.output_len_cv = c.output_len_cv;
+  if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
+    throw Error(sp("output-len-cv") + ": the coefficient of variation of output lengths must be a number in [0, " +
+                plain(kMaxOutputLenCv) + "] (0: every output is " + sp("output-len") + " tokens; exponential lengths: 1), got " +
+                plain(req.output_len_cv));
+  if (c.ttft_percentile) {
+    req.ttft_percentile = *c.ttft_percentile;
+    if (!(req.ttft_percentile > 0 && req.ttft_percentile < 100))
+      throw Error(sp("ttft-percentile") + ": must be a number between 0 and 100 (exclusive), e.g. 99, got " +
+                  plain(req.ttft_percentile));
+  }
   plan.tps = capacity_tensor_parallel_degrees(c.tp, s.hardware, sp);
   plan.ks = planned_ks(o, s);
   plan.search = search_capacity(s, req, plan.tps, plan.ks);
@@ -117,6 +152,10 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
   for (const auto& c : r.configs) j["capacity_search"]["configs"].push_back(config_json(c));
   for (const auto& c : r.sequential_configs) j["capacity_search"]["sequential"].push_back(config_json(c));
   for (const auto& k : r.skipped) j["capacity_search"]["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});
+  const CapacityRequest& req = plan.request;
+  j["capacity_search"]["max_utilization"] = req.max_utilization;
+  j["capacity_search"]["output_len_cv"] = req.output_len_cv;
+  j["capacity_search"]["ttft_checked_at"] = req.ttft_percentile > 0 ? nlohmann::json(req.ttft_percentile) : nlohmann::json("mean");
   j["capacity_queueing"] = kCapacityQueueing;
   j["error_band"] = plan.error_band;
 }

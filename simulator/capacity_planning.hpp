@@ -1,8 +1,9 @@
 #pragma once
 // Capacity planning as `specdec simulate --capacity-rate R --tpot-target-ms T` and Python's
-// specdec.plan_capacity run it: the request read from the options, which TPs and Ks to search by
-// default, the search (simulator/capacity.hpp) with sequential decoding beside it, the simulator's
-// measured error band, and the answer as JSON. The command line prints the same answer as a table.
+// specdec.plan_capacity run it: the request read from the options (the queueing settings among
+// them), which TPs and Ks to search by default, the search (simulator/capacity.hpp) with sequential
+// decoding beside it, each answer's queueing estimate, the simulator's measured error band, and the
+// answer as JSON. The command line prints the same answer as tables.
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -18,7 +19,7 @@ namespace specdec::sim {
 // deeper chains rarely pay at the batch sizes a capacity plan runs.
 inline constexpr int kDefaultPlannedDepth = 8;
 
-// What every plan says about queueing.
+// What every plan says about its queueing estimate: the model and what it assumes.
 extern const char* const kCapacityQueueing;
 
 struct CapacityPlanning {
@@ -34,7 +35,10 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
                                        const OptionSpelling& spelling);
 
 // Writes the plan into `out`: "capacity", "capacity_sequential", "capacity_search",
-// "capacity_queueing" and "error_band", as `specdec simulate --json` prints them.
+// "capacity_queueing" and "error_band", as `specdec simulate --json` prints them. Each feasible
+// configuration carries its queue (utilization, p_wait, queue_wait_ms, ttft_with_wait_ms,
+// percentile, queue_wait_at_percentile_ms, ttft_at_percentile_ms, service_s, service_scv);
+// "capacity_search" the settings (max_utilization, output_len_cv, ttft_checked_at).
 void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlohmann::json& out);
 
 // The TPs a capacity search tries: those given (each >= 1 and within one instance), sorted and

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simulator/acceptance.hpp"
+#include "simulator/capacity.hpp"
 #include "simulator/option_spelling.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/spec_library.hpp"
@@ -31,6 +32,13 @@ struct CapacityOptions {
   double ttft_target_ms = 0;             // 0: none
   std::optional<double> price;           // USD per device-hour; unset: the hardware spec's
   std::optional<std::vector<int>> tp;    // TPs searched; unset: powers of two up to one instance
+  // The queueing estimate (simulator/capacity.hpp): each replica's utilisation cap, in (0, 1); the
+  // output lengths' coefficient of variation, in [0, kMaxOutputLenCv] (0: every output is
+  // output_len tokens); the percentile of TTFT + wait the TTFT target holds, in (0, 100) (unset:
+  // the mean).
+  double max_utilization = kDefaultMaxUtilization;
+  double output_len_cv = 0;
+  std::optional<double> ttft_percentile;
 };
 
 struct ScenarioOptions {

@@ -155,6 +155,13 @@ const Keyword kKeywords[] = {
   {"ttft_target_ms", "float", nullptr, "0", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
      capacity(o).ttft_target_ms = number(x, n); }},
   {"price", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { capacity(o).price = number(x, n); }},
+  // 0.85: kDefaultMaxUtilization, the command line's --max-utilization default.
+  {"max_utilization", "float", nullptr, "0.85", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).max_utilization = number(x, n); }},
+  {"output_len_cv", "float", nullptr, "0", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).output_len_cv = number(x, n); }},
+  {"ttft_percentile", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+     capacity(o).ttft_percentile = number(x, n); }},
   {"breakdown", "bool", "False", "False", [](const py::handle& x, const std::string&, ScenarioOptions& o) { o.breakdown = PyObject_IsTrue(x.ptr()) == 1; }},
   {"specs_dirs", "list", "[]", "[]", nullptr},  // read by spec_library
 };
@@ -240,11 +247,19 @@ specs_dirs: extra spec directories. Errors name the keyword.)";
 const char* const kPlanCapacityDoc = R"(
 Capacity planning, as `specdec simulate --capacity-rate R --tpot-target-ms T --json`: the cheapest
 tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (and
-ttft_target_ms, 0 = none), with sequential decoding planned beside it. tp: the TPs searched (default every
-power of two up to one instance); k: the one K searched (default K = 1..8; best_k: those Ks); price: USD per
-device-hour (default the hardware spec's). The other keywords are specdec.simulate's. Returns the
-command line's dict: 'scenario' and 'prediction' (at the first TP), 'capacity', 'capacity_sequential',
-'capacity_search', 'capacity_queueing' and 'error_band'.)";
+ttft_target_ms, 0 = none, held by TTFT plus the queueing wait), with sequential decoding planned beside
+it. tp: the TPs searched (default every power of two up to one instance); k: the one K searched (default
+K = 1..8; best_k: those Ks); price: USD per device-hour (default the hardware spec's).
+Each replica is planned as an M/G/c queue (Poisson arrivals, c = its batch slots): max_utilization, the
+highest busy share of a replica's slots a plan runs at, > 0 and < 1 (default 0.85); output_len_cv, the
+coefficient of variation of output lengths, 0..4 (default 0: every output is output_len tokens;
+exponential lengths: 1); ttft_percentile, 0 < P < 100: ttft_target_ms is checked at this percentile of
+TTFT + wait instead of at the mean (the wait is reported at it, else at 99).
+The other keywords are specdec.simulate's. Returns the command line's dict: 'scenario' and 'prediction'
+(at the first TP), 'capacity', 'capacity_sequential' (each with its queue: 'utilization', 'p_wait',
+'queue_wait_ms', 'ttft_with_wait_ms', 'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms',
+'service_s', 'service_scv'), 'capacity_search' (with 'max_utilization', 'output_len_cv',
+'ttft_checked_at'), 'capacity_queueing' and 'error_band'.)";
 
 }  // namespace
 

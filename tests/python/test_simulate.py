@@ -148,6 +148,9 @@ CAPACITY_CASES = [
                         "eagle1-vicuna-7b", "--capacity-rate", "2", "--tpot-target-ms", "60", "--tp", "1-2"],
      dict(model="vicuna-7b", hardware="a100-80gb-sxm", engine="hf-eager", drafter="eagle1-vicuna-7b", capacity_rate=2,
           tpot_target_ms=60, tp=[1, 2])),
+    ("queueing", QUESTION_CLI + ["--ttft-target-ms", "800", "--max-utilization", "0.9", "--output-len-cv", "1",
+                                 "--ttft-percentile", "95"],
+     dict(QUESTION, ttft_target_ms=800, max_utilization=0.9, output_len_cv=1, ttft_percentile=95)),
 ]
 
 
@@ -159,10 +162,20 @@ def test_plan_capacity_equals_the_command_line(case, options, kw):
 
 
 def test_plan_capacity_answers_the_planning_question():
+    # Each replica at utilisation <= 0.85 (the default): TP 4, four devices; allowed 0.96, one TP-2 replica.
     c = specdec.plan_capacity(**QUESTION)
-    assert (c["capacity"]["tp"], c["capacity"]["devices"], c["capacity"]["batch"]) == (2, 2, 128)
+    assert (c["capacity"]["tp"], c["capacity"]["devices"], c["capacity"]["batch"]) == (4, 4, 64)
+    assert c["capacity"]["utilization"] <= 0.85
     assert c["capacity_sequential"]["devices"] == 4
     assert c["capacity_search"]["tp"] == [1, 2, 4, 8] and c["capacity_search"]["k"] == list(range(1, 9))
+    assert (c["capacity_search"]["max_utilization"], c["capacity_search"]["output_len_cv"],
+            c["capacity_search"]["ttft_checked_at"]) == (0.85, 0, "mean")
+    loose = specdec.plan_capacity(**QUESTION, max_utilization=0.96)
+    assert (loose["capacity"]["tp"], loose["capacity"]["devices"], loose["capacity"]["batch"]) == (2, 2, 128)
+    assert 0.85 < loose["capacity"]["utilization"] <= 0.96
+    q = specdec.plan_capacity(**QUESTION, ttft_target_ms=800, ttft_percentile=95)
+    assert q["capacity_search"]["ttft_checked_at"] == 95 and q["capacity"]["percentile"] == 95
+    assert q["capacity"]["ttft_at_percentile_ms"] <= 800
 
 
 def error_of(fn, **kw):
@@ -231,6 +244,25 @@ def test_capacity_errors_name_the_keyword():
         specdec.plan_capacity(**base, capacity_rte=3, tpot_target_ms=40)
     with pytest.raises(TypeError, match="unexpected keyword argument 'capacity_rate'"):
         specdec.simulate(**base, capacity_rate=3)
+
+
+def test_capacity_queueing_errors_name_the_keyword():
+    base = dict(model="llama-3.1-8b", hardware="h100-sxm", capacity_rate=3, tpot_target_ms=40)
+    for bad in (1, 0, -0.5, float("nan")):
+        assert "max_utilization: must be a number > 0 and < 1" in error_of(specdec.plan_capacity, **base,
+                                                                             max_utilization=bad), bad
+    cv = error_of(specdec.plan_capacity, **base, output_len_cv=5)
+    assert "output_len_cv: the coefficient of variation of output lengths must be a number in [0, 4] " \
+        "(0: every output is output_len tokens" in cv, cv
+    for bad in (0, 100, float("inf")):
+        assert "ttft_percentile: must be a number between 0 and 100 (exclusive)" in error_of(
+            specdec.plan_capacity, **base, ttft_percentile=bad), bad
+    assert "max_utilization must be a number, got 'high'" in error_of(specdec.plan_capacity, **base,
+                                                                      max_utilization="high")
+    with pytest.raises(TypeError, match="did you mean 'max_utilization'"):
+        specdec.plan_capacity(**base, max_utilisation=0.9)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'ttft_percentile'"):
+        specdec.simulate(model="llama-3.1-8b", hardware="h100-sxm", ttft_percentile=95)
 
 
 def test_simulate_errors():

@@ -231,13 +231,16 @@ TEST(Capacity, PlanArithmetic) {
   const CapacityPlan plan = plan_capacity(s, req);
   ASSERT_TRUE(plan.feasible);
   EXPECT_LE(plan.prediction.tpot_s, req.tpot_target_s);
+  // Without a TTFT target the replicas are the fewest at utilisation <= 0.85 (the default cap).
   const double per_replica = plan.batch / (plan.prediction.ttft_s + 256 * plan.prediction.tpot_s);
-  EXPECT_EQ(plan.replicas, int(std::ceil(20 / per_replica)));
+  EXPECT_EQ(plan.replicas, int(std::ceil(20 / (per_replica * kDefaultMaxUtilization))));
+  EXPECT_NEAR(plan.load.queue.utilization, 20.0 / plan.replicas / per_replica, 1e-12);
   const double price = s.hardware.price_per_device_hour();
   EXPECT_NEAR(plan.cost_per_million_output_tokens, plan.replicas * price / (20 * 256 * 3600.0) * 1e6, 1e-9);
   for (const auto& o : plan.options) {
     if (o.feasible) {
-      EXPECT_GE(int(std::ceil(20 / o.requests_per_s_per_replica)), plan.replicas) << "batch " << o.batch;
+      EXPECT_GE(o.replicas, plan.replicas) << "batch " << o.batch;
+      EXPECT_EQ(o.replicas, int(std::ceil(20 / (o.requests_per_s_per_replica * kDefaultMaxUtilization)))) << "batch " << o.batch;
     }
   }
   req.tpot_target_s = 1e-6;
@@ -268,12 +271,24 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
     one.plan.k = c.k;
     EXPECT_EQ(plan_capacity(one, req).devices, c.plan.devices) << "TP " << c.tp << " K " << c.k << ": the search is plan_capacity's";
   }
-  EXPECT_EQ(r.best->tp, 2) << "70B in BF16 does not fit one H200; two hold it with room for batch 128";
-  EXPECT_EQ(r.best->plan.devices, 2);
+  // At utilisation <= 0.85 one TP-2 replica cannot carry 20 requests/s (its batch-128 plan runs at
+  // 0.95), so TP 2 takes two replicas: four devices, as TP 4 takes, which has the lower TPOT.
+  EXPECT_EQ(r.best->plan.devices, 4);
+  EXPECT_EQ(r.best->tp, 4);
   ASSERT_TRUE(r.sequential.has_value());
   EXPECT_EQ(r.sequential->k, 0);
   EXPECT_EQ(r.sequential->plan.devices, 4) << "sequential decoding misses 30 ms at two devices";
   EXPECT_FALSE(r.configs.front().plan.feasible) << "TP 1 does not fit";
+  // Allowed 0.96, the single TP-2 replica is the answer: 70B in BF16 does not fit one H200, two
+  // hold it with room for batch 128.
+  CapacityRequest loose = req;
+  loose.max_utilization = 0.96;
+  const CapacitySearch l = search_capacity(s, loose, {1, 2, 4, 8}, {1, 2, 3, 4});
+  ASSERT_TRUE(l.best.has_value());
+  EXPECT_EQ(l.best->tp, 2);
+  EXPECT_EQ(l.best->plan.devices, 2);
+  EXPECT_GT(l.best->plan.load.queue.utilization, 0.85);
+  EXPECT_LE(l.best->plan.load.queue.utilization, 0.96);
 
   // A table answering K <= 2 only: K = 3 and 4 are listed as skipped, never extrapolated.
   s.acceptance = table_acceptance({{1, 1.7}, {2, 2.3}});

@@ -67,6 +67,20 @@ TEST(ScenarioOptions, MessagesNameOptionsInTheCallersSpelling) {
   o.capacity->tpot_target_ms = 40;
   o.capacity->tp = std::vector<int>{1, 16};
   says_in_both(o, "--tp 16 exceeds the 8 devices of one a100-80gb-sxm instance", "tp=16 exceeds the 8 devices");
+  // The queueing settings: checked once, in capacity planning, named as each caller spells them.
+  o.capacity->tp = std::vector<int>{1};
+  o.capacity->max_utilization = 1;
+  says_in_both(o, "--max-utilization: must be a number > 0 and < 1", "max_utilization: must be a number > 0 and < 1");
+  o.capacity->max_utilization = kDefaultMaxUtilization;
+  o.capacity->output_len_cv = -1;
+  says_in_both(o, "--output-len-cv: the coefficient of variation of output lengths must be a number in [0, 4] (0: every output is "
+                  "--output-len tokens",
+               "output_len_cv: the coefficient of variation of output lengths must be a number in [0, 4] (0: every output is "
+               "output_len tokens");
+  o.capacity->output_len_cv = 0;
+  o.capacity->ttft_percentile = 100;
+  says_in_both(o, "--ttft-percentile: must be a number between 0 and 100 (exclusive)",
+               "ttft_percentile: must be a number between 0 and 100 (exclusive)");
   o = eagle1();
   o.category = "chat";
   says_in_both(o, "--category: drafter 'eagle1-vicuna-7b' has no prompt category 'chat'", "category: drafter 'eagle1-vicuna-7b'");

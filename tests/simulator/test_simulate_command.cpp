@@ -55,8 +55,9 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
 }
 
 // The planning question a new user asks: Llama-3.1-70B with EAGLE-3 at 20 requests/s and TPOT <= 30 ms
-// on H200. Searching TP × K × batch finds TP 2, a short chain at batch 128: two devices, where
-// planning at one TP and at batch 1's best K answered 4 or 8.
+// on H200. Searching TP × K × batch with every replica at utilisation <= 0.85 (the default) finds
+// four devices, TP 4 with a K-3 chain at batch 64, where one instance (TP 8) takes eight; sequential
+// decoding needs four too. Allowed 0.96, one TP-2 replica carries the load (two devices, at 0.95).
 TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
   const std::vector<std::string> question = {"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b",
                                              "--alpha", "0.75", "--prompt-len", "1024", "--output-len", "256",
@@ -67,24 +68,51 @@ TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& c = j["capacity"];
-  EXPECT_EQ(c["tp"], 2) << c.dump();
-  EXPECT_EQ(c["devices"], 2) << c.dump();
-  EXPECT_LE(c["k"].get<int>(), 2) << c.dump();
-  EXPECT_EQ(c["batch"], 128) << c.dump();
+  EXPECT_EQ(c["tp"], 4) << c.dump();
+  EXPECT_EQ(c["devices"], 4) << c.dump();
+  EXPECT_EQ(c["k"], 3) << c.dump();
+  EXPECT_EQ(c["batch"], 64) << c.dump();
   EXPECT_LE(c["tpot_ms"].get<double>(), 30.0);
+  EXPECT_LE(c["utilization"].get<double>(), 0.85) << c.dump();
+  for (const char* field : {"service_s", "service_scv", "p_wait", "queue_wait_ms", "ttft_with_wait_ms", "percentile",
+                            "queue_wait_at_percentile_ms", "ttft_at_percentile_ms"})
+    EXPECT_TRUE(c.contains(field) && c[field].is_number()) << field << " not in " << c.dump();
+  EXPECT_EQ(c["percentile"], 99.0);
+  EXPECT_NEAR(c["ttft_with_wait_ms"].get<double>(), c["ttft_ms"].get<double>() + c["queue_wait_ms"].get<double>(), 1e-9);
   EXPECT_EQ(j["capacity_sequential"]["devices"], 4) << j["capacity_sequential"].dump();
+  EXPECT_TRUE(j["capacity_sequential"].contains("utilization")) << j["capacity_sequential"].dump();
   EXPECT_EQ(j["capacity_search"]["tp"], nlohmann::json::parse("[1, 2, 4, 8]"));
   EXPECT_EQ(j["capacity_search"]["configs"].size(), 32u) << "4 TPs x K 1..8";
-  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("not modelled"), std::string::npos);
+  EXPECT_EQ(j["capacity_search"]["max_utilization"], 0.85);
+  EXPECT_EQ(j["capacity_search"]["output_len_cv"], 0.0);
+  EXPECT_EQ(j["capacity_search"]["ttft_checked_at"], "mean");
+  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("M/G/c"), std::string::npos) << j["capacity_queueing"];
   ASSERT_TRUE(j["error_band"].is_object());
   EXPECT_GT(j["error_band"]["results"].get<int>(), 50);
   EXPECT_GT(j["error_band"]["mean_abs_relative_error"].get<double>(), 0.0);
 
   const CommandRun text = simulate(question);
   ASSERT_EQ(text.code, 0) << text.err;
-  for (const char* line : {"cheapest: EAGLE-3", "EAGLE-3 needs 2 devices where sequential decoding needs 4 devices: 2 fewer (50%)",
-                           "does not fit in memory", "prediction error: on ", "queueing: not modelled"})
+  for (const char* line : {"cheapest: EAGLE-3", "utilisation <= 0.85",
+                           "EAGLE-3 needs 4 devices where sequential decoding needs 4 devices (the same number; compare the TPOTs)",
+                           "queueing per replica (M/G/c: Poisson arrivals, c = batch slots; every output 256 tokens, C_s^2 = 0)",
+                           "P(wait)", "p99 wait", "TTFT+wait", "p99 TTFT", "does not fit in memory", "prediction error: on ",
+                           "queueing: each replica an M/G/c queue"})
     EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
+  EXPECT_EQ(text.out.find("not modelled"), std::string::npos) << text.out;
+
+  // Allowed utilisation 0.96: a single TP-2 replica with a short chain at batch 128, half the
+  // devices sequential decoding needs.
+  args = question;
+  for (const char* a : {"--max-utilization", "0.96", "--json"}) args.push_back(a);
+  const auto loose = nlohmann::json::parse(simulate(args).out);
+  EXPECT_EQ(loose["capacity"]["tp"], 2) << loose["capacity"].dump();
+  EXPECT_EQ(loose["capacity"]["devices"], 2) << loose["capacity"].dump();
+  EXPECT_LE(loose["capacity"]["k"].get<int>(), 2) << loose["capacity"].dump();
+  EXPECT_EQ(loose["capacity"]["batch"], 128) << loose["capacity"].dump();
+  EXPECT_GT(loose["capacity"]["utilization"].get<double>(), 0.85) << loose["capacity"].dump();
+  EXPECT_GT(loose["capacity"]["queue_wait_ms"].get<double>(), 100.0) << "near saturation the wait is felt: " << loose["capacity"].dump();
+  EXPECT_EQ(loose["capacity_sequential"]["devices"], 4) << loose["capacity_sequential"].dump();
 
   // One TP and one K, as given: the search keeps to them.
   args = question;
@@ -233,6 +261,49 @@ TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
   EXPECT_NE(err({"--tp", "16"}).find("--tp 16 exceeds the 8 devices of one h100-sxm instance"), std::string::npos);
   EXPECT_NE(err({"--tp", "0"}).find("must be >= 1"), std::string::npos);
   EXPECT_NE(err({"--tp", "two"}).find("--tp: 'two' is not a number"), std::string::npos);
+}
+
+// The queueing options: each bad value names its option and the range; given outside capacity
+// planning they say so; good values reach the plan.
+TEST(SimulateCommand, CapacityQueueingOptions) {
+  const std::vector<std::string> base = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
+  auto err = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return sim::test::error_of([&] { simulate(a); });
+  };
+  for (const char* bad : {"1", "0", "-0.5", "1.2", "nan", "inf"})
+    EXPECT_NE(err({"--max-utilization", bad}).find("--max-utilization: must be a number > 0 and < 1"), std::string::npos) << bad;
+  for (const char* bad : {"-1", "nan", "5", "1e9", "inf"})
+    EXPECT_NE(err({"--output-len-cv", bad}).find("--output-len-cv: the coefficient of variation of output lengths must be a number in [0, 4]"),
+              std::string::npos)
+        << bad;
+  for (const char* bad : {"0", "100", "-3", "nan"})
+    EXPECT_NE(err({"--ttft-percentile", bad}).find("--ttft-percentile: must be a number between 0 and 100 (exclusive)"), std::string::npos)
+        << bad;
+  EXPECT_NE(err({"--max-utilization", "0.9x"}).find("max-utilization"), std::string::npos) << "not a number";
+  for (const char* option : {"--max-utilization", "--output-len-cv", "--ttft-percentile"}) {
+    const std::string e = sim::test::error_of([&] { simulate({"--model", "llama-3.1-8b", "--hardware", "h100-sxm", option, "0.5"}); });
+    EXPECT_NE(e.find(std::string(option) + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too"),
+              std::string::npos)
+        << option << ": " << e;
+  }
+  // Good values: the TTFT target checked at the 95th percentile, lengths as variable as exponential ones.
+  std::vector<std::string> good = base;
+  for (const char* a : {"--ttft-target-ms", "500", "--ttft-percentile", "95", "--output-len-cv", "1", "--max-utilization", "0.7"})
+    good.push_back(a);
+  const CommandRun text = simulate(good);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* line : {"p95 TTFT + queueing wait <= 500 ms, utilisation <= 0.7", "output length cv 1)", "p95 wait", "p95 TTFT"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
+  good.push_back("--json");
+  const auto j = nlohmann::json::parse(simulate(good).out);
+  EXPECT_EQ(j["capacity_search"]["ttft_checked_at"], 95.0);
+  EXPECT_EQ(j["capacity_search"]["max_utilization"], 0.7);
+  EXPECT_EQ(j["capacity"]["percentile"], 95.0);
+  EXPECT_LE(j["capacity"]["ttft_at_percentile_ms"].get<double>(), 500.0) << j["capacity"].dump();
+  EXPECT_LE(j["capacity"]["utilization"].get<double>(), 0.7) << j["capacity"].dump();
+  EXPECT_GT(j["capacity"]["service_scv"].get<double>(), 0.0) << j["capacity"].dump();
 }
 
 TEST(SimulateCommand, TreesAndAcceptanceOptions) {

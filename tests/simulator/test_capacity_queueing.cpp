@@ -1,0 +1,146 @@
+// The capacity planner's queueing: no replica planned at or above its utilisation cap (never at
+// rho >= 1), a TTFT target held with the queueing wait (mean or percentile), variable output
+// lengths, and bad settings named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "simulator/capacity.hpp"
+#include "test_util.hpp"
+
+namespace specdec::sim {
+namespace {
+
+using test::error_of;
+
+// Llama-3.1-70B with EAGLE-3 (K 1) on two H200s: the configuration the quick start plans.
+Scenario seventy_b() {
+  Scenario s = test::scenario("llama-3.1-70b", "h200", "eagle3-llama3.3-70b", 1, 0.75);
+  s.workload.tp = 2;
+  s.workload.prompt_len = 1024;
+  s.workload.output_len = 256;
+  return s;
+}
+
+CapacityRequest twenty_per_s() {
+  CapacityRequest req;
+  req.requests_per_s = 20;
+  req.tpot_target_s = 0.03;
+  return req;
+}
+
+// One replica's queue at batch o.batch when `replicas` share the load, as the planner builds it.
+QueueEstimate queue_at(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, int replicas) {
+  const double decode = s.workload.output_len * o.prediction.tpot_s;
+  const double service = o.prediction.ttft_s + decode;
+  return estimate_queue(req.requests_per_s / replicas, service, o.batch, std::pow(req.output_len_cv * decode / service, 2));
+}
+
+TEST(CapacityQueueing, NoReplicaIsPlannedAboveTheUtilisationCap) {
+  const Scenario s = seventy_b();
+  for (const double cap : {0.5, 0.85, 0.96, 0.999}) {
+    CapacityRequest req = twenty_per_s();
+    req.max_utilization = cap;
+    const CapacityPlan plan = plan_capacity(s, req);
+    ASSERT_TRUE(plan.feasible) << "cap " << cap;
+    for (const auto& o : plan.options) {
+      if (!o.feasible) continue;
+      EXPECT_LE(o.load.queue.utilization, cap + 1e-12) << "cap " << cap << ", batch " << o.batch;
+      EXPECT_TRUE(o.load.queue.stable() && std::isfinite(o.load.queue.mean_wait_s)) << "cap " << cap << ", batch " << o.batch;
+      if (o.replicas > 1) {
+        EXPECT_GT(queue_at(o, s, req, o.replicas - 1).utilization, cap) << "cap " << cap << ", batch " << o.batch << ": one fewer replica would do";
+      }
+    }
+  }
+  // The same search with the cap as the only difference: the tighter cap never needs fewer devices.
+  CapacityRequest tight = twenty_per_s(), loose = twenty_per_s();
+  tight.max_utilization = 0.5;
+  loose.max_utilization = 0.96;
+  EXPECT_GE(plan_capacity(s, tight).devices, plan_capacity(s, loose).devices);
+  // A load beyond what the planner allows is still the clear error, now naming the cap.
+  CapacityRequest huge = twenty_per_s();
+  huge.requests_per_s = 1e9;
+  const std::string e = error_of([&] { plan_capacity(s, huge); });
+  EXPECT_NE(e.find("(utilisation <= 0.85) needs more than 1000000 devices"), std::string::npos) << e;
+}
+
+TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
+  const Scenario s = seventy_b();
+  CapacityRequest req = twenty_per_s();
+  req.max_utilization = 0.999;
+  const CapacityPlan alone = plan_capacity(s, req);
+  ASSERT_TRUE(alone.feasible);
+  ASSERT_EQ(alone.replicas, 1) << "one TP-2 replica at batch 128 carries 20 requests/s at rho 0.95";
+  EXPECT_GT(alone.load.ttft_with_wait_s, 0.3) << "its mean wait is hundreds of milliseconds: " << alone.load.queue.mean_wait_s;
+
+  for (const double percentile : {0.0, 99.0}) {
+    CapacityRequest target = req;
+    target.ttft_target_s = 0.2;
+    target.ttft_percentile = percentile;
+    const CapacityPlan plan = plan_capacity(s, target);
+    ASSERT_TRUE(plan.feasible) << "percentile " << percentile;
+    const double checked = percentile > 0 ? plan.load.ttft_at_percentile_s : plan.load.ttft_with_wait_s;
+    EXPECT_LE(checked, 0.2) << "percentile " << percentile;
+    EXPECT_GT(plan.replicas, alone.replicas) << "percentile " << percentile << ": the wait needs more replicas";
+    for (const auto& o : plan.options) {
+      if (!o.feasible || o.replicas == 1) continue;
+      const QueueEstimate fewer = queue_at(o, s, target, o.replicas - 1);
+      const double wait = percentile > 0 ? wait_at_percentile_s(fewer, percentile) : fewer.mean_wait_s;
+      EXPECT_TRUE(fewer.utilization > target.max_utilization || o.prediction.ttft_s + wait > 0.2)
+          << "percentile " << percentile << ", batch " << o.batch << ": " << o.replicas << " replicas, one fewer would do";
+    }
+  }
+  // The percentile is the stricter check.
+  CapacityRequest mean = req, p99 = req;
+  mean.ttft_target_s = p99.ttft_target_s = 0.15;
+  p99.ttft_percentile = 99;
+  EXPECT_GE(plan_capacity(s, p99).devices, plan_capacity(s, mean).devices);
+  // A TTFT target the prefill alone misses is not met by any number of replicas: no plan, not an error.
+  CapacityRequest missed = req;
+  missed.ttft_target_s = 0.05;
+  EXPECT_FALSE(plan_capacity(s, missed).feasible);
+}
+
+TEST(CapacityQueueing, VariableOutputLengthsWaitLonger) {
+  const Scenario s = seventy_b();
+  CapacityRequest fixed = twenty_per_s(), varied = twenty_per_s();
+  fixed.max_utilization = varied.max_utilization = 0.96;
+  varied.output_len_cv = 1;
+  const CapacityPlan a = plan_capacity(s, fixed), b = plan_capacity(s, varied);
+  ASSERT_TRUE(a.feasible && b.feasible);
+  ASSERT_EQ(a.batch, b.batch);
+  ASSERT_EQ(a.replicas, b.replicas) << "without a TTFT target the variance changes the wait, not the replicas";
+  EXPECT_EQ(a.load.queue.service_scv, 0.0) << "the workload's one output length: deterministic service";
+  const double decode = 256 * b.prediction.tpot_s, service = b.prediction.ttft_s + decode;
+  EXPECT_NEAR(b.load.queue.service_scv, std::pow(decode / service, 2), 1e-12) << "only the decode part varies";
+  EXPECT_NEAR(b.load.queue.mean_wait_s / a.load.queue.mean_wait_s, (1 + b.load.queue.service_scv) / 2 / 0.5, 1e-9);
+  EXPECT_GT(b.load.wait_at_percentile_s, a.load.wait_at_percentile_s);
+}
+
+TEST(CapacityQueueing, BadQueueingSettingsAreErrorsNamingTheSetting) {
+  const Scenario s = seventy_b();
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (const double u : {0.0, 1.0, 1.5, -0.2, nan}) {
+    CapacityRequest req = twenty_per_s();
+    req.max_utilization = u;
+    EXPECT_NE(error_of([&] { plan_capacity(s, req); }).find("the maximum utilisation must be > 0 and < 1"), std::string::npos) << u;
+  }
+  for (const double cv : {-1.0, 4.5, 1e6, inf, nan}) {
+    CapacityRequest req = twenty_per_s();
+    req.output_len_cv = cv;
+    EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {1}); }).find("the output length's coefficient of variation must be in [0, 4]"),
+              std::string::npos)
+        << cv;
+  }
+  for (const double p : {100.0, -1.0, 250.0, nan}) {
+    CapacityRequest req = twenty_per_s();
+    req.ttft_percentile = p;
+    EXPECT_NE(error_of([&] { plan_capacity(s, req); }).find("the TTFT percentile must be 0 (the mean) or between 0 and 100"),
+              std::string::npos)
+        << p;
+  }
+}
+
+}  // namespace
+}  // namespace specdec::sim
