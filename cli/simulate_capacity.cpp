@@ -52,6 +52,10 @@ void run_capacity_plan(const ScenarioOptions& o, const Scenario& s, const SpecLi
     capacity_planning_json(plan, s, *json);
     return;
   }
+  print_capacity_plan(plan, s, out);
+}
+
+void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::ostream& out) {
   const CapacityRequest& req = plan.request;
   const std::vector<int>& tps = plan.tps;
   const std::vector<int>& ks = plan.ks;
@@ -141,6 +145,36 @@ void run_capacity_plan(const ScenarioOptions& o, const Scenario& s, const SpecLi
         << fixed(100 * band["mean_abs_relative_error"].get<double>(), 0) << "% off on average (largest "
         << fixed(100 * band["max_abs_relative_error"].get<double>(), 0) << "%; " << band["command"].get<std::string>() << ")\n";
   out << "  queueing: " << kCapacityQueueing << "\n";
+}
+
+void print_capacity_comparison(const CapacityComparison& c, std::ostream& out) {
+  out << "methods compared (each drafter planned over TP x K x batch with its acceptance):\n  " << std::left << std::setw(28)
+      << "drafter" << std::setw(9) << "method" << std::right << std::setw(4) << "TP" << std::setw(6) << "K" << std::setw(7) << "batch"
+      << std::setw(10) << "TPOT ms" << std::setw(9) << "devices" << "   acceptance\n";
+  for (size_t i = 0; i < c.drafters.size(); ++i) {
+    const DrafterCapacity& d = c.drafters[i];
+    out << (c.best && *c.best == i ? "* " : "  ") << std::left << std::setw(28) << d.drafter << std::setw(9)
+        << (d.built ? method_name(d.built->scenario.plan.method) : std::string("-")) << std::right;
+    if (d.planning && d.planning->search.best) {
+      const PlannedConfig& b = *d.planning->search.best;
+      const bool chain = !d.built->scenario.plan.tree;
+      out << std::setw(4) << b.tp << std::setw(6) << (chain ? std::to_string(b.k) : "tree") << std::setw(7) << b.plan.batch
+          << std::setw(10) << fixed(b.plan.prediction.tpot_s * 1e3, 2) << std::setw(9) << b.plan.devices << "   "
+          << (d.built->measured_note.empty() ? (d.built->scenario.acceptance ? d.built->scenario.acceptance->describe() : "")
+                                             : d.built->measured_note)
+          << "\n";
+    } else {
+      out << "   not planned: " << d.why_not << "\n";
+    }
+  }
+  if (!c.note.empty()) out << "note: " << c.note << "\n";
+  if (!c.best) {
+    out << "\nno drafter meets the targets within memory\n";
+    return;
+  }
+  const DrafterCapacity& best = c.drafters[*c.best];
+  out << "\ncheapest: " << best.drafter << " (* above); its plan:\n";
+  print_capacity_plan(*best.planning, best.built->scenario, out);
 }
 
 }  // namespace specdec::cli

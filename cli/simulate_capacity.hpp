@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "simulator/capacity_comparison.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/scenario_options.hpp"
 #include "simulator/spec_library.hpp"
@@ -17,5 +18,12 @@ namespace specdec::cli {
 // plan into `json` (key "capacity" and beside it) when `json` is not null, else prints it to `out`.
 void run_capacity_plan(const sim::ScenarioOptions& o, const sim::Scenario& s, const sim::SpecLibrary& specs,
                        nlohmann::json* json, std::ostream& out);
+
+// A plan's tables (the answer beside sequential decoding, the queues, per TP, the error band).
+void print_capacity_plan(const sim::CapacityPlanning& plan, const sim::Scenario& s, std::ostream& out);
+
+// Several drafters planned for one load (simulator/capacity_comparison.hpp): one line per drafter
+// (its method, acceptance and cheapest configuration, or why not), then the cheapest one's plan.
+void print_capacity_comparison(const sim::CapacityComparison& c, std::ostream& out);
 
 }  // namespace specdec::cli

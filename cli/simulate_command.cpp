@@ -34,6 +34,7 @@
 #include "simulator/simulate_modes.hpp"
 #include "simulator/spec_json.hpp"
 #include "simulator/spec_library.hpp"
+#include "simulator/capacity_comparison.hpp"
 #include "simulator/sweep.hpp"
 #include "simulator/trace_replay.hpp"
 
@@ -637,7 +638,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
     ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
-    ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential")
+    ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential; capacity planning: a list compares their methods")
     ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle | mtp | medusa (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
     ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE); MTP and Medusa drafters: a published acceptance their spec holds (--list shows them)")
     ("match-rate", po::value<double>(), "draft-free methods: the share of steps that find a match and draft (the rest verify the bonus token alone); the acceptance model given describes the steps that draft")
@@ -740,6 +741,21 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
   const std::vector<int> batches = policy_mode ? parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch)
                                                : std::vector<int>{parse_int(vm["batch"].as<std::string>(), "batch")};
   const ScenarioOptions o = scenario_options(vm, batches.front());
+  // Several drafters: capacity planning across their methods.
+  if (o.drafter && o.drafter->find(',') != std::string::npos) {
+    if (!o.capacity || policy_mode)
+      throw Error("--drafter takes one drafter here; a list is for capacity planning (--capacity-rate and --tpot-target-ms) "
+                  "and --sweep");
+    const CapacityComparison c = compare_capacity(o, split_list(*o.drafter), specs, kCommandLineSpelling);
+    if (vm.count("json")) {
+      nlohmann::json out;
+      capacity_comparison_json(c, out);
+      io.out << out.dump(2) << "\n";
+    } else {
+      print_capacity_comparison(c, io.out);
+    }
+    return 0;
+  }
   BuiltScenario built = build_scenario(o, specs, kCommandLineSpelling);
   if (policy_mode) return run_policy_mode(vm, built.scenario, batches, io);
   const SimulateResult r = simulate_modes(o, std::move(built), kCommandLineSpelling);

@@ -10,6 +10,7 @@
 
 #include "python/bindings/conversions.hpp"
 #include "reference/core/error.hpp"
+#include "simulator/capacity_comparison.hpp"
 #include "simulator/capacity_planning.hpp"
 #include "simulator/scenario_options.hpp"
 #include "simulator/simulate_modes.hpp"
@@ -119,6 +120,7 @@ struct Keyword {
 // clang-format off
 const Keyword kKeywords[] = {
   {"engine", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.engine = text(x, n); }},
+  // plan_capacity also takes a list of drafters: their methods compared (read before the keywords).
   {"drafter", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.drafter = text(x, n); }},
   {"method", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.method = text(x, n); }},
   {"category", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.category = text(x, n); }},
@@ -217,6 +219,18 @@ py::object simulate(const std::string& model, const std::string& hardware, const
 }
 
 py::object plan_capacity(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  // drafter=[A, B, ...]: capacity planning across their methods (simulator/capacity_comparison).
+  if (kw.contains("drafter") && is_list(kw["drafter"])) {
+    std::vector<std::string> drafters;
+    for (py::handle x : kw["drafter"].cast<py::sequence>()) drafters.push_back(text(x, "drafter"));
+    py::kwargs rest;
+    for (auto [key, value] : kw)
+      if (key.cast<std::string>() != "drafter") rest[key] = value;
+    const ScenarioOptions o = options("plan_capacity", model, hardware, rest, true);
+    nlohmann::json out;
+    capacity_comparison_json(compare_capacity(o, drafters, spec_library(kw), kKeywordSpelling), out);
+    return json_to_python(out);
+  }
   const ScenarioOptions o = options("plan_capacity", model, hardware, kw, true);
   const SpecLibrary specs = spec_library(kw);
   const SimulateResult r = simulate_modes(o, build_scenario(o, specs, kKeywordSpelling), kKeywordSpelling);
@@ -259,7 +273,12 @@ The other keywords are specdec.simulate's. Returns the command line's dict: 'sce
 (at the first TP), 'capacity', 'capacity_sequential' (each with its queue: 'utilization', 'p_wait',
 'queue_wait_ms', 'ttft_with_wait_ms', 'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms',
 'service_s', 'service_scv'), 'capacity_search' (with 'max_utilization', 'output_len_cv',
-'ttft_checked_at'), 'capacity_queueing' and 'error_band'.)";
+'ttft_checked_at'), 'capacity_queueing' and 'error_band'.
+drafter=[A, B, ...] compares methods: each drafter planned as above with the acceptance given (the same for
+all) or, with none, its spec's published default -> 'capacity_by_drafter' (per drafter: 'method',
+'acceptance', 'capacity' or 'why_not'), 'capacity_best_drafter', 'capacity_comparison_note' when one
+acceptance model was given for several methods, and the cheapest drafter's plan as above (as
+`specdec simulate --drafter A,B ... --capacity-rate R --tpot-target-ms T --json`).)";
 
 }  // namespace
 

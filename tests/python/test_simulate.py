@@ -161,6 +161,20 @@ def test_plan_capacity_equals_the_command_line(case, options, kw):
     assert {"capacity", "capacity_sequential", "capacity_search", "capacity_queueing", "error_band"} <= set(got)
 
 
+def test_plan_capacity_compares_drafters_as_the_command_line():
+    # drafter=[...] plans each drafter's method and answers with the cheapest, as --drafter A,B does.
+    drafters = ["eagle3-llama3.3-70b", "draft-llama-3.2-1b"]
+    cli = [o if o != "eagle3-llama3.3-70b" else ",".join(drafters) for o in QUESTION_CLI]
+    got = specdec.plan_capacity(**dict(QUESTION, drafter=drafters))
+    assert got == cli_json(cli)
+    assert [d["drafter"] for d in got["capacity_by_drafter"]] == drafters
+    assert got["capacity_best_drafter"] == "eagle3-llama3.3-70b" and got["capacity"]["drafter"] == "eagle3-llama3.3-70b"
+    assert "one acceptance model was given" in got["capacity_comparison_note"]
+    assert "drafter: a comparison takes at least two drafters" in error_of(
+        specdec.plan_capacity, **dict(QUESTION, drafter=["eagle3-llama3.3-70b"]))
+    assert "drafter must be a string" in error_of(specdec.plan_capacity, **dict(QUESTION, drafter=["ngram", 3]))
+
+
 def test_plan_capacity_answers_the_planning_question():
     # Each replica at utilisation <= 0.85 (the default): TP 4, four devices; allowed 0.96, one TP-2 replica.
     c = specdec.plan_capacity(**QUESTION)

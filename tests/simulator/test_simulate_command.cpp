@@ -247,6 +247,32 @@ TEST(SimulateCommand, SyntheticAcceptanceInTheEnginesForm) {
             std::string::npos);
 }
 
+// --drafter A,B with capacity planning compares the methods: one line per drafter, the cheapest
+// starred and planned in full; --json gives capacity_by_drafter. Outside capacity planning (and
+// --sweep) a list is an error.
+TEST(SimulateCommand, CapacityPlannerComparesDrafters) {
+  const std::vector<std::string> args = {"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter",
+                                         "eagle3-llama3.3-70b,draft-llama-3.2-1b", "--alpha", "0.75", "--prompt-len", "1024",
+                                         "--output-len", "256", "--capacity-rate", "20", "--tpot-target-ms", "30"};
+  const CommandRun text = simulate(args);
+  EXPECT_NE(text.out.find("methods compared"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("* eagle3-llama3.3-70b"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  draft-llama-3.2-1b"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("cheapest: eagle3-llama3.3-70b (* above); its plan:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("note: one acceptance model was given for drafters of different methods"), std::string::npos) << text.out;
+  auto json_args = args;
+  json_args.push_back("--json");
+  const auto j = nlohmann::json::parse(simulate(json_args).out);
+  ASSERT_EQ(j["capacity_by_drafter"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["capacity_best_drafter"], "eagle3-llama3.3-70b");
+  EXPECT_EQ(j["capacity"]["devices"], j["capacity_by_drafter"][0]["capacity"]["devices"]);
+  auto err = [](std::vector<std::string> a) { return sim::test::error_of([&] { simulate(a); }); };
+  EXPECT_NE(err({"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b,draft-llama-3.2-1b",
+                 "--alpha", "0.75"})
+                .find("--drafter takes one drafter here; a list is for capacity planning"),
+            std::string::npos);
+}
+
 TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
   auto err = [](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
