@@ -39,7 +39,8 @@ std::string cell_text(const PlannedConfig* c, bool speculative, double tpot_targ
     const bool fits = !c->plan.options.empty() && c->plan.options.front().prediction.fits_memory;
     return fits ? "none within " + fixed(tpot_target_ms, 0) + " ms" : "does not fit in memory";
   }
-  return (speculative ? "K " + std::to_string(c->k) + ", " : std::string()) + "batch " + std::to_string(c->plan.batch) + ": " +
+  const std::string shape = !c->tree.empty() ? "tree " + c->tree + ", " : speculative ? "K " + std::to_string(c->k) + ", " : "";
+  return shape + "batch " + std::to_string(c->plan.batch) + ": " +
          std::to_string(c->plan.devices) + (c->plan.devices == 1 ? " device (" : " devices (") + fixed(c->plan.prediction.tpot_s * 1e3, 1) + " ms)";
 }
 
@@ -72,7 +73,11 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
       << s.workload.prompt_len << ", output " << s.workload.output_len << " tokens), " << s.target.name << " on " << s.hardware.name
       << " with " << s.engine.name << "\n";
   out << "searched: TP " << list_text(tps);
-  if (speculative) out << " x " << (s.plan.tree ? "the tree given" : "K " + list_text(ks));
+  if (speculative) {
+    std::string trees;
+    for (const auto& t : plan.trees) trees += (trees.empty() ? "" : ", ") + tree_setting_text(t);
+    out << " x " << (!trees.empty() ? "trees " + trees + " (total tokens/depth/top-k)" : s.plan.tree ? "the tree given" : "K " + list_text(ks));
+  }
   out << " x batch 1, 2, 4, ... (while the KV cache fits)\n";
   for (const auto& k : r.skipped) out << "  not evaluated: " << k.setting << ": " << k.reason << "\n";
   out << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(4) << "TP" << std::setw(4) << "K" << std::setw(7)
@@ -90,6 +95,8 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
         << fixed(c->plan.cost_per_million_output_tokens, 3) << "\n";
   };
   if (speculative) row("cheapest: " + method_title(s.plan.method), r.best, !s.plan.tree);
+  if (speculative && r.best && !r.best->tree.empty())
+    out << "  " << std::left << std::setw(22) << "" << "(its tree: " << r.best->tree << ", total tokens/depth/top-k)\n" << std::right;
   row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential, false);
   if (speculative && r.best && r.sequential) {
     const int saved = r.sequential->plan.devices - r.best->plan.devices;
@@ -121,7 +128,7 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     queue_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
   }
   out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
-  if (speculative) out << std::setw(40) << method_title(s.plan.method);
+  if (speculative) out << std::setw(44) << method_title(s.plan.method);
   out << "sequential\n";
   for (const int tp : tps) {
     const PlannedConfig* spec_best = nullptr;
@@ -133,7 +140,7 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     for (const auto& c : r.sequential_configs)
       if (c.tp == tp) seq = &c;
     out << "  " << std::left << std::setw(5) << tp;
-    if (speculative) out << std::setw(40) << cell_text(spec_best, !s.plan.tree, target_ms);
+    if (speculative) out << std::setw(44) << std::left << cell_text(spec_best, !s.plan.tree, target_ms);
     out << cell_text(seq, false, target_ms) << "\n";
   }
   for (const auto* list : {&r.configs, &r.sequential_configs})

@@ -235,4 +235,49 @@ CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, co
   return out;
 }
 
+std::string tree_setting_text(const DynamicTreeSetting& t) {
+  return std::to_string(t.total_tokens) + "/" + std::to_string(t.depth) + "/" + std::to_string(t.top_k);
+}
+
+CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
+                                     const std::vector<DynamicTreeSetting>& trees) {
+  check_request(req);
+  if (trees.empty()) throw Error("capacity planning: no tree to search");
+  if (!s.acceptance) throw Error("capacity planning: searching trees needs an acceptance model to draft them from");
+  CapacitySearch out;
+  std::string first_error;  // of a tree no TP can plan (thrown when every tree is such)
+  for (const DynamicTreeSetting& t : trees) {
+    Scenario v = s;
+    try {
+      set_dynamic_tree(v.plan, *s.acceptance, t.total_tokens, t.depth, t.top_k);
+      validate_scenario(v);
+    } catch (const Error& e) {
+      out.skipped.push_back({"tree " + tree_setting_text(t), e.what()});
+      continue;
+    }
+    CapacitySearch one;
+    try {
+      one = search_capacity(v, req, tps, {v.plan.k});
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+      out.skipped.push_back({"tree " + tree_setting_text(t), e.what()});
+      continue;
+    }
+    for (PlannedConfig& c : one.configs) {
+      c.tree = tree_setting_text(t);
+      out.configs.push_back(c);
+      if (c.plan.feasible && (!out.best || cheaper_config(c, *out.best))) out.best = c;
+    }
+    // Sequential decoding does not depend on the tree: planned once.
+    if (out.sequential_configs.empty()) {
+      out.sequential_configs = one.sequential_configs;
+      out.sequential = one.sequential;
+    }
+  }
+  if (out.configs.empty())
+    throw Error(!first_error.empty() ? first_error
+                                     : "capacity planning: none of the trees asked for can be drafted: " + out.skipped.front().reason);
+  return out;
+}
+
 }  // namespace specdec::sim

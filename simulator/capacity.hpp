@@ -86,6 +86,7 @@ CapacityPlan plan_capacity(const Scenario& s, const CapacityRequest& req);
 struct PlannedConfig {
   int tp = 1;
   int k = 0;            // 0: sequential decoding (or the scenario's tree / measured shape)
+  std::string tree;     // an EAGLE-2 tree searched: "total/depth/top_k" (empty: a chain of K or the one shape)
   CapacityPlan plan;    // its cheapest batch (plan.feasible false: none meets the targets)
   std::string why_not;  // set when the configuration could not be planned at all
 };
@@ -105,6 +106,16 @@ struct CapacitySearch {
 // kept with its reason.
 CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                const std::vector<int>& ks);
+
+// Plans `s` at every TP of `tps` and every EAGLE-2 tree of `trees`, each drafted from s.acceptance
+// (which must give per-rank probabilities, as --dynamic-tree asks), and sequential decoding at every
+// TP: the tree that is cheapest under the load, not the one that is fastest at batch 1. A setting
+// the method or the acceptance cannot draft is kept in `skipped` with its reason.
+CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
+                                     const std::vector<DynamicTreeSetting>& trees);
+
+// "60/7/10": a tree setting as the searches print it.
+std::string tree_setting_text(const DynamicTreeSetting& t);
 
 // Of two feasible plans, whether `a` is the cheaper: fewer devices, then the lower TPOT.
 bool cheaper_config(const PlannedConfig& a, const PlannedConfig& b);

@@ -56,6 +56,7 @@ nlohmann::json error_band(const SpecLibrary& specs) {
 
 nlohmann::json config_json(const PlannedConfig& c) {
   nlohmann::json j = {{"tp", c.tp}, {"k", c.k}, {"feasible", c.plan.feasible}};
+  if (!c.tree.empty()) j["tree"] = c.tree;
   if (!c.why_not.empty()) j["why_not"] = c.why_not;
   if (c.plan.feasible) {
     j["batch"] = c.plan.batch;
@@ -137,8 +138,17 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
                   plain(req.ttft_percentile));
   }
   plan.tps = capacity_tensor_parallel_degrees(c.tp, s.hardware, sp);
-  plan.ks = planned_ks(o, s);
-  plan.search = search_capacity(s, req, plan.tps, plan.ks);
+  // An EAGLE-2 tree grid (--best-tree) is searched under the load as K is, not fixed at batch 1's best.
+  if (o.best_tree && s.acceptance && !s.measured_tokens_per_step && s.plan.method != Method::sequential) {
+    for (int total : o.best_tree->total_tokens)
+      for (int depth : o.best_tree->depths)
+        for (int top_k : o.best_tree->top_ks) plan.trees.push_back({total, depth, top_k});
+    plan.ks = {s.plan.k};
+    plan.search = search_capacity_trees(s, req, plan.tps, plan.trees);
+  } else {
+    plan.ks = planned_ks(o, s);
+    plan.search = search_capacity(s, req, plan.tps, plan.ks);
+  }
   plan.error_band = error_band(specs);
   return plan;
 }
@@ -149,6 +159,10 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
   j["capacity"]["method"] = method_name(s.plan.method);
   j["capacity_sequential"] = r.sequential ? config_json(*r.sequential) : nlohmann::json{{"feasible", false}};
   j["capacity_search"] = {{"tp", plan.tps}, {"k", plan.ks}, {"configs", nlohmann::json::array()}, {"sequential", nlohmann::json::array()}};
+  if (!plan.trees.empty()) {
+    j["capacity_search"]["trees"] = nlohmann::json::array();
+    for (const auto& t : plan.trees) j["capacity_search"]["trees"].push_back(tree_setting_text(t));
+  }
   for (const auto& c : r.configs) j["capacity_search"]["configs"].push_back(config_json(c));
   for (const auto& c : r.sequential_configs) j["capacity_search"]["sequential"].push_back(config_json(c));
   for (const auto& k : r.skipped) j["capacity_search"]["skipped"].push_back({{"setting", k.setting}, {"reason", k.reason}});

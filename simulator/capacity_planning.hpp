@@ -25,6 +25,7 @@ extern const char* const kCapacityQueueing;
 struct CapacityPlanning {
   CapacityRequest request;
   std::vector<int> tps, ks;  // searched (ks empty for sequential decoding)
+  std::vector<DynamicTreeSetting> trees;  // the EAGLE-2 trees searched (--best-tree), else empty
   CapacitySearch search;
   nlohmann::json error_band;  // null when the bundled evaluation sets are absent
 };

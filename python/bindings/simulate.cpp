@@ -263,7 +263,8 @@ Capacity planning, as `specdec simulate --capacity-rate R --tpot-target-ms T --j
 tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (and
 ttft_target_ms, 0 = none, held by TTFT plus the queueing wait), with sequential decoding planned beside
 it. tp: the TPs searched (default every power of two up to one instance); k: the one K searched (default
-K = 1..8; best_k: those Ks); price: USD per device-hour (default the hardware spec's).
+K = 1..8; best_k: those Ks; best_tree: (total_tokens, depths, top_ks), EAGLE-2 trees searched instead,
+each drafted from the acceptance model); price: USD per device-hour (default the hardware spec's).
 Each replica is planned as an M/G/c queue (Poisson arrivals, c = its batch slots): max_utilization, the
 highest busy share of a replica's slots a plan runs at, > 0 and < 1 (default 0.85); output_len_cv, the
 coefficient of variation of output lengths, 0..4 (default 0: every output is output_len tokens;

@@ -307,6 +307,45 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {1}); }).find("request rate must be > 0"), std::string::npos);
 }
 
+// EAGLE-2 trees are searched under the load as K is: every (TP, tree) planned as plan_capacity plans
+// that tree, the answer the cheapest of them (not batch 1's fastest tree), a tree the method cannot
+// draft skipped with its reason.
+TEST(Capacity, TreeSearchPlansEveryTreeUnderTheLoad) {
+  Scenario s = scenario("vicuna-7b", "a100-80gb-sxm", "eagle1-vicuna-7b", 4, 0.7);
+  s.engine = SpecLibrary().engine("sglang");
+  CapacityRequest req;
+  req.requests_per_s = 5;
+  req.tpot_target_s = 0.04;
+  const std::vector<DynamicTreeSetting> trees = {{16, 4, 4}, {32, 5, 8}, {64, 6, 8}, {16, 100, 4}};
+  const CapacitySearch r = search_capacity_trees(s, req, {1, 2}, trees);
+  ASSERT_EQ(r.skipped.size(), 1u) << "depth 100 is beyond what specdec drafts";
+  EXPECT_EQ(r.skipped[0].setting, "tree 16/100/4");
+  EXPECT_NE(r.skipped[0].reason.find("more than specdec supports"), std::string::npos) << r.skipped[0].reason;
+  ASSERT_EQ(r.configs.size(), 6u);
+  ASSERT_TRUE(r.best.has_value());
+  for (const auto& c : r.configs) {
+    ASSERT_FALSE(c.tree.empty());
+    Scenario one = s;
+    one.workload.tp = c.tp;
+    const DynamicTreeSetting& t = trees[c.tree == "16/4/4" ? 0 : c.tree == "32/5/8" ? 1 : 2];
+    set_dynamic_tree(one.plan, *one.acceptance, t.total_tokens, t.depth, t.top_k);
+    const CapacityPlan alone = plan_capacity(one, req);
+    EXPECT_EQ(alone.feasible, c.plan.feasible) << "TP " << c.tp << " tree " << c.tree;
+    if (!c.plan.feasible) continue;
+    EXPECT_EQ(alone.devices, c.plan.devices) << "TP " << c.tp << " tree " << c.tree << ": the search is plan_capacity's";
+    EXPECT_TRUE(!cheaper_config(c, *r.best)) << "TP " << c.tp << " tree " << c.tree << " beats the answer";
+  }
+  ASSERT_TRUE(r.sequential.has_value());
+  EXPECT_EQ(r.sequential_configs.size(), 2u) << "sequential decoding planned once per TP, not per tree";
+  EXPECT_NE(error_of([&] { search_capacity_trees(s, req, {1}, {{16, 100, 4}}); }).find("none of the trees asked for can be drafted"),
+            std::string::npos);
+  Scenario measured = s;
+  measured.acceptance.reset();
+  measured.measured_tokens_per_step = 3.0;
+  EXPECT_NE(error_of([&] { search_capacity_trees(measured, req, {1}, trees); }).find("needs an acceptance model"),
+            std::string::npos);
+}
+
 TEST(Capacity, ALoadBeyondAnyPlanIsAnErrorNotAnEmptyAnswer) {
   Scenario s = scenario("llama-3.1-8b", "h100-sxm", "", 0, 0);
   CapacityRequest req;

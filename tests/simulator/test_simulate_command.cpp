@@ -273,6 +273,25 @@ TEST(SimulateCommand, CapacityPlannerComparesDrafters) {
             std::string::npos);
 }
 
+// --best-tree with capacity planning searches the trees under the load (capacity_search.trees), the
+// answer naming its tree.
+TEST(SimulateCommand, CapacityPlannerSearchesTrees) {
+  const std::vector<std::string> args = {"--model", "vicuna-7b", "--hardware", "a100-80gb-sxm", "--engine", "sglang",
+                                         "--drafter", "eagle1-vicuna-7b", "--alpha", "0.7", "--best-tree", "16,32/4-5/4,8",
+                                         "--capacity-rate", "5", "--tpot-target-ms", "40"};
+  const CommandRun text = simulate(args);
+  EXPECT_NE(text.out.find("x trees 16/4/4, 16/4/8, 16/5/4, 16/5/8, 32/4/4, 32/4/8, 32/5/4, 32/5/8 (total tokens/depth/top-k)"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(its tree: "), std::string::npos) << text.out;
+  auto json_args = args;
+  json_args.push_back("--json");
+  const auto j = nlohmann::json::parse(simulate(json_args).out);
+  EXPECT_EQ(j["capacity_search"]["trees"].size(), 8u);
+  EXPECT_TRUE(j["capacity"].contains("tree")) << j["capacity"].dump();
+  EXPECT_EQ(j["capacity_search"]["configs"].size(), 8u * 4u) << "8 trees x TP 1, 2, 4, 8";
+}
+
 TEST(SimulateCommand, CapacityPlannerErrorsNameTheOption) {
   auto err = [](std::vector<std::string> extra) {
     std::vector<std::string> a = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--capacity-rate", "3", "--tpot-target-ms", "40"};
