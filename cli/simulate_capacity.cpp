@@ -167,9 +167,7 @@ void print_capacity_comparison(const CapacityComparison& c, std::ostream& out) {
       const bool chain = !d.built->scenario.plan.tree;
       out << std::setw(4) << b.tp << std::setw(6) << (chain ? std::to_string(b.k) : "tree") << std::setw(7) << b.plan.batch
           << std::setw(10) << fixed(b.plan.prediction.tpot_s * 1e3, 2) << std::setw(9) << b.plan.devices << "   "
-          << (d.built->measured_note.empty() ? (d.built->scenario.acceptance ? d.built->scenario.acceptance->describe() : "")
-                                             : d.built->measured_note)
-          << "\n";
+          << acceptance_source(*d.built) << "\n";
     } else {
       out << "   not planned: " << d.why_not << "\n";
     }

@@ -8,16 +8,11 @@
 
 namespace specdec::sim {
 
-namespace {
-
-// Where a drafter's acceptance came from, for the comparison's reader.
-std::string acceptance_text(const BuiltScenario& b) {
+std::string acceptance_source(const BuiltScenario& b) {
   if (!b.measured_note.empty()) return b.measured_note;
   if (b.scenario.acceptance) return b.scenario.acceptance->describe();
   return b.scenario.measured_tokens_per_step ? "measured AL " + std::to_string(*b.scenario.measured_tokens_per_step) : "";
 }
-
-}  // namespace
 
 CapacityComparison compare_capacity(const ScenarioOptions& o, const std::vector<std::string>& drafters,
                                     const SpecLibrary& specs, const OptionSpelling& sp) {
@@ -71,7 +66,7 @@ void capacity_comparison_json(const CapacityComparison& c, nlohmann::json& out) 
     nlohmann::json e = {{"drafter", d.drafter}};
     if (d.built) {
       e["method"] = method_name(d.built->scenario.plan.method);
-      e["acceptance"] = acceptance_text(*d.built);
+      e["acceptance"] = acceptance_source(*d.built);
     }
     if (d.planning && d.planning->search.best) {
       nlohmann::json plan;

@@ -38,6 +38,10 @@ struct CapacityComparison {
 CapacityComparison compare_capacity(const ScenarioOptions& o, const std::vector<std::string>& drafters,
                                     const SpecLibrary& specs, const OptionSpelling& spelling);
 
+// Where a built scenario's acceptance came from: a category's measured note, the acceptance
+// model's description, or its measured AL.
+std::string acceptance_source(const BuiltScenario& b);
+
 // "capacity_by_drafter": one entry per drafter (drafter, method, acceptance, and its cheapest
 // configuration or why_not), "capacity_best_drafter", "capacity_comparison_note" (when the note is
 // set), and the cheapest drafter's plan as
