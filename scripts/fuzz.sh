@@ -43,6 +43,18 @@ if command -v clang++-16 > /dev/null; then
   cxx=clang++-16
 fi
 clang_major=$($cxx --version 2>/dev/null | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+# The reports must be symbolized: findings are told from libhdf5's contained reports by their
+# frames' names. The compiler's own llvm-symbolizer (setup.sh installs it), else any on PATH.
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+  ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-${clang_major:-0}/bin/llvm-symbolizer
+  [ -x "$ASAN_SYMBOLIZER_PATH" ] || ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer || true)
+fi
+if [ -z "$ASAN_SYMBOLIZER_PATH" ] || [ ! -x "$ASAN_SYMBOLIZER_PATH" ]; then
+  echo "fuzz.sh: no llvm-symbolizer found (install llvm-${clang_major:-16}; scripts/setup.sh does): without one, reports" \
+       "inside libhdf5 cannot be told from specdec's" >&2
+  exit 2
+fi
+export ASAN_SYMBOLIZER_PATH
 if [ "${clang_major:-0}" -lt 15 ]; then
   if [ $# -gt 0 ]; then
     for h in "$@"; do

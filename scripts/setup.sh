@@ -22,6 +22,9 @@ packages=(
   # The libFuzzer harnesses (scripts/fuzz.sh) build with clang and its fuzzer/sanitizer runtimes:
   # version 16 (Debian 12's newest), as two harnesses need std::source_location (clang >= 15).
   clang-16 libclang-rt-16-dev
+  # ... and its llvm-symbolizer: fuzz.sh tells a sanitizer report inside libhdf5 (contained) from
+  # one in specdec's code by the symbolized frames, and clang 16's runtime looks for version 16's.
+  llvm-16
   # The test of `specdec sweep` on Slurm starts a private single-node cluster (job array + merge).
   slurm-wlm munge
 )
