@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "reference/core/format.hpp"
 #include "simulator/capacity_planning.hpp"
 #include "simulator/method.hpp"
 
@@ -11,13 +12,6 @@ namespace specdec::cli {
 namespace {
 
 using namespace specdec::sim;
-
-// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
-std::string plain(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 std::string fixed(double v, int digits) {
   std::ostringstream o;
@@ -65,11 +59,11 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
   const nlohmann::json& band = plan.error_band;
 
   const double target_ms = req.tpot_target_s * 1e3;
-  const std::string percentile = "p" + plain(reported_percentile(req));
+  const std::string percentile = "p" + format_double(reported_percentile(req));
   const std::string ttft_target =
       (req.ttft_percentile > 0 ? " and " + percentile + " TTFT" : std::string(" and TTFT")) + " + queueing wait <= " + fixed(req.ttft_target_s * 1e3, 0) + " ms";
   out << "\ncapacity plan: " << req.requests_per_s << " requests/s at TPOT <= " << target_ms << " ms"
-      << (req.ttft_target_s > 0 ? ttft_target : std::string()) << ", utilisation <= " << plain(req.max_utilization) << " (prompt "
+      << (req.ttft_target_s > 0 ? ttft_target : std::string()) << ", utilisation <= " << format_double(req.max_utilization) << " (prompt "
       << s.workload.prompt_len << ", output " << s.workload.output_len << " tokens), " << s.target.name << " on " << s.hardware.name
       << " with " << s.engine.name << "\n";
   out << "searched: TP " << list_text(tps);
@@ -110,7 +104,7 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
   }
   if (r.best || r.sequential) {
     out << "\n  queueing per replica (M/G/c: Poisson arrivals, c = batch slots; "
-        << (req.output_len_cv > 0 ? "output length cv " + plain(req.output_len_cv) : std::string("every output ") +
+        << (req.output_len_cv > 0 ? "output length cv " + format_double(req.output_len_cv) : std::string("every output ") +
                                                                                         std::to_string(s.workload.output_len) + " tokens, C_s^2 = 0")
         << "):\n  " << std::left << std::setw(22) << "" << std::right << std::setw(7) << "util" << std::setw(9) << "P(wait)"
         << std::setw(10) << "wait ms" << std::setw(11) << (percentile + " wait") << std::setw(10) << "TTFT ms" << std::setw(12)

@@ -5,17 +5,12 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "reference/core/input_limits.hpp"
 
 namespace specdec::sim {
 
 namespace {
-
-std::string number(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 void check_request(const CapacityRequest& req) {
   // Written so that NaN fails too; an infinite load or target has no plan.
@@ -30,13 +25,13 @@ void check_request(const CapacityRequest& req) {
     throw Error("capacity planning: the price per device-hour must be finite");
   if (!(req.max_utilization > 0 && req.max_utilization < 1))
     throw Error("capacity planning: the maximum utilisation must be > 0 and < 1 (at 1 or more a replica's queue grows without "
-                "bound), got " + number(req.max_utilization));
+                "bound), got " + format_double(req.max_utilization));
   if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
-    throw Error("capacity planning: the output length's coefficient of variation must be in [0, " + number(kMaxOutputLenCv) +
-                "], got " + number(req.output_len_cv));
+    throw Error("capacity planning: the output length's coefficient of variation must be in [0, " + format_double(kMaxOutputLenCv) +
+                "], got " + format_double(req.output_len_cv));
   if (!(req.ttft_percentile == 0 || (req.ttft_percentile > 0 && req.ttft_percentile < 100)))
     throw Error("capacity planning: the TTFT percentile must be 0 (the mean) or between 0 and 100 (exclusive), got " +
-                number(req.ttft_percentile));
+                format_double(req.ttft_percentile));
 }
 
 std::string too_many_devices_message(const CapacityRequest& req) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "reference/drafting/draft_limits.hpp"
 #include "simulator/evaluation.hpp"
 #include "simulator/method.hpp"
@@ -19,13 +20,6 @@ const char* const kCapacityQueueing =
     "are idle); see docs/simulator.md";
 
 namespace {
-
-// "0.85", "1e+06": a number as given, not std::to_string's six decimals.
-std::string plain(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 // The Ks a capacity search tries: the best K's list, else K when given, else 1..8. A tree or a
 // measured AL prices one shape, its own.
@@ -125,17 +119,17 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
   req.max_utilization = c.max_utilization;
   if (!(req.max_utilization > 0 && req.max_utilization < 1))
     throw Error(sp("max-utilization") + ": must be a number > 0 and < 1 (at 1 or more a replica's queue grows without bound), got " +
-                plain(req.max_utilization));
+                format_double(req.max_utilization));
   req.output_len_cv = c.output_len_cv;
   if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
     throw Error(sp("output-len-cv") + ": the coefficient of variation of output lengths must be a number in [0, " +
-                plain(kMaxOutputLenCv) + "] (0: every output is " + sp("output-len") + " tokens; exponential lengths: 1), got " +
-                plain(req.output_len_cv));
+                format_double(kMaxOutputLenCv) + "] (0: every output is " + sp("output-len") + " tokens; exponential lengths: 1), got " +
+                format_double(req.output_len_cv));
   if (c.ttft_percentile) {
     req.ttft_percentile = *c.ttft_percentile;
     if (!(req.ttft_percentile > 0 && req.ttft_percentile < 100))
       throw Error(sp("ttft-percentile") + ": must be a number between 0 and 100 (exclusive), e.g. 99, got " +
-                  plain(req.ttft_percentile));
+                  format_double(req.ttft_percentile));
   }
   plan.tps = capacity_tensor_parallel_degrees(c.tp, s.hardware, sp);
   // An EAGLE-2 tree grid (--best-tree) is searched under the load as K is, not fixed at batch 1's best.

@@ -5,17 +5,12 @@
 #include <sstream>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "reference/core/input_limits.hpp"
 
 namespace specdec::sim {
 
 namespace {
-
-std::string number(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 void check_servers(int servers) {
   if (servers < 1 || servers > kMaxSimulatedBatch)
@@ -25,7 +20,7 @@ void check_servers(int servers) {
 
 // Written so that NaN fails too.
 void check_non_negative(double v, const char* what) {
-  if (!(v >= 0 && std::isfinite(v))) throw Error(std::string("queueing: ") + what + " must be a finite number >= 0, got " + number(v));
+  if (!(v >= 0 && std::isfinite(v))) throw Error(std::string("queueing: ") + what + " must be a finite number >= 0, got " + format_double(v));
 }
 
 }  // namespace
@@ -48,7 +43,7 @@ double erlang_c(int servers, double offered_erlangs) {
 QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int servers, double service_scv) {
   check_non_negative(arrivals_per_s, "the arrival rate (requests/s)");
   if (!(service_s > 0 && std::isfinite(service_s)))
-    throw Error("queueing: the mean service time must be a finite number > 0 seconds, got " + number(service_s));
+    throw Error("queueing: the mean service time must be a finite number > 0 seconds, got " + format_double(service_s));
   check_non_negative(service_scv, "the service time's squared coefficient of variation");
   check_servers(servers);
   QueueEstimate q;
@@ -56,7 +51,7 @@ QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int server
   q.service_s = service_s;
   q.service_scv = service_scv;
   q.offered_erlangs = arrivals_per_s * service_s;
-  if (!std::isfinite(q.offered_erlangs)) throw Error("queueing: the offered load λ·S is not finite (" + number(arrivals_per_s) + " requests/s)");
+  if (!std::isfinite(q.offered_erlangs)) throw Error("queueing: the offered load λ·S is not finite (" + format_double(arrivals_per_s) + " requests/s)");
   q.utilization = q.offered_erlangs / servers;
   q.p_wait = erlang_c(servers, q.offered_erlangs);
   q.mean_wait_s = q.stable() ? q.p_wait * service_s / (servers - q.offered_erlangs) * (1 + service_scv) / 2
@@ -66,7 +61,7 @@ QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int server
 
 double wait_at_percentile_s(const QueueEstimate& q, double percentile) {
   if (!(percentile > 0 && percentile < 100))
-    throw Error("queueing: the percentile must be a number between 0 and 100 (exclusive), got " + number(percentile));
+    throw Error("queueing: the percentile must be a number between 0 and 100 (exclusive), got " + format_double(percentile));
   if (!q.stable()) return std::numeric_limits<double>::infinity();
   const double beyond = 1 - percentile / 100;  // the share allowed to wait longer
   if (q.p_wait <= beyond) return 0;
