@@ -157,6 +157,38 @@ PlannedConfig plan_one(Scenario s, const CapacityRequest& req, int tp, int k) {
   return c;
 }
 
+// Sequential decoding planned at every TP, as a method is: the number the method is judged against.
+void plan_sequential(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps, CapacitySearch& out) {
+  Scenario seq = s;
+  seq.plan = DraftPlan{};
+  seq.plan.method = Method::sequential;
+  seq.drafter.reset();
+  seq.acceptance.reset();
+  seq.measured_tokens_per_step.reset();
+  for (const int tp : tps) {
+    out.sequential_configs.push_back(plan_one(seq, req, tp, 0));
+    const PlannedConfig& c = out.sequential_configs.back();
+    if (c.plan.feasible && (!out.sequential || cheaper_config(c, *out.sequential))) out.sequential = c;
+  }
+}
+
+// Keeps `c` among the search's configurations and as its answer when it is the cheapest so far.
+void keep(PlannedConfig c, CapacitySearch& out) {
+  out.configs.push_back(std::move(c));
+  const PlannedConfig& kept = out.configs.back();
+  if (kept.plan.feasible && (!out.best || cheaper_config(kept, *out.best))) out.best = kept;
+}
+
+// No answer, and the reason is the size of the load or a scenario no TP can run: said as an error.
+void throw_when_unanswered(const CapacitySearch& out, const std::vector<PlannedConfig>& searched) {
+  if (out.best) return;
+  for (const auto& c : searched)
+    if (c.plan.needs_too_many_devices) throw Error(c.why_not);
+  if (std::all_of(searched.begin(), searched.end(), [](const PlannedConfig& c) { return !c.why_not.empty(); }))
+    throw Error("capacity planning: no configuration can be planned: TP " + std::to_string(searched.front().tp) + ": " +
+                searched.front().why_not);
+}
+
 }  // namespace
 
 double reported_percentile(const CapacityRequest& req) { return req.ttft_percentile > 0 ? req.ttft_percentile : 99; }
@@ -179,6 +211,7 @@ std::vector<int> default_tensor_parallel_degrees(const HardwareSpec& hw) {
   return tps;
 }
 
+
 CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                const std::vector<int>& ks) {
   check_request(req);
@@ -198,35 +231,11 @@ CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, co
     if (chain_ks.empty())
       throw Error("capacity planning: none of the Ks asked for can be evaluated: " + out.skipped.front().reason);
   }
-  for (const int tp : tps) {
-    for (const int k : chain_ks) {
-      out.configs.push_back(plan_one(s, req, tp, k));
-      const PlannedConfig& c = out.configs.back();
-      if (c.plan.feasible && (!out.best || cheaper_config(c, *out.best))) out.best = c;
-    }
-  }
-  // Sequential decoding planned the same way: the number the method is judged against.
-  Scenario seq = s;
-  seq.plan = DraftPlan{};
-  seq.plan.method = Method::sequential;
-  seq.drafter.reset();
-  seq.acceptance.reset();
-  seq.measured_tokens_per_step.reset();
-  for (const int tp : tps) {
-    out.sequential_configs.push_back(plan_one(seq, req, tp, 0));
-    const PlannedConfig& c = out.sequential_configs.back();
-    if (c.plan.feasible && (!out.sequential || cheaper_config(c, *out.sequential))) out.sequential = c;
-  }
+  for (const int tp : tps)
+    for (const int k : chain_ks) keep(plan_one(s, req, tp, k), out);
+  plan_sequential(s, req, tps, out);
   if (!speculative) out.best = out.sequential;
-  // No answer, and the reason is the size of the load or a scenario no TP can run: said as an error.
-  const std::vector<PlannedConfig>& searched = speculative ? out.configs : out.sequential_configs;
-  if (!out.best) {
-    for (const auto& c : searched)
-      if (c.plan.needs_too_many_devices) throw Error(c.why_not);
-    if (std::all_of(searched.begin(), searched.end(), [](const PlannedConfig& c) { return !c.why_not.empty(); }))
-      throw Error("capacity planning: no configuration can be planned: TP " + std::to_string(searched.front().tp) + ": " +
-                  searched.front().why_not);
-  }
+  throw_when_unanswered(out, speculative ? out.configs : out.sequential_configs);
   return out;
 }
 
@@ -237,10 +246,10 @@ std::string tree_setting_text(const DynamicTreeSetting& t) {
 CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                      const std::vector<DynamicTreeSetting>& trees) {
   check_request(req);
+  if (tps.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
   if (trees.empty()) throw Error("capacity planning: no tree to search");
   if (!s.acceptance) throw Error("capacity planning: searching trees needs an acceptance model to draft them from");
   CapacitySearch out;
-  std::string first_error;  // of a tree no TP can plan (thrown when every tree is such)
   for (const DynamicTreeSetting& t : trees) {
     Scenario v = s;
     try {
@@ -250,28 +259,17 @@ CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& r
       out.skipped.push_back({"tree " + tree_setting_text(t), e.what()});
       continue;
     }
-    CapacitySearch one;
-    try {
-      one = search_capacity(v, req, tps, {v.plan.k});
-    } catch (const Error& e) {
-      if (first_error.empty()) first_error = e.what();
-      out.skipped.push_back({"tree " + tree_setting_text(t), e.what()});
-      continue;
-    }
-    for (PlannedConfig& c : one.configs) {
+    for (const int tp : tps) {
+      PlannedConfig c = plan_one(v, req, tp, v.plan.k);
       c.tree = tree_setting_text(t);
-      out.configs.push_back(c);
-      if (c.plan.feasible && (!out.best || cheaper_config(c, *out.best))) out.best = c;
-    }
-    // Sequential decoding does not depend on the tree: planned once.
-    if (out.sequential_configs.empty()) {
-      out.sequential_configs = one.sequential_configs;
-      out.sequential = one.sequential;
+      keep(std::move(c), out);
     }
   }
   if (out.configs.empty())
-    throw Error(!first_error.empty() ? first_error
-                                     : "capacity planning: none of the trees asked for can be drafted: " + out.skipped.front().reason);
+    throw Error("capacity planning: none of the trees asked for can be drafted: " + out.skipped.front().reason);
+  // Sequential decoding does not depend on the tree: planned once.
+  plan_sequential(s, req, tps, out);
+  throw_when_unanswered(out, out.configs);
   return out;
 }
 
