@@ -36,6 +36,7 @@
 #include "simulator/spec_library.hpp"
 #include "simulator/capacity_comparison.hpp"
 #include "simulator/sweep.hpp"
+#include "simulator/sweep_options.hpp"
 #include "simulator/trace_replay.hpp"
 
 namespace po = boost::program_options;
@@ -425,31 +426,32 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
 }
 
 int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
-  SweepSpec spec;
-  if (!vm.count("model") || !vm.count("hardware")) throw Error("--sweep needs --model and --hardware (comma-separated lists)");
-  spec.models = split_list(vm["model"].as<std::string>());
-  spec.hardware = split_list(vm["hardware"].as<std::string>());
-  spec.drafters = vm.count("drafter") ? split_list(vm["drafter"].as<std::string>()) : std::vector<std::string>{"none"};
-  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k", kMaxDraftDepth);
-  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch);
-  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
-  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions);
-  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len", kMaxPositions);
-  if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
-  for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
-    if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
-  spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
-  ScenarioOptions acceptance;
-  read_acceptance_options(vm, acceptance);
-  spec.acceptance = acceptance_from_options(acceptance, kCommandLineSpelling);
-  if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
-  if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
-  spec.any_target = vm.count("any-target") > 0;
+  SweepOptions o;
+  if (vm.count("model")) o.models = split_list(vm["model"].as<std::string>());
+  if (vm.count("hardware")) o.hardware = split_list(vm["hardware"].as<std::string>());
+  if (vm.count("drafter")) o.drafters = split_list(vm["drafter"].as<std::string>());
+  o.ks = parse_int_list(vm["k"].as<std::string>(), "k", kMaxDraftDepth);
+  o.batches = parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch);
+  o.tps = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
+  o.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions);
+  o.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len", kMaxPositions);
+  o.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
+  read_acceptance_options(vm, o.scenario);
+  // Refused in a sweep (sweep_spec_from_options says why); given here as the scenario would take them.
+  if (vm.count("tree")) o.scenario.tree = vm["tree"].as<std::string>();
+  if (vm.count("dynamic-tree")) o.scenario.dynamic_tree = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
+  if (vm.count("best-k")) o.scenario.best_k = best_k_list(vm["best-k"].as<std::string>());
+  if (vm.count("best-tree")) o.scenario.best_tree = best_tree_grid(vm["best-tree"].as<std::string>());
+  if (vm.count("dtype")) o.dtype = vm["dtype"].as<std::string>();
+  if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
+  o.any_target = vm.count("any-target") > 0;
+  const SweepSpec spec = sweep_spec_from_options(o, kCommandLineSpelling);
+  const std::string out_path = vm["sweep"].as<std::string>();
+  if (out_path != "-") check_sweep_output(out_path, "--sweep");
   std::vector<SweepRow> rows;
   const auto t0 = std::chrono::steady_clock::now();
   const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string out_path = vm["sweep"].as<std::string>();
   if (out_path == "-") {
     write_sweep_csv(io.out, rows);
   } else {
