@@ -26,6 +26,7 @@
 #include "reference/methods/method_spec.hpp"
 #include "reference/policies/policy_spec.hpp"
 #include "reference/policies/registry.hpp"
+#include "simulator/policy_mode.hpp"
 #include "simulator/policy_pricing.hpp"
 #include "simulator/prediction_json.hpp"
 #include "simulator/predictor.hpp"
@@ -476,37 +477,23 @@ std::string histogram_text(const std::vector<double>& h) {
   return t.empty() ? "-" : t;
 }
 
-// --policy and --recommend-policy: speculation policies priced by simulator/policy_pricing.
-int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<int>& batches, CommandIO& io) {
-  if (vm.count("policy") && vm.count("recommend-policy")) throw Error("give --policy SPEC or --recommend-policy, not both");
-  const std::string mode = vm.count("policy") ? "--policy" : "--recommend-policy";
-  for (const char* o : {"best-k", "best-tree", "tree", "dynamic-tree", "al", "batching", "capacity-rate", "tpot-target-ms", "breakdown"})
-    if (vm.count(o))
-      throw Error(mode + " prices a policy over chains of depth up to --k under per-position acceptance; it cannot be combined with --" + o);
-  if (vm.count("recommend-policy") && batches.size() > 1)
-    throw Error("--recommend-policy: give one --batch (a list of batch sizes is for --policy)");
-  PolicyPricingOptions opt;
-  opt.steps = vm["policy-steps"].as<int>();
-  if (opt.steps < 100) throw Error("--policy-steps: at least 100 steps, got " + std::to_string(opt.steps));
-  opt.seed = static_cast<uint64_t>(static_cast<uint32_t>(vm["policy-seed"].as<int>()));
-  opt.concentration = vm["confidence-concentration"].as<double>();
-  if (!(opt.concentration > 0) || !std::isfinite(opt.concentration))
-    throw Error("--confidence-concentration: must be a positive number");
-  const bool json = vm.count("json") > 0;
-  nlohmann::json out;
-  auto scenario_json = [&]() {
-    return nlohmann::json{{"model", s.target.name},
-                          {"hardware", s.hardware.name},
-                          {"engine", s.engine.name},
-                          {"drafter", s.drafter ? s.drafter->name : "none"},
-                          {"method", method_name(s.plan.method)},
-                          {"max_depth", s.plan.k},
-                          {"batch", batches.size() == 1 ? nlohmann::json(batches.front()) : nlohmann::json(batches)},
-                          {"tp", s.workload.tp},
-                          {"prompt_len", s.workload.prompt_len},
-                          {"output_len", s.workload.output_len},
-                          {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
-  };
+// --policy and --recommend-policy: speculation policies priced by simulator/policy_pricing, the
+// checks and the JSON simulator/policy_mode's.
+int policy_mode(const po::variables_map& vm, const ScenarioOptions& o, const Scenario& s, const std::vector<int>& batches,
+                CommandIO& io) {
+  PolicyModeOptions mode;
+  if (vm.count("policy")) mode.policy = vm["policy"].as<std::string>();
+  mode.recommend = vm.count("recommend-policy") > 0;
+  mode.batches = batches;
+  mode.steps = vm["policy-steps"].as<int>();
+  mode.seed = vm["policy-seed"].as<int>();
+  mode.concentration = vm["confidence-concentration"].as<double>();
+  const PolicyModeResult result = run_policy_mode(o, s, mode, kCommandLineSpelling);
+  const PolicyPricingOptions& opt = result.pricing;
+  if (vm.count("json")) {
+    io.out << policy_mode_json(result).dump(2) << "\n";
+    return 0;
+  }
   auto header = [&]() {
     io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp
            << ", batch ";
@@ -522,14 +509,8 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
            << ") and the draft is accepted with that probability (E = a_i); batched steps are priced at each sequence's depth.\n";
   };
 
-  if (vm.count("recommend-policy")) {
-    const PolicyRecommendation r = recommend_policy(s, opt);
-    if (json) {
-      out["scenario"] = scenario_json();
-      out["recommendation"] = policy_recommendation_json(r);
-      io.out << out.dump(2) << "\n";
-      return 0;
-    }
+  if (result.recommendation) {
+    const PolicyRecommendation& r = *result.recommendation;
     header();
     io.out << "\n";
     std::size_t width = 8;
@@ -557,41 +538,7 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
     return 0;
   }
 
-  const PolicySpec spec = parse_policy_spec(vm["policy"].as<std::string>(), "--policy");
-  try {
-    (void)make_policy(spec);  // the entry's own checks (vllm-batch's first range at batch size 1)
-  } catch (const Error& e) {
-    throw Error(std::string("--policy: ") + e.what());
-  }
-  struct AtBatch {
-    int batch;
-    PolicyPricing priced;
-    FixedDepthPricing best;
-    std::vector<FixedDepthPricing> fixed;
-  };
-  std::vector<AtBatch> rows;
-  for (int b : batches) {
-    Scenario sb = s;
-    sb.workload.batch = b;
-    AtBatch row{b, price_policy(sb, spec, opt), {}, price_fixed_depths(sb)};
-    row.best = best_fixed_depth(row.fixed);
-    rows.push_back(std::move(row));
-  }
-  if (json) {
-    out["scenario"] = scenario_json();
-    auto one = [](const AtBatch& a) {
-      nlohmann::json j = {{"batch", a.batch}, {"policy_pricing", policy_pricing_json(a.priced)}, {"best_fixed", fixed_depth_json(a.best)}};
-      for (const auto& f : a.fixed) j["fixed_by_k"].push_back(fixed_depth_json(f));
-      return j;
-    };
-    if (rows.size() == 1) {
-      out.update(one(rows.front()));
-    } else {
-      for (const auto& a : rows) out["by_batch"].push_back(one(a));
-    }
-    io.out << out.dump(2) << "\n";
-    return 0;
-  }
+  const std::vector<PolicyAtBatch>& rows = result.by_batch;
   header();
   io.out << "policy " << rows.front().priced.label << "\n\n";
   if (rows.size() == 1) {
@@ -615,7 +562,7 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
     io.out << std::left << std::setw(7) << "batch" << std::setw(8) << "mean K" << std::setw(26) << "K histogram" << std::right
            << std::setw(8) << "AL" << std::setw(8) << "± SE" << std::setw(10) << "TPOT ms" << std::setw(11) << "tokens/s"
            << std::setw(9) << "speedup" << "   best fixed K: K  speedup\n";
-    for (const AtBatch& a : rows) {
+    for (const PolicyAtBatch& a : rows) {
       const PolicyPricing& p = a.priced;
       io.out << std::left << std::setw(7) << a.batch << std::setw(8) << fmt(p.mean_k, 2) << std::setw(26)
              << histogram_text(p.k_histogram) << std::right << std::setw(8) << fmt(p.tokens_per_step, 3) << std::setw(8)
@@ -668,9 +615,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("any-target", "sweep: pair every drafter with every model (by default a drafter whose spec names its target is priced on that model only)")
     ("policy", po::value<std::string>(), "price a speculation policy NAME[,key=value...] (`specdec policies`, docs/policies.md; --k is its ceiling) by Monte Carlo over the acceptance model: AL, K chosen, tokens/s, speedup, beside the best fixed K; --batch may be a list (K by batch size)")
     ("recommend-policy", "price every registered policy with its defaults (and the best fixed K) for this scenario: a ranked table and the recommendation")
-    ("policy-steps", po::value<int>()->default_value(20000), "--policy/--recommend-policy: simulated decoding steps per policy")
-    ("policy-seed", po::value<int>()->default_value(1), "--policy/--recommend-policy: seed of the synthetic acceptance process")
-    ("confidence-concentration", po::value<double>()->default_value(2.0), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
+    ("policy-steps", po::value<int>()->default_value(PolicyModeOptions{}.steps), "--policy/--recommend-policy: simulated decoding steps per policy")
+    ("policy-seed", po::value<int>()->default_value(PolicyModeOptions{}.seed), "--policy/--recommend-policy: seed of the synthetic acceptance process")
+    ("confidence-concentration", po::value<double>()->default_value(PolicyModeOptions{}.concentration, "2"), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
     ("breakdown", "print the per-operator breakdown of one step")
     ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
     ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
@@ -759,7 +706,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   BuiltScenario built = build_scenario(o, specs, kCommandLineSpelling);
-  if (policy_mode) return run_policy_mode(vm, built.scenario, batches, io);
+  if (policy_mode) return cli::policy_mode(vm, o, built.scenario, batches, io);
   const SimulateResult r = simulate_modes(o, std::move(built), kCommandLineSpelling);
   const Scenario& s = r.built.scenario;
   const Prediction& p = r.prediction;
