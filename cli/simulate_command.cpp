@@ -21,6 +21,7 @@
 #include "reference/decoding/generation.hpp"
 #include "simulator/batching.hpp"
 #include "simulator/calibration.hpp"
+#include "simulator/calibration_run.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
 #include "reference/methods/method_spec.hpp"
@@ -271,65 +272,22 @@ int run_measure_cpu(const po::variables_map& vm, CommandIO& io) {
 }
 
 int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
-  if (vm.count("calibrate") && vm.count("calibrate-traces"))
-    throw Error("give either --calibrate MEASURED.{json,csv} or --calibrate-traces T1.h5,T2.h5,..., not both");
-  const bool traces = vm.count("calibrate-traces") > 0;
-  const std::string path = traces ? "--calibrate-traces" : vm["calibrate"].as<std::string>();
-  CalibrationSet set;
-  if (traces) {
-    std::vector<std::filesystem::path> files;
-    for (const auto& f : split_list(vm["calibrate-traces"].as<std::string>())) files.emplace_back(f);
-    set = calibration_set_from_traces(files);
-  } else {
-    std::vector<CalibrationSet> sets;
-    for (const auto& f : split_list(path)) sets.push_back(load_calibration_set(f, specs));
-    if (sets.empty()) throw Error("--calibrate: no file given");
-    set = merge_calibration_sets(sets);
-  }
-  std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
-  if (hw_name.empty())
-    throw Error(traces ? "--calibrate-traces needs --hardware (a spec name or a hardware JSON, e.g. from --measure-cpu)"
-                       : path + ": no hardware named in the file; give --hardware");
-  const Platform start = platform_for(set, specs, hw_name, vm.count("engine") ? vm["engine"].as<std::string>() : "");
-  const HardwareSpec& hw = start.hardware;
-  std::vector<std::string> params;
-  if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
-  const CalibrationResult before = evaluate_calibration(set, start);
-  const CalibrationResult r = calibrate(set, start, params);
-  std::unique_ptr<CrossValidation> cv;
-  if (vm.count("cross-validate")) cv = std::make_unique<CrossValidation>(cross_validate(set, start, params));
+  CalibrationOptions o;
+  if (vm.count("calibrate")) o.measured = split_list(vm["calibrate"].as<std::string>());
+  if (vm.count("calibrate-traces")) o.traces = split_list(vm["calibrate-traces"].as<std::string>());
+  if (vm.count("hardware")) o.hardware = vm["hardware"].as<std::string>();
+  if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
+  if (vm.count("fit")) o.fit = split_list(vm["fit"].as<std::string>());
+  o.cross_validate = vm.count("cross-validate") > 0;
+  const CalibrationRun run = run_calibration(o, specs, kCommandLineSpelling);
+  const CalibrationSet& set = run.set;
+  const CalibrationResult& before = run.before;
+  const CalibrationResult& r = run.fitted;
+  const CrossValidation* cv = run.cross_validation ? &*run.cross_validation : nullptr;
   if (vm.count("json")) {
-    nlohmann::json j;
-    if (cv) {
-      j["cross_validation"] = {{"grouping", cv->grouping},
-                               {"max_abs_relative_error", cv->max_abs_error},
-                               {"rms_log_error", cv->rms_log_error}};
-      for (const auto& f : cv->folds)
-        for (const auto& row : f.rows)
-          j["cross_validation"]["held_out"].push_back({{"fold", f.held_out}, {"label", row.label},
-                                                       {"measured_ms", row.measured_s * 1e3},
-                                                       {"predicted_ms", row.predicted_s * 1e3},
-                                                       {"relative_error", row.relative_error}});
-    }
-    j["hardware"] = hardware_spec_to_json(r.hardware);
-    j["engine"] = engine_spec_to_json(r.engine);
-    for (size_t i = 0; i < r.parameters.size(); ++i)
-      j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
-    for (size_t i = 0; i < r.rows.size(); ++i) {
-      const Scenario& sc = set.rows[i].scenario;
-      j["rows"].push_back({{"label", r.rows[i].label}, {"method", method_name(sc.plan.method)},
-                           {"k", sc.plan.method == Method::sequential ? 0 : sc.plan.k},
-                           {"acceptance_length", set.rows[i].tokens_per_step}, {"context", set.rows[i].context},
-                           {"measured_ms", r.rows[i].measured_s * 1e3},
-                           {"predicted_before_ms", before.rows[i].predicted_s * 1e3},
-                           {"relative_error_before", before.rows[i].relative_error},
-                           {"predicted_ms", r.rows[i].predicted_s * 1e3}, {"relative_error", r.rows[i].relative_error}});
-    }
-    j["max_abs_relative_error_before"] = before.max_abs_error;
-    j["max_abs_relative_error"] = r.max_abs_error;
-    io.out << j.dump(2) << "\n";
+    io.out << calibration_json(run).dump(2) << "\n";
   } else {
-    io.out << "calibration of " << hw.name << " with engine " << start.engine.name << " on " << set.rows.size()
+    io.out << "calibration of " << run.start.hardware.name << " with engine " << run.start.engine.name << " on " << set.rows.size()
            << " measured configurations (" << set.source << ")\n\n";
     io.out << std::left << std::setw(36) << "parameter" << std::right << std::setw(14) << "before" << std::setw(14) << "after\n";
     for (size_t i = 0; i < r.parameters.size(); ++i)
@@ -355,15 +313,12 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     io.out << "largest held-out error " << fmt(100 * cv->max_abs_error, 1) << "%, RMS log error "
            << fmt(cv->rms_log_error, 3) << "\n";
   }
-  const std::string fitted = "fitted by specdec simulate --calibrate to " + set.source;
   if (vm.count("output")) {
-    nlohmann::json sources = {{"efficiency", fitted}, {"roofline", fitted}, {"overhead", fitted}};
-    specdec::write_file_atomically(vm["output"].as<std::string>(), hardware_spec_to_json(r.hardware, sources).dump(2) + "\n");
+    write_calibrated_hardware(run, vm["output"].as<std::string>(), "specdec simulate --calibrate");
     if (!vm.count("json")) io.out << "wrote " << vm["output"].as<std::string>() << "\n";
   }
   if (vm.count("engine-output")) {
-    const nlohmann::json sources = {{"overhead", fitted}, {"kernels", fitted}};
-    specdec::write_file_atomically(vm["engine-output"].as<std::string>(), engine_spec_to_json(r.engine, sources).dump(2) + "\n");
+    write_calibrated_engine(run, vm["engine-output"].as<std::string>(), "specdec simulate --calibrate");
     if (!vm.count("json")) io.out << "wrote " << vm["engine-output"].as<std::string>() << "\n";
   }
   return 0;
