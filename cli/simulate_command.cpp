@@ -7,7 +7,6 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <sstream>
 
 #include "cli/cli.hpp"
@@ -25,8 +24,6 @@
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
 #include "reference/methods/method_spec.hpp"
-#include "reference/policies/policy_spec.hpp"
-#include "reference/policies/registry.hpp"
 #include "simulator/policy_mode.hpp"
 #include "simulator/policy_pricing.hpp"
 #include "simulator/prediction_json.hpp"
@@ -39,7 +36,6 @@
 #include "simulator/capacity_comparison.hpp"
 #include "simulator/sweep.hpp"
 #include "simulator/sweep_options.hpp"
-#include "simulator/trace_replay.hpp"
 
 namespace po = boost::program_options;
 
@@ -328,34 +324,11 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
 int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
   const std::string hw = vm.count("hardware") ? vm["hardware"].as<std::string>() : "";
   const std::string engine = vm.count("engine") ? vm["engine"].as<std::string>() : "";
-  std::vector<EvaluationResult> results;
-  for (const auto& set : load_evaluation_sets(vm["evaluate"].as<std::string>(), specs, hw, engine))
-    results.push_back(evaluate_published(set));
-  const EvaluationResult all = pool_evaluations(results);
+  const Evaluation e = evaluate_published_path(vm["evaluate"].as<std::string>(), specs, hw, engine, kCommandLineSpelling);
+  const std::vector<EvaluationResult>& results = e.sets;
+  const EvaluationResult& all = e.all;
   if (vm.count("json")) {
-    nlohmann::json j;
-    auto summary = [](const EvaluationResult& r) {
-      nlohmann::json s = {{"set", r.name},
-                          {"source", r.source},
-                          {"results", r.rows.size()},
-                          {"max_abs_relative_error", r.max_abs_error},
-                          {"mean_relative_error", r.mean_error},
-                          {"mean_abs_relative_error", r.mean_abs_error},
-                          {"rms_log_error", r.rms_log_error}};
-      for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
-      return s;
-    };
-    for (const auto& r : results) {
-      nlohmann::json set = summary(r);
-      for (const auto& row : r.rows)
-        set["rows"].push_back({{"label", row.label}, {"hardware", row.hardware}, {"engine", row.engine},
-                               {"acceptance_length", row.acceptance_length},
-                               {"published_speedup", row.published_speedup},
-                               {"predicted_speedup", row.predicted_speedup}, {"relative_error", row.relative_error}});
-      j["sets"].push_back(set);
-    }
-    j["all"] = summary(all);
-    io.out << j.dump(2) << "\n";
+    io.out << evaluation_json(e).dump(2) << "\n";
     return 0;
   }
   for (const auto& r : results) {
