@@ -75,6 +75,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
   }
   std::vector<ModelShape> models;
   for (const auto& m : spec.models) models.push_back(specs.model(m));
+  // A drafter that does not fit a model is skipped below; a name with no spec at all is an error,
+  // as an unknown model or hardware is.
+  for (const auto& dn : spec.drafters)
+    if (dn != "none" && dn != "sequential") (void)specs.drafter_spec(dn);
 
   SweepSummary sum;
   for (size_t hi = 0; hi < hws.size(); ++hi) {
