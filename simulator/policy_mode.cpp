@@ -26,7 +26,7 @@ PolicyModeResult run_policy_mode(const ScenarioOptions& o, const Scenario& s, co
                   " under per-position acceptance; it cannot be combined with " + sp(option));
   if (p.batches.empty()) throw Error(sp("batch") + ": no batch size given");
   if (p.recommend && p.batches.size() > 1)
-    throw Error(mode + ": give one " + sp("batch") + " (a list of batch sizes is for " + sp("policy") + ")");
+    throw Error(mode + ": give one " + sp("batch") + " (a list of batch sizes is for " + sp("policy", "SPEC") + ")");
   for (const int b : p.batches) {
     check_input_limit(sp("batch"), "the batch size", b, kMaxSimulatedBatch);
     if (b < 1) throw Error(sp("batch") + ": the batch size must be >= 1, got " + std::to_string(b));
