@@ -7,7 +7,6 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <sstream>
 
 #include "cli/cli.hpp"
@@ -21,11 +20,11 @@
 #include "reference/decoding/generation.hpp"
 #include "simulator/batching.hpp"
 #include "simulator/calibration.hpp"
+#include "simulator/calibration_run.hpp"
 #include "simulator/cpu_measure.hpp"
 #include "simulator/evaluation.hpp"
 #include "reference/methods/method_spec.hpp"
-#include "reference/policies/policy_spec.hpp"
-#include "reference/policies/registry.hpp"
+#include "simulator/policy_mode.hpp"
 #include "simulator/policy_pricing.hpp"
 #include "simulator/prediction_json.hpp"
 #include "simulator/predictor.hpp"
@@ -36,7 +35,7 @@
 #include "simulator/spec_library.hpp"
 #include "simulator/capacity_comparison.hpp"
 #include "simulator/sweep.hpp"
-#include "simulator/trace_replay.hpp"
+#include "simulator/sweep_options.hpp"
 
 namespace po = boost::program_options;
 
@@ -269,65 +268,22 @@ int run_measure_cpu(const po::variables_map& vm, CommandIO& io) {
 }
 
 int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
-  if (vm.count("calibrate") && vm.count("calibrate-traces"))
-    throw Error("give either --calibrate MEASURED.{json,csv} or --calibrate-traces T1.h5,T2.h5,..., not both");
-  const bool traces = vm.count("calibrate-traces") > 0;
-  const std::string path = traces ? "--calibrate-traces" : vm["calibrate"].as<std::string>();
-  CalibrationSet set;
-  if (traces) {
-    std::vector<std::filesystem::path> files;
-    for (const auto& f : split_list(vm["calibrate-traces"].as<std::string>())) files.emplace_back(f);
-    set = calibration_set_from_traces(files);
-  } else {
-    std::vector<CalibrationSet> sets;
-    for (const auto& f : split_list(path)) sets.push_back(load_calibration_set(f, specs));
-    if (sets.empty()) throw Error("--calibrate: no file given");
-    set = merge_calibration_sets(sets);
-  }
-  std::string hw_name = vm.count("hardware") ? vm["hardware"].as<std::string>() : set.hardware;
-  if (hw_name.empty())
-    throw Error(traces ? "--calibrate-traces needs --hardware (a spec name or a hardware JSON, e.g. from --measure-cpu)"
-                       : path + ": no hardware named in the file; give --hardware");
-  const Platform start = platform_for(set, specs, hw_name, vm.count("engine") ? vm["engine"].as<std::string>() : "");
-  const HardwareSpec& hw = start.hardware;
-  std::vector<std::string> params;
-  if (vm.count("fit")) params = split_list(vm["fit"].as<std::string>());
-  const CalibrationResult before = evaluate_calibration(set, start);
-  const CalibrationResult r = calibrate(set, start, params);
-  std::unique_ptr<CrossValidation> cv;
-  if (vm.count("cross-validate")) cv = std::make_unique<CrossValidation>(cross_validate(set, start, params));
+  CalibrationOptions o;
+  if (vm.count("calibrate")) o.measured = split_list(vm["calibrate"].as<std::string>());
+  if (vm.count("calibrate-traces")) o.traces = split_list(vm["calibrate-traces"].as<std::string>());
+  if (vm.count("hardware")) o.hardware = vm["hardware"].as<std::string>();
+  if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
+  if (vm.count("fit")) o.fit = split_list(vm["fit"].as<std::string>());
+  o.cross_validate = vm.count("cross-validate") > 0;
+  const CalibrationRun run = run_calibration(o, specs, kCommandLineSpelling);
+  const CalibrationSet& set = run.set;
+  const CalibrationResult& before = run.before;
+  const CalibrationResult& r = run.fitted;
+  const CrossValidation* cv = run.cross_validation ? &*run.cross_validation : nullptr;
   if (vm.count("json")) {
-    nlohmann::json j;
-    if (cv) {
-      j["cross_validation"] = {{"grouping", cv->grouping},
-                               {"max_abs_relative_error", cv->max_abs_error},
-                               {"rms_log_error", cv->rms_log_error}};
-      for (const auto& f : cv->folds)
-        for (const auto& row : f.rows)
-          j["cross_validation"]["held_out"].push_back({{"fold", f.held_out}, {"label", row.label},
-                                                       {"measured_ms", row.measured_s * 1e3},
-                                                       {"predicted_ms", row.predicted_s * 1e3},
-                                                       {"relative_error", row.relative_error}});
-    }
-    j["hardware"] = hardware_spec_to_json(r.hardware);
-    j["engine"] = engine_spec_to_json(r.engine);
-    for (size_t i = 0; i < r.parameters.size(); ++i)
-      j["parameters"][r.parameters[i]] = {{"before", r.before[i]}, {"after", r.after[i]}};
-    for (size_t i = 0; i < r.rows.size(); ++i) {
-      const Scenario& sc = set.rows[i].scenario;
-      j["rows"].push_back({{"label", r.rows[i].label}, {"method", method_name(sc.plan.method)},
-                           {"k", sc.plan.method == Method::sequential ? 0 : sc.plan.k},
-                           {"acceptance_length", set.rows[i].tokens_per_step}, {"context", set.rows[i].context},
-                           {"measured_ms", r.rows[i].measured_s * 1e3},
-                           {"predicted_before_ms", before.rows[i].predicted_s * 1e3},
-                           {"relative_error_before", before.rows[i].relative_error},
-                           {"predicted_ms", r.rows[i].predicted_s * 1e3}, {"relative_error", r.rows[i].relative_error}});
-    }
-    j["max_abs_relative_error_before"] = before.max_abs_error;
-    j["max_abs_relative_error"] = r.max_abs_error;
-    io.out << j.dump(2) << "\n";
+    io.out << calibration_json(run).dump(2) << "\n";
   } else {
-    io.out << "calibration of " << hw.name << " with engine " << start.engine.name << " on " << set.rows.size()
+    io.out << "calibration of " << run.start.hardware.name << " with engine " << run.start.engine.name << " on " << set.rows.size()
            << " measured configurations (" << set.source << ")\n\n";
     io.out << std::left << std::setw(36) << "parameter" << std::right << std::setw(14) << "before" << std::setw(14) << "after\n";
     for (size_t i = 0; i < r.parameters.size(); ++i)
@@ -353,15 +309,12 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
     io.out << "largest held-out error " << fmt(100 * cv->max_abs_error, 1) << "%, RMS log error "
            << fmt(cv->rms_log_error, 3) << "\n";
   }
-  const std::string fitted = "fitted by specdec simulate --calibrate to " + set.source;
   if (vm.count("output")) {
-    nlohmann::json sources = {{"efficiency", fitted}, {"roofline", fitted}, {"overhead", fitted}};
-    specdec::write_file_atomically(vm["output"].as<std::string>(), hardware_spec_to_json(r.hardware, sources).dump(2) + "\n");
+    write_calibrated_hardware(run, vm["output"].as<std::string>(), "specdec simulate --calibrate");
     if (!vm.count("json")) io.out << "wrote " << vm["output"].as<std::string>() << "\n";
   }
   if (vm.count("engine-output")) {
-    const nlohmann::json sources = {{"overhead", fitted}, {"kernels", fitted}};
-    specdec::write_file_atomically(vm["engine-output"].as<std::string>(), engine_spec_to_json(r.engine, sources).dump(2) + "\n");
+    write_calibrated_engine(run, vm["engine-output"].as<std::string>(), "specdec simulate --calibrate");
     if (!vm.count("json")) io.out << "wrote " << vm["engine-output"].as<std::string>() << "\n";
   }
   return 0;
@@ -371,34 +324,11 @@ int run_calibrate(const po::variables_map& vm, const SpecLibrary& specs, Command
 int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
   const std::string hw = vm.count("hardware") ? vm["hardware"].as<std::string>() : "";
   const std::string engine = vm.count("engine") ? vm["engine"].as<std::string>() : "";
-  std::vector<EvaluationResult> results;
-  for (const auto& set : load_evaluation_sets(vm["evaluate"].as<std::string>(), specs, hw, engine))
-    results.push_back(evaluate_published(set));
-  const EvaluationResult all = pool_evaluations(results);
+  const Evaluation e = evaluate_published_path(vm["evaluate"].as<std::string>(), specs, hw, engine, kCommandLineSpelling);
+  const std::vector<EvaluationResult>& results = e.sets;
+  const EvaluationResult& all = e.all;
   if (vm.count("json")) {
-    nlohmann::json j;
-    auto summary = [](const EvaluationResult& r) {
-      nlohmann::json s = {{"set", r.name},
-                          {"source", r.source},
-                          {"results", r.rows.size()},
-                          {"max_abs_relative_error", r.max_abs_error},
-                          {"mean_relative_error", r.mean_error},
-                          {"mean_abs_relative_error", r.mean_abs_error},
-                          {"rms_log_error", r.rms_log_error}};
-      for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
-      return s;
-    };
-    for (const auto& r : results) {
-      nlohmann::json set = summary(r);
-      for (const auto& row : r.rows)
-        set["rows"].push_back({{"label", row.label}, {"hardware", row.hardware}, {"engine", row.engine},
-                               {"acceptance_length", row.acceptance_length},
-                               {"published_speedup", row.published_speedup},
-                               {"predicted_speedup", row.predicted_speedup}, {"relative_error", row.relative_error}});
-      j["sets"].push_back(set);
-    }
-    j["all"] = summary(all);
-    io.out << j.dump(2) << "\n";
+    io.out << evaluation_json(e).dump(2) << "\n";
     return 0;
   }
   for (const auto& r : results) {
@@ -425,31 +355,32 @@ int run_evaluate(const po::variables_map& vm, const SpecLibrary& specs, CommandI
 }
 
 int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, CommandIO& io) {
-  SweepSpec spec;
-  if (!vm.count("model") || !vm.count("hardware")) throw Error("--sweep needs --model and --hardware (comma-separated lists)");
-  spec.models = split_list(vm["model"].as<std::string>());
-  spec.hardware = split_list(vm["hardware"].as<std::string>());
-  spec.drafters = vm.count("drafter") ? split_list(vm["drafter"].as<std::string>()) : std::vector<std::string>{"none"};
-  spec.ks = parse_int_list(vm["k"].as<std::string>(), "k", kMaxDraftDepth);
-  spec.batches = parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch);
-  spec.tps = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
-  spec.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions);
-  spec.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len", kMaxPositions);
-  if (vm.count("alpha")) throw Error("in --sweep mode give acceptance rates as --alphas A1,A2,...");
-  for (const char* o : {"al", "best-k", "best-tree", "tree", "dynamic-tree"})
-    if (vm.count(o)) throw Error(std::string("--") + o + " is not available in --sweep mode (it sweeps chains over --k)");
-  spec.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
-  ScenarioOptions acceptance;
-  read_acceptance_options(vm, acceptance);
-  spec.acceptance = acceptance_from_options(acceptance, kCommandLineSpelling);
-  if (vm.count("dtype")) spec.dtype = normalize_dtype(vm["dtype"].as<std::string>(), "--dtype");
-  if (vm.count("engine")) spec.engine = vm["engine"].as<std::string>();
-  spec.any_target = vm.count("any-target") > 0;
+  SweepOptions o;
+  if (vm.count("model")) o.models = split_list(vm["model"].as<std::string>());
+  if (vm.count("hardware")) o.hardware = split_list(vm["hardware"].as<std::string>());
+  if (vm.count("drafter")) o.drafters = split_list(vm["drafter"].as<std::string>());
+  o.ks = parse_int_list(vm["k"].as<std::string>(), "k", kMaxDraftDepth);
+  o.batches = parse_int_list(vm["batch"].as<std::string>(), "batch", kMaxSimulatedBatch);
+  o.tps = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
+  o.prompt_lens = parse_int_list(vm["prompt-len"].as<std::string>(), "prompt-len", kMaxPositions);
+  o.output_lens = parse_int_list(vm["output-len"].as<std::string>(), "output-len", kMaxPositions);
+  o.alphas = parse_double_list(vm["alphas"].as<std::string>(), "alphas");
+  read_acceptance_options(vm, o.scenario);
+  // Refused in a sweep (sweep_spec_from_options says why); given here as the scenario would take them.
+  if (vm.count("tree")) o.scenario.tree = vm["tree"].as<std::string>();
+  if (vm.count("dynamic-tree")) o.scenario.dynamic_tree = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
+  if (vm.count("best-k")) o.scenario.best_k = best_k_list(vm["best-k"].as<std::string>());
+  if (vm.count("best-tree")) o.scenario.best_tree = best_tree_grid(vm["best-tree"].as<std::string>());
+  if (vm.count("dtype")) o.dtype = vm["dtype"].as<std::string>();
+  if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
+  o.any_target = vm.count("any-target") > 0;
+  const SweepSpec spec = sweep_spec_from_options(o, kCommandLineSpelling);
+  const std::string out_path = vm["sweep"].as<std::string>();
+  if (out_path != "-") check_sweep_output(out_path, "--sweep");
   std::vector<SweepRow> rows;
   const auto t0 = std::chrono::steady_clock::now();
   const SweepSummary sum = run_sweep(spec, specs, [&](const SweepRow& r) { rows.push_back(r); });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string out_path = vm["sweep"].as<std::string>();
   if (out_path == "-") {
     write_sweep_csv(io.out, rows);
   } else {
@@ -474,37 +405,23 @@ std::string histogram_text(const std::vector<double>& h) {
   return t.empty() ? "-" : t;
 }
 
-// --policy and --recommend-policy: speculation policies priced by simulator/policy_pricing.
-int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<int>& batches, CommandIO& io) {
-  if (vm.count("policy") && vm.count("recommend-policy")) throw Error("give --policy SPEC or --recommend-policy, not both");
-  const std::string mode = vm.count("policy") ? "--policy" : "--recommend-policy";
-  for (const char* o : {"best-k", "best-tree", "tree", "dynamic-tree", "al", "batching", "capacity-rate", "tpot-target-ms", "breakdown"})
-    if (vm.count(o))
-      throw Error(mode + " prices a policy over chains of depth up to --k under per-position acceptance; it cannot be combined with --" + o);
-  if (vm.count("recommend-policy") && batches.size() > 1)
-    throw Error("--recommend-policy: give one --batch (a list of batch sizes is for --policy)");
-  PolicyPricingOptions opt;
-  opt.steps = vm["policy-steps"].as<int>();
-  if (opt.steps < 100) throw Error("--policy-steps: at least 100 steps, got " + std::to_string(opt.steps));
-  opt.seed = static_cast<uint64_t>(static_cast<uint32_t>(vm["policy-seed"].as<int>()));
-  opt.concentration = vm["confidence-concentration"].as<double>();
-  if (!(opt.concentration > 0) || !std::isfinite(opt.concentration))
-    throw Error("--confidence-concentration: must be a positive number");
-  const bool json = vm.count("json") > 0;
-  nlohmann::json out;
-  auto scenario_json = [&]() {
-    return nlohmann::json{{"model", s.target.name},
-                          {"hardware", s.hardware.name},
-                          {"engine", s.engine.name},
-                          {"drafter", s.drafter ? s.drafter->name : "none"},
-                          {"method", method_name(s.plan.method)},
-                          {"max_depth", s.plan.k},
-                          {"batch", batches.size() == 1 ? nlohmann::json(batches.front()) : nlohmann::json(batches)},
-                          {"tp", s.workload.tp},
-                          {"prompt_len", s.workload.prompt_len},
-                          {"output_len", s.workload.output_len},
-                          {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
-  };
+// --policy and --recommend-policy: speculation policies priced by simulator/policy_pricing, the
+// checks and the JSON simulator/policy_mode's.
+int policy_mode(const po::variables_map& vm, const ScenarioOptions& o, const Scenario& s, const std::vector<int>& batches,
+                CommandIO& io) {
+  PolicyModeOptions mode;
+  if (vm.count("policy")) mode.policy = vm["policy"].as<std::string>();
+  mode.recommend = vm.count("recommend-policy") > 0;
+  mode.batches = batches;
+  mode.steps = vm["policy-steps"].as<int>();
+  mode.seed = vm["policy-seed"].as<int>();
+  mode.concentration = vm["confidence-concentration"].as<double>();
+  const PolicyModeResult result = run_policy_mode(o, s, mode, kCommandLineSpelling);
+  const PolicyPricingOptions& opt = result.pricing;
+  if (vm.count("json")) {
+    io.out << policy_mode_json(result).dump(2) << "\n";
+    return 0;
+  }
   auto header = [&]() {
     io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp
            << ", batch ";
@@ -520,14 +437,8 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
            << ") and the draft is accepted with that probability (E = a_i); batched steps are priced at each sequence's depth.\n";
   };
 
-  if (vm.count("recommend-policy")) {
-    const PolicyRecommendation r = recommend_policy(s, opt);
-    if (json) {
-      out["scenario"] = scenario_json();
-      out["recommendation"] = policy_recommendation_json(r);
-      io.out << out.dump(2) << "\n";
-      return 0;
-    }
+  if (result.recommendation) {
+    const PolicyRecommendation& r = *result.recommendation;
     header();
     io.out << "\n";
     std::size_t width = 8;
@@ -555,41 +466,7 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
     return 0;
   }
 
-  const PolicySpec spec = parse_policy_spec(vm["policy"].as<std::string>(), "--policy");
-  try {
-    (void)make_policy(spec);  // the entry's own checks (vllm-batch's first range at batch size 1)
-  } catch (const Error& e) {
-    throw Error(std::string("--policy: ") + e.what());
-  }
-  struct AtBatch {
-    int batch;
-    PolicyPricing priced;
-    FixedDepthPricing best;
-    std::vector<FixedDepthPricing> fixed;
-  };
-  std::vector<AtBatch> rows;
-  for (int b : batches) {
-    Scenario sb = s;
-    sb.workload.batch = b;
-    AtBatch row{b, price_policy(sb, spec, opt), {}, price_fixed_depths(sb)};
-    row.best = best_fixed_depth(row.fixed);
-    rows.push_back(std::move(row));
-  }
-  if (json) {
-    out["scenario"] = scenario_json();
-    auto one = [](const AtBatch& a) {
-      nlohmann::json j = {{"batch", a.batch}, {"policy_pricing", policy_pricing_json(a.priced)}, {"best_fixed", fixed_depth_json(a.best)}};
-      for (const auto& f : a.fixed) j["fixed_by_k"].push_back(fixed_depth_json(f));
-      return j;
-    };
-    if (rows.size() == 1) {
-      out.update(one(rows.front()));
-    } else {
-      for (const auto& a : rows) out["by_batch"].push_back(one(a));
-    }
-    io.out << out.dump(2) << "\n";
-    return 0;
-  }
+  const std::vector<PolicyAtBatch>& rows = result.by_batch;
   header();
   io.out << "policy " << rows.front().priced.label << "\n\n";
   if (rows.size() == 1) {
@@ -613,7 +490,7 @@ int run_policy_mode(const po::variables_map& vm, Scenario s, const std::vector<i
     io.out << std::left << std::setw(7) << "batch" << std::setw(8) << "mean K" << std::setw(26) << "K histogram" << std::right
            << std::setw(8) << "AL" << std::setw(8) << "± SE" << std::setw(10) << "TPOT ms" << std::setw(11) << "tokens/s"
            << std::setw(9) << "speedup" << "   best fixed K: K  speedup\n";
-    for (const AtBatch& a : rows) {
+    for (const PolicyAtBatch& a : rows) {
       const PolicyPricing& p = a.priced;
       io.out << std::left << std::setw(7) << a.batch << std::setw(8) << fmt(p.mean_k, 2) << std::setw(26)
              << histogram_text(p.k_histogram) << std::right << std::setw(8) << fmt(p.tokens_per_step, 3) << std::setw(8)
@@ -666,9 +543,9 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("any-target", "sweep: pair every drafter with every model (by default a drafter whose spec names its target is priced on that model only)")
     ("policy", po::value<std::string>(), "price a speculation policy NAME[,key=value...] (`specdec policies`, docs/policies.md; --k is its ceiling) by Monte Carlo over the acceptance model: AL, K chosen, tokens/s, speedup, beside the best fixed K; --batch may be a list (K by batch size)")
     ("recommend-policy", "price every registered policy with its defaults (and the best fixed K) for this scenario: a ranked table and the recommendation")
-    ("policy-steps", po::value<int>()->default_value(20000), "--policy/--recommend-policy: simulated decoding steps per policy")
-    ("policy-seed", po::value<int>()->default_value(1), "--policy/--recommend-policy: seed of the synthetic acceptance process")
-    ("confidence-concentration", po::value<double>()->default_value(2.0), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
+    ("policy-steps", po::value<int>()->default_value(PolicyModeOptions{}.steps), "--policy/--recommend-policy: simulated decoding steps per policy")
+    ("policy-seed", po::value<int>()->default_value(PolicyModeOptions{}.seed), "--policy/--recommend-policy: seed of the synthetic acceptance process")
+    ("confidence-concentration", po::value<double>()->default_value(PolicyModeOptions{}.concentration, "2"), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
     ("breakdown", "print the per-operator breakdown of one step")
     ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
     ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
@@ -757,7 +634,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     return 0;
   }
   BuiltScenario built = build_scenario(o, specs, kCommandLineSpelling);
-  if (policy_mode) return run_policy_mode(vm, built.scenario, batches, io);
+  if (policy_mode) return cli::policy_mode(vm, o, built.scenario, batches, io);
   const SimulateResult r = simulate_modes(o, std::move(built), kCommandLineSpelling);
   const Scenario& s = r.built.scenario;
   const Prediction& p = r.prediction;

@@ -232,7 +232,7 @@ CalibrationSet parse_calibration_json(const nlohmann::json& j, const std::string
   // Published results kept for independent evaluation (simulator/evaluation) are never fitted.
   if (j.is_object() && j.contains("reserved") && j.at("reserved") == true)
     throw Error(source + ": this set is reserved for independent evaluation (\"reserved\": true); it cannot be "
-                "calibrated against. Evaluate it with specdec simulate --evaluate");
+                "calibrated against. Evaluate it with specdec simulate --evaluate (Python: specdec.evaluate)");
   check_known_fields(j, {"reserved", "hardware", "engine", "fit", "defaults", "rows"}, source);
   CalibrationSet set;
   set.source = get_string_or(j, "source", source, source);

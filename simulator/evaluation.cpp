@@ -31,11 +31,11 @@ void parse_plan(const nlohmann::json& r, const std::string& where, const SpecLib
 const std::vector<std::string> kVersusFields = {"method", "drafter", "k", "tree", "dynamic_tree", "acceptance_length"};
 
 PublishedResult parse_row(const nlohmann::json& r, const std::string& where, const SpecLibrary& specs,
-                          const std::string& hardware, const std::string& engine) {
+                          const std::string& hardware, const std::string& engine, const OptionSpelling& sp) {
   PublishedResult row;
   Scenario& s = row.scenario;
   const std::string hw = hardware.empty() ? get_string_or(r, "hardware", "", where) : hardware;
-  if (hw.empty()) throw Error(where + ": no hardware: name it in the row or the set ('hardware'), or give --hardware");
+  if (hw.empty()) throw Error(where + ": no hardware: name it in the row or the set ('hardware'), or give " + sp("hardware"));
   s.hardware = specs.hardware(hw);
   s.engine = specs.engine_for(engine.empty() ? get_string_or(r, "engine", "", where) : engine, s.hardware);
   s.target = specs.model(get_string(r, "model", where));
@@ -81,7 +81,7 @@ PublishedResult parse_row(const nlohmann::json& r, const std::string& where, con
 }  // namespace
 
 EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs,
-                                    const std::string& hardware, const std::string& engine) {
+                                    const std::string& hardware, const std::string& engine, const OptionSpelling& sp) {
   if (!j.is_object()) throw Error(source + ": expected an object with 'rows'");
   check_known_fields(j, {"reserved", "hardware", "engine", "defaults", "rows"}, source);
   EvaluationSet set;
@@ -101,23 +101,25 @@ EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& 
       set.skipped.push_back({get_string_or(merged, "label", where, where), get_string(merged, "missing_spec", where)});
       continue;
     }
-    set.rows.push_back(parse_row(merged, where, specs, hardware, engine));
+    set.rows.push_back(parse_row(merged, where, specs, hardware, engine, sp));
   }
   return set;
 }
 
 EvaluationSet load_evaluation_set(const std::filesystem::path& path, const SpecLibrary& specs,
-                                  const std::string& hardware, const std::string& engine) {
-  EvaluationSet set = parse_evaluation_json(read_json_file(path, "evaluation set"), path.filename().string(), specs, hardware, engine);
+                                  const std::string& hardware, const std::string& engine, const OptionSpelling& sp) {
+  EvaluationSet set =
+      parse_evaluation_json(read_json_file(path, "evaluation set"), path.filename().string(), specs, hardware, engine, sp);
   set.name = path.stem().string();
   return set;
 }
 
 std::vector<EvaluationSet> load_evaluation_sets(const std::filesystem::path& path, const SpecLibrary& specs,
-                                                const std::string& hardware, const std::string& engine) {
+                                                const std::string& hardware, const std::string& engine,
+                                                const OptionSpelling& sp) {
   std::vector<EvaluationSet> out;
   if (!std::filesystem::is_directory(path)) {
-    out.push_back(load_evaluation_set(path, specs, hardware, engine));
+    out.push_back(load_evaluation_set(path, specs, hardware, engine, sp));
     return out;
   }
   std::vector<std::filesystem::path> files;
@@ -125,7 +127,7 @@ std::vector<EvaluationSet> load_evaluation_sets(const std::filesystem::path& pat
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw Error("evaluation directory '" + path.string() + "' holds no .json sets");
-  for (const auto& f : files) out.push_back(load_evaluation_set(f, specs, hardware, engine));
+  for (const auto& f : files) out.push_back(load_evaluation_set(f, specs, hardware, engine, sp));
   return out;
 }
 
@@ -178,6 +180,40 @@ EvaluationResult pool_evaluations(const std::vector<EvaluationResult>& results) 
   }
   summarise(all);
   return all;
+}
+
+Evaluation evaluate_published_path(const std::filesystem::path& path, const SpecLibrary& specs, const std::string& hardware,
+                                   const std::string& engine, const OptionSpelling& sp) {
+  Evaluation e;
+  for (const auto& set : load_evaluation_sets(path, specs, hardware, engine, sp)) e.sets.push_back(evaluate_published(set));
+  e.all = pool_evaluations(e.sets);
+  return e;
+}
+
+nlohmann::json evaluation_json(const Evaluation& e) {
+  auto summary = [](const EvaluationResult& r) {
+    nlohmann::json s = {{"set", r.name},
+                        {"source", r.source},
+                        {"results", r.rows.size()},
+                        {"max_abs_relative_error", r.max_abs_error},
+                        {"mean_relative_error", r.mean_error},
+                        {"mean_abs_relative_error", r.mean_abs_error},
+                        {"rms_log_error", r.rms_log_error}};
+    for (const auto& k : r.skipped) s["skipped"].push_back({{"label", k.label}, {"reason", k.reason}});
+    return s;
+  };
+  nlohmann::json j;
+  for (const auto& r : e.sets) {
+    nlohmann::json set = summary(r);
+    for (const auto& row : r.rows)
+      set["rows"].push_back({{"label", row.label}, {"hardware", row.hardware}, {"engine", row.engine},
+                             {"acceptance_length", row.acceptance_length},
+                             {"published_speedup", row.published_speedup},
+                             {"predicted_speedup", row.predicted_speedup}, {"relative_error", row.relative_error}});
+    j["sets"].push_back(set);
+  }
+  j["all"] = summary(e.all);
+  return j;
 }
 
 }  // namespace specdec::sim

@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "simulator/option_spelling.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/spec_library.hpp"
 
@@ -47,14 +50,18 @@ struct EvaluationSet {
 };
 
 // `hardware` / `engine` (names or paths), when given, replace every row's: e.g. specs fitted by
-// `specdec simulate --calibrate` on other data.
+// `specdec simulate --calibrate` on other data. A row without hardware is an error naming the
+// hardware option as `spelling` writes it.
 EvaluationSet parse_evaluation_json(const nlohmann::json& j, const std::string& source, const SpecLibrary& specs,
-                                    const std::string& hardware = "", const std::string& engine = "");
+                                    const std::string& hardware = "", const std::string& engine = "",
+                                    const OptionSpelling& spelling = kCommandLineSpelling);
 EvaluationSet load_evaluation_set(const std::filesystem::path& path, const SpecLibrary& specs,
-                                  const std::string& hardware = "", const std::string& engine = "");
+                                  const std::string& hardware = "", const std::string& engine = "",
+                                  const OptionSpelling& spelling = kCommandLineSpelling);
 // Every *.json in a directory (sorted by name), or the one file.
 std::vector<EvaluationSet> load_evaluation_sets(const std::filesystem::path& path, const SpecLibrary& specs,
-                                                const std::string& hardware = "", const std::string& engine = "");
+                                                const std::string& hardware = "", const std::string& engine = "",
+                                                const OptionSpelling& spelling = kCommandLineSpelling);
 
 struct EvaluationRowResult {
   std::string label;
@@ -79,5 +86,18 @@ struct EvaluationResult {
 EvaluationResult evaluate_published(const EvaluationSet& set);
 // Pools the rows of several results (the summary of a whole evaluation directory).
 EvaluationResult pool_evaluations(const std::vector<EvaluationResult>& results);
+
+// `specdec simulate --evaluate PATH` and Python's specdec.evaluate: every set at `path` (a file, or
+// each *.json of a directory) evaluated, and all of their rows pooled.
+struct Evaluation {
+  std::vector<EvaluationResult> sets;
+  EvaluationResult all;
+};
+Evaluation evaluate_published_path(const std::filesystem::path& path, const SpecLibrary& specs, const std::string& hardware,
+                                   const std::string& engine, const OptionSpelling& spelling);
+// `--json`'s answer: "sets" (per set: set, source, results, max_abs_relative_error,
+// mean_relative_error, mean_abs_relative_error, rms_log_error, "rows" and "skipped") and "all" (the
+// pooled summary).
+nlohmann::json evaluation_json(const Evaluation& e);
 
 }  // namespace specdec::sim

@@ -3,6 +3,8 @@
 namespace specdec::sim {
 
 std::string OptionSpelling::operator()(std::string_view option) const {
+  for (const auto& [words, name] : renamed)
+    if (words == option) return prefix + name;
   std::string out = prefix;
   for (const char c : option) out += c == '-' ? separator : c;
   return out;
@@ -20,6 +22,12 @@ std::string OptionSpelling::list(std::initializer_list<std::string_view> options
     out += (*this)(o);
     ++i;
   }
+  return out;
+}
+
+OptionSpelling OptionSpelling::renaming(std::initializer_list<std::pair<std::string, std::string>> names) const {
+  OptionSpelling out = *this;
+  out.renamed.insert(out.renamed.end(), names.begin(), names.end());
   return out;
 }
 

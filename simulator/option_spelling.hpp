@@ -5,6 +5,8 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace specdec::sim {
 
@@ -12,6 +14,9 @@ struct OptionSpelling {
   std::string prefix;  // before the name: "--" or ""
   char separator;      // between its words: '-' or '_'
   std::string assign;  // between the name and a value: " " or "="
+  // Options the caller names otherwise, as (command line's words, caller's name): Python's
+  // specdec.calibrate takes `measured=` where the command line takes `--calibrate`.
+  std::vector<std::pair<std::string, std::string>> renamed = {};
 
   // `option`, given in the command line's words without dashes ("acceptance-by-depth").
   std::string operator()(std::string_view option) const;
@@ -19,6 +24,8 @@ struct OptionSpelling {
   std::string operator()(std::string_view option, std::string_view value) const;
   // "--alpha, --acceptance or --al": every option named, the last joined by `last` ("or", "and").
   std::string list(std::initializer_list<std::string_view> options, std::string_view last = "or") const;
+  // This spelling with `names` (command line's words, caller's name) named otherwise.
+  OptionSpelling renaming(std::initializer_list<std::pair<std::string, std::string>> names) const;
 };
 
 inline const OptionSpelling kCommandLineSpelling{"--", '-', " "};

@@ -77,21 +77,23 @@ SyntheticDraft synthetic_draft(uint64_t seed, int sequence, int step, int depth,
 
 namespace {
 
-void check_chain_scenario(const Scenario& s, const std::string& what) {
+void check_chain_scenario(const Scenario& s, const std::string& what, const OptionSpelling& sp = kCommandLineSpelling) {
   if (s.plan.method != Method::sequential && draft_free(s.plan.method))
     throw Error(what + " prices policies over a drafter's forwards and confidence; method " + method_name(s.plan.method) +
                 " is draft-free (no drafter forward, no confidence, and K only caps what the history offers): price "
-                "fixed K with --k or --best-k");
+                "fixed K with " + sp("k") + " or " + sp("best-k"));
   if (s.plan.method == Method::sequential || !s.drafter)
-    throw Error(what + " needs a speculative method: give --drafter (a chain drafter)");
+    throw Error(what + " needs a speculative method: give " + sp("drafter") + " (a chain drafter)");
   if (s.plan.tree)
-    throw Error(what + " prices chains (a policy chooses a chain's depth); give --k, not --tree or --dynamic-tree");
+    throw Error(what + " prices chains (a policy chooses a chain's depth); give " + sp("k") + ", not " + sp("tree") + " or " +
+                sp("dynamic-tree"));
   if (s.measured_tokens_per_step)
-    throw Error(what + " needs per-position acceptance (--alpha, --acceptance, --acceptance-by-depth, --trace, ...); "
-                "a measured AL (--al) belongs to one fixed configuration");
+    throw Error(what + " needs per-position acceptance (" + sp("alpha") + ", " + sp("acceptance") + ", " +
+                sp("acceptance-by-depth") + ", " + sp("trace") + ", ...); a measured AL (" + sp("al") +
+                ") belongs to one fixed configuration");
   if (!s.acceptance)
-    throw Error(what + " needs an acceptance model with per-position rates (--alpha, --acceptance, --acceptance-by-depth, "
-                "--acceptance-table, --trace)");
+    throw Error(what + " needs an acceptance model with per-position rates (" + sp("alpha") + ", " + sp("acceptance") + ", " +
+                sp("acceptance-by-depth") + ", " + sp("acceptance-table") + ", " + sp("trace") + ")");
   validate_scenario(s);
 }
 
@@ -136,14 +138,14 @@ std::string round3(double v) {
 
 }  // namespace
 
-std::vector<double> per_position_acceptance(const Scenario& s, int max_depth) {
+std::vector<double> per_position_acceptance(const Scenario& s, int max_depth, const OptionSpelling& sp) {
   if (!s.acceptance) throw Error("policy pricing needs an acceptance model with per-position rates");
   std::vector<double> rates;
   for (int d = 1; d <= max_depth; ++d) {
     if (d > s.acceptance->max_k() || !s.acceptance->answers(d))
       throw Error("policy pricing needs the per-position acceptance at every depth up to K = " + std::to_string(max_depth) +
                   "; acceptance model '" + s.acceptance->describe() + "' does not answer depth " + std::to_string(d) +
-                  " (give a smaller --k or acceptance data that covers it)");
+                  " (give a smaller " + sp("k") + " or acceptance data that covers it)");
     const double a = s.acceptance->conditional(d, 0);
     if (!(a >= 0.0 && a <= 1.0)) throw Error("per-position acceptance at depth " + std::to_string(d) + " is not a probability");
     rates.push_back(a);
@@ -183,6 +185,11 @@ PolicyStepCosts policy_step_costs(const Scenario& s, const std::vector<double>& 
     require_finite_result(c.verify_s[static_cast<std::size_t>(g)], "verify time", where);
   }
   return c;
+}
+
+void check_policy_scenario(const Scenario& s, const OptionSpelling& sp) {
+  check_chain_scenario(s, "pricing a speculation policy", sp);
+  (void)per_position_acceptance(s, s.plan.k, sp);
 }
 
 PolicyPricing price_policy(const Scenario& s, const PolicySpec& policy, const PolicyPricingOptions& options) {

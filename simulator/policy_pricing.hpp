@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/policies/policy_spec.hpp"
+#include "simulator/option_spelling.hpp"
 #include "simulator/predictor.hpp"
 
 namespace specdec::sim {
@@ -73,8 +74,14 @@ struct PolicyStepCosts {
 };
 
 // The scenario's per-position conditional acceptance a_1..a_max_depth; throws when the acceptance
-// data does not give one (a measured AL alone, a table without every K up to max_depth).
-std::vector<double> per_position_acceptance(const Scenario& s, int max_depth);
+// data does not give one (a measured AL alone, a table without every K up to max_depth), naming
+// options as `spelling` writes them.
+std::vector<double> per_position_acceptance(const Scenario& s, int max_depth,
+                                            const OptionSpelling& spelling = kCommandLineSpelling);
+// Throws unless policies can be priced for the scenario (a drafter's chain of depth up to s.plan.k,
+// per-position acceptance up to it), naming options as `spelling` writes them. The pricing
+// functions below check the same, in the command line's words.
+void check_policy_scenario(const Scenario& s, const OptionSpelling& spelling);
 // Step costs of the scenario's chain method at depths 0..s.plan.k (its batch, mean context).
 PolicyStepCosts policy_step_costs(const Scenario& s, const std::vector<double>& rates);
 

@@ -31,7 +31,8 @@ void require_nonempty(const std::vector<T>& v, const char* what) {
 
 }  // namespace
 
-SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit) {
+SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit,
+                       const OptionSpelling& sp) {
   require_nonempty(spec.hardware, "hardware");
   require_nonempty(spec.models, "model");
   require_nonempty(spec.drafters, "drafter");
@@ -74,6 +75,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
   }
   std::vector<ModelShape> models;
   for (const auto& m : spec.models) models.push_back(specs.model(m));
+  // A drafter that does not fit a model is skipped below; a name with no spec at all is an error,
+  // as an unknown model or hardware is.
+  for (const auto& dn : spec.drafters)
+    if (dn != "none" && dn != "sequential") (void)specs.drafter_spec(dn);
 
   SweepSummary sum;
   for (size_t hi = 0; hi < hws.size(); ++hi) {
@@ -93,7 +98,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
           // Heads read the target's hidden states; a draft LM only shares its vocabulary.
           if (!spec.any_target && d.method != Method::draft_model && !d.target.empty() && d.target != model.name) {
             skip(sum, "drafter '" + dn + "' is trained for '" + d.target + "', not '" + model.name +
-                          "' (pair it with another model with --any-target)");
+                          "' (pair it with another model with " + sp("any-target") + ")");
             continue;
           }
           drafters.emplace_back(std::move(d));
@@ -170,6 +175,26 @@ std::vector<double> numeric_values(const SweepRow& r) {
 }
 
 }  // namespace
+
+nlohmann::json sweep_row_json(const SweepRow& r) {
+  const std::vector<std::string> cols = sweep_columns();
+  const std::vector<double> v = numeric_values(r);
+  nlohmann::json j = {{cols[0], r.hardware}, {cols[1], r.engine}, {cols[2], r.model}, {cols[3], r.drafter}, {cols[4], r.method}};
+  for (size_t c = 0; c < v.size(); ++c) {
+    const std::string& name = cols[c + 5];
+    if (name == "fits_memory") j[name] = v[c] != 0;
+    else if (c < 5) j[name] = static_cast<int>(v[c]);  // k, batch, tp, prompt_len, output_len
+    else j[name] = v[c];
+  }
+  return j;
+}
+
+nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const SweepSummary& summary) {
+  nlohmann::json j = {{"columns", sweep_columns()}, {"rows", nlohmann::json::array()}, {"scenarios", summary.scenarios},
+                      {"skipped", summary.skipped}, {"skip_reasons", summary.skip_reasons}};
+  for (const SweepRow& r : rows) j["rows"].push_back(sweep_row_json(r));
+  return j;
+}
 
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
   const auto cols = sweep_columns();
@@ -293,14 +318,19 @@ void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<Sweep
   });
 }
 
-void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {
+void check_sweep_output(const std::filesystem::path& path, const std::string& option_spelled) {
   const auto ext = path.extension().string();
-  if (ext == ".csv") {
+  if (ext != ".csv" && ext != ".h5" && ext != ".hdf5")
+    throw Error(option_spelled + ": sweep output '" + path.string() + "': unknown extension '" + ext +
+                "'; expected .csv, .h5 or .hdf5");
+}
+
+void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows) {
+  check_sweep_output(path, "sweep");
+  if (path.extension() == ".csv") {
     specdec::write_file_atomically(path, [&](std::ostream& out) { write_sweep_csv(out, rows); });
-  } else if (ext == ".h5" || ext == ".hdf5") {
-    write_sweep_hdf5(path, rows);
   } else {
-    throw Error("sweep output '" + path.string() + "': unknown extension '" + ext + "'; expected .csv, .h5 or .hdf5");
+    write_sweep_hdf5(path, rows);
   }
 }
 

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "simulator/option_spelling.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/spec_library.hpp"
 
@@ -45,10 +48,21 @@ struct SweepSummary {
 };
 
 // Calls `emit` for each predicted row (in a fixed nesting order). Sequential rows are emitted once
-// per (hardware, model, batch, tp, lengths), with k = 0 and alpha = 0.
-SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit);
+// per (hardware, model, batch, tp, lengths), with k = 0 and alpha = 0. Skip reasons name options as
+// `spelling` writes them.
+SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit,
+                       const OptionSpelling& spelling = kCommandLineSpelling);
 
+// The columns of a row, in the files' order: five strings, then numbers.
 std::vector<std::string> sweep_columns();
+// One row as an object with the files' columns and values (k, batch, tp and the lengths integers,
+// fits_memory a boolean).
+nlohmann::json sweep_row_json(const SweepRow& row);
+// {"columns": sweep_columns(), "rows": [sweep_row_json...], "scenarios", "skipped", "skip_reasons"}.
+nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const SweepSummary& summary);
+// Throws unless `path` ends in .csv, .h5 or .hdf5 (what write_sweep writes); `option_spelled` names
+// the option that gave it.
+void check_sweep_output(const std::filesystem::path& path, const std::string& option_spelled);
 // Writes rows atomically; the format follows the extension (.csv, .h5/.hdf5).
 void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);

@@ -32,8 +32,10 @@
 #include "reference/model/ops.hpp"
 #include "specdec/version.hpp"
 #include "python/bindings/acceptance_rule.hpp"
+#include "python/bindings/calibrate.hpp"
 #include "python/bindings/conversions.hpp"
 #include "python/bindings/simulate.hpp"
+#include "python/bindings/simulate_sweep.hpp"
 #include "python/bindings/step_records.hpp"
 
 namespace py = pybind11;
@@ -802,6 +804,8 @@ PYBIND11_MODULE(_core, mod) {
 
   bind_acceptance_context(mod);
   bind_simulate(mod);
+  bind_simulate_sweep(mod);
+  bind_calibrate(mod);
 
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(mod, "Tokenizer", "The checkpoint's tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
       .def("encode", [](const Tokenizer& t, const std::string& s, bool add_special_tokens) { return int_array(t.t->encode(s, add_special_tokens)); },

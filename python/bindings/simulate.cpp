@@ -2,16 +2,15 @@
 
 #include <pybind11/stl.h>
 
-#include <climits>
-#include <cmath>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "python/bindings/conversions.hpp"
+#include "python/bindings/keyword_values.hpp"
 #include "reference/core/error.hpp"
 #include "simulator/capacity_comparison.hpp"
 #include "simulator/capacity_planning.hpp"
+#include "simulator/policy_mode.hpp"
 #include "simulator/scenario_options.hpp"
 #include "simulator/simulate_modes.hpp"
 #include "simulator/spec_library.hpp"
@@ -22,70 +21,8 @@ namespace {
 
 using namespace specdec::sim;
 
-// Python values as the simulator's option values. Each error names the keyword; which options go
-// together, and every bound, is build_scenario's to check (in the keywords' spelling).
-
-std::string shown(const py::handle& x) { return py::repr(x).cast<std::string>(); }
-
-bool is_number(const py::handle& x) {
-  return !py::isinstance<py::str>(x) && (py::isinstance<py::float_>(x) || py::hasattr(x, "__index__") || py::hasattr(x, "__float__"));
-}
-
-double number(const py::handle& x, const std::string& name) {
-  if (!is_number(x)) throw Error(name + " must be a number, got " + shown(x));
-  return x.cast<double>();
-}
-
-int integer(const py::handle& x, const std::string& name) {
-  if (py::isinstance<py::str>(x) || !py::hasattr(x, "__index__")) throw Error(name + " must be an integer, got " + shown(x));
-  const long long v = x.cast<long long>();
-  if (v > INT_MAX || v < INT_MIN) throw Error(name + ": " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
-}
-
-std::string text(const py::handle& x, const std::string& name) {
-  if (!py::isinstance<py::str>(x)) throw Error(name + " must be a string, got " + shown(x));
-  return x.cast<std::string>();
-}
-
-bool is_list(const py::handle& x) { return !py::isinstance<py::str>(x) && py::isinstance<py::sequence>(x); }
-
-std::vector<double> number_list(const py::handle& x, const std::string& name) {
-  if (!is_list(x)) throw Error(name + " must be a list of numbers, got " + shown(x));
-  std::vector<double> v;
-  for (py::handle e : x.cast<py::sequence>()) {
-    if (!is_number(e)) throw Error(name + " must hold numbers, got " + shown(e));
-    v.push_back(e.cast<double>());
-  }
-  if (v.empty()) throw Error(name + " is empty");
-  return v;
-}
-
-// An integer or a list of integers.
-std::vector<int> integer_list(const py::handle& x, const std::string& name) {
-  if (!is_list(x)) return {integer(x, name)};
-  std::vector<int> v;
-  for (py::handle e : x.cast<py::sequence>()) v.push_back(integer(e, name));
-  if (v.empty()) throw Error(name + " is empty");
-  return v;
-}
-
-// A name or a path as it is; lists and dicts as the JSON the command line would be given.
-std::string json_text(const py::handle& x, const std::string& name, const std::string& expected) {
-  if (py::isinstance<py::str>(x)) return x.cast<std::string>();
-  try {
-    return py::module_::import("json").attr("dumps")(x).cast<std::string>();
-  } catch (const py::error_already_set&) {
-    throw Error(name + " must be " + expected + ", got " + shown(x));
-  }
-}
-
-std::map<int, double> al_by_k(const py::handle& x, const std::string& name) {
-  if (!py::isinstance<py::dict>(x)) throw Error(name + " must be a dict {K: AL}, got " + shown(x));
-  std::map<int, double> t;
-  for (auto [k, al] : x.cast<py::dict>()) t[integer(k, name + " (K)")] = number(al, name + " (AL)");
-  return t;
-}
+// Python values as the simulator's option values (keyword_values.hpp); which options go together,
+// and every bound, is build_scenario's to check (in the keywords' spelling).
 
 // True: K = 1..kDefaultPlannedDepth, as capacity planning searches; N: 1..N, as `--best-k N`; a
 // list: those Ks.
@@ -102,117 +39,123 @@ BestTreeGrid tree_grid(const py::handle& x, const std::string& name) {
   return {integer_list(g[0], name + " (total_tokens)"), integer_list(g[1], name + " (depths)"), integer_list(g[2], name + " (top_ks)")};
 }
 
-CapacityOptions& capacity(ScenarioOptions& o) {
+// The functions of this file, in the order of Keyword::defaults.
+enum Function { kSimulate, kPlanCapacity, kSimulatePolicy, kRecommendPolicy, kFunctions };
+const char* const kFunctionNames[kFunctions] = {"simulate", "plan_capacity", "simulate_policy", "recommend_policy"};
+
+// What the keywords set: a scenario's options, and the policy pricing's (simulator/policy_mode).
+struct Options : ScenarioOptions {
+  PolicyModeOptions policy;
+};
+
+CapacityOptions& capacity(Options& o) {
   if (!o.capacity) o.capacity.emplace();
   return *o.capacity;
 }
 
-// A keyword of specdec.simulate and specdec.plan_capacity: its signature text and how it sets the
-// options (None leaves the default).
+// A keyword of these functions: its signature text and how it sets the options (None leaves the
+// default).
 struct Keyword {
   const char* name;
   const char* type;
-  const char* simulate_default;  // nullptr: not a keyword of simulate
-  const char* plan_default;      // nullptr: not a keyword of plan_capacity
-  void (*set)(const py::handle& x, const std::string& name, ScenarioOptions& o);
+  const char* defaults[kFunctions];  // per function its default as the signature shows it; nullptr: not its keyword
+  void (*set)(const py::handle& x, const std::string& name, Options& o);
 };
 
 // clang-format off
 const Keyword kKeywords[] = {
-  {"engine", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.engine = text(x, n); }},
+  // simulate_policy's one required keyword (its default "": none).
+  {"policy", "str", {nullptr, nullptr, "", nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.policy.policy = text(x, n); }},
+  {"engine", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.engine = text(x, n); }},
   // plan_capacity also takes a list of drafters: their methods compared (read before the keywords).
-  {"drafter", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.drafter = text(x, n); }},
-  {"method", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.method = text(x, n); }},
-  {"category", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.category = text(x, n); }},
-  {"k", "int", "4", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.k = integer(x, n); }},
-  {"best_k", "list | int | bool", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"drafter", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.drafter = text(x, n); }},
+  {"method", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.method = text(x, n); }},
+  {"category", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.category = text(x, n); }},
+  {"k", "int", {"4", "None", "4", "4"}, [](const py::handle& x, const std::string& n, Options& o) { o.k = integer(x, n); }},
+  {"best_k", "list | int | bool", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      if (!(py::isinstance<py::bool_>(x) && !x.cast<bool>())) o.best_k = best_ks(x, n); }},
-  {"best_tree", "tuple", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.best_tree = tree_grid(x, n); }},
-  {"tree", "str | list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"best_tree", "tuple", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.best_tree = tree_grid(x, n); }},
+  {"tree", "str | list", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      o.tree = json_text(x, n, "a tree name, a JSON file or rank paths [[0], [1], [0, 0]]"); }},
-  {"dynamic_tree", "tuple", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.dynamic_tree = integer_list(x, n); }},
-  {"alpha", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.alpha = number(x, n); }},
-  {"acceptance", "list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.acceptance = number_list(x, n); }},
-  {"acceptance_table", "dict", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.acceptance_table = al_by_k(x, n); }},
-  {"acceptance_by_depth", "list", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"dynamic_tree", "tuple", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.dynamic_tree = integer_list(x, n); }},
+  {"alpha", "float", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.alpha = number(x, n); }},
+  {"acceptance", "list", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.acceptance = number_list(x, n); }},
+  {"acceptance_table", "dict", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.acceptance_table = al_by_k(x, n); }},
+  {"acceptance_by_depth", "list", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) {
      o.acceptance_by_depth = number_list(x, n); }},
-  {"synthetic_al", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.synthetic_al = number(x, n); }},
-  {"tree_acceptance", "list | str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"synthetic_al", "float", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.synthetic_al = number(x, n); }},
+  {"tree_acceptance", "list | str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) {
      o.tree_acceptance = json_text(x, n, "per-depth lists of per-rank probabilities or a JSON file"); }},
-  {"trace", "str", "None", "None", [](const py::handle& x, const std::string&, ScenarioOptions& o) {
+  {"trace", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string&, Options& o) {
      o.trace = py::str(x).cast<std::string>(); }},
-  {"al", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.al = number(x, n); }},
-  {"match_rate", "float", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.match_rate = number(x, n); }},
-  {"batch", "int", "1", "1", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.batch = integer(x, n); }},
-  {"batching", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.batching = text(x, n); }},
-  {"tp", "int", "1", nullptr, [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.tp = integer(x, n); }},
-  {"tp", "list | int", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { capacity(o).tp = integer_list(x, n); }},
-  {"prompt_len", "int", "512", "512", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.prompt_len = integer(x, n); }},
-  {"output_len", "int", "256", "256", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.output_len = integer(x, n); }},
-  {"dtype", "str", "None", "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { o.dtype = text(x, n); }},
-  {"capacity_rate", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"al", "float", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.al = number(x, n); }},
+  {"match_rate", "float", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.match_rate = number(x, n); }},
+  {"batch", "int", {"1", "1", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.batch = integer(x, n); }},
+  {"batching", "str", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.batching = text(x, n); }},
+  {"tp", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.tp = integer(x, n); }},
+  {"tp", "list | int", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { capacity(o).tp = integer_list(x, n); }},
+  {"prompt_len", "int", {"512", "512", "512", "512"}, [](const py::handle& x, const std::string& n, Options& o) { o.prompt_len = integer(x, n); }},
+  {"output_len", "int", {"256", "256", "256", "256"}, [](const py::handle& x, const std::string& n, Options& o) { o.output_len = integer(x, n); }},
+  {"dtype", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.dtype = text(x, n); }},
+  {"capacity_rate", "float", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).capacity_rate = number(x, n); }},
-  {"tpot_target_ms", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"tpot_target_ms", "float", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).tpot_target_ms = number(x, n); }},
-  {"ttft_target_ms", "float", nullptr, "0", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"ttft_target_ms", "float", {nullptr, "0", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).ttft_target_ms = number(x, n); }},
-  {"price", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) { capacity(o).price = number(x, n); }},
+  {"price", "float", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { capacity(o).price = number(x, n); }},
   // 0.85: kDefaultMaxUtilization, the command line's --max-utilization default.
-  {"max_utilization", "float", nullptr, "0.85", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"max_utilization", "float", {nullptr, "0.85", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).max_utilization = number(x, n); }},
-  {"output_len_cv", "float", nullptr, "0", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"output_len_cv", "float", {nullptr, "0", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).output_len_cv = number(x, n); }},
-  {"ttft_percentile", "float", nullptr, "None", [](const py::handle& x, const std::string& n, ScenarioOptions& o) {
+  {"ttft_percentile", "float", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).ttft_percentile = number(x, n); }},
-  {"breakdown", "bool", "False", "False", [](const py::handle& x, const std::string&, ScenarioOptions& o) { o.breakdown = PyObject_IsTrue(x.ptr()) == 1; }},
-  {"specs_dirs", "list", "[]", "[]", nullptr},  // read by spec_library
+  {"breakdown", "bool", {"False", "False", nullptr, nullptr}, [](const py::handle& x, const std::string&, Options& o) { o.breakdown = truth(x); }},
+  // The policy functions: simulate_policy prices one policy at a list of batch sizes, recommend_policy
+  // ranks them all at one (a list reaches policy_mode's check, which says so).
+  {"batch", "list | int", {nullptr, nullptr, "1", nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
+     o.policy.batches = integer_list(x, n); o.batch = o.policy.batches.front(); }},
+  {"batch", "int", {nullptr, nullptr, nullptr, "1"}, [](const py::handle& x, const std::string& n, Options& o) {
+     o.policy.batches = integer_list(x, n); o.batch = o.policy.batches.front(); }},
+  // PolicyModeOptions' defaults, the command line's --policy-steps, --policy-seed, --confidence-concentration.
+  {"policy_steps", "int", {nullptr, nullptr, "20000", "20000"}, [](const py::handle& x, const std::string& n, Options& o) {
+     o.policy.steps = integer(x, n); }},
+  {"policy_seed", "int", {nullptr, nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) {
+     o.policy.seed = integer(x, n); }},
+  {"confidence_concentration", "float", {nullptr, nullptr, "2.0", "2.0"}, [](const py::handle& x, const std::string& n, Options& o) {
+     o.policy.concentration = number(x, n); }},
+  {"specs_dirs", "list", {"[]", "[]", "[]", "[]"}, nullptr},  // read by spec_library
 };
 // clang-format on
 
 // "name(model: str, hardware: str, *, engine: str = None, ...) -> dict": the first line of the
-// docstring, which help() shows and specdec's keyword check reads.
-std::string signature(const std::string& name, bool plan) {
-  std::string s = name + "(model: str, hardware: str, *";
-  for (const Keyword& k : kKeywords) {
-    const char* def = plan ? k.plan_default : k.simulate_default;
-    if (def) s += std::string(", ") + k.name + ": " + k.type + " = " + def;
-  }
-  return s + ") -> dict";
+// docstring, which help() shows and specdec's keyword check reads ("" as a default: required).
+std::string signature(Function f) {
+  std::vector<KeywordDoc> docs;
+  for (const Keyword& k : kKeywords)
+    if (const char* def = k.defaults[f]) docs.push_back({k.name, k.type, *def ? def : nullptr});
+  return signature_line(kFunctionNames[f], "model: str, hardware: str", docs);
 }
 
-SpecLibrary spec_library(const py::kwargs& kw) {
-  std::vector<std::filesystem::path> dirs;
-  if (kw.contains("specs_dirs") && !kw["specs_dirs"].is_none()) {
-    const py::object d = kw["specs_dirs"];
-    if (!is_list(d)) throw Error("specs_dirs must be a list of directories, got " + shown(d));
-    for (py::handle x : d.cast<py::sequence>()) {
-      const std::filesystem::path p = py::str(x).cast<std::string>();
-      if (!std::filesystem::is_directory(p)) throw Error("specs_dirs: '" + p.string() + "' is not a directory");
-      dirs.push_back(p);
-    }
-  }
-  return SpecLibrary(dirs);
-}
-
-ScenarioOptions options(const std::string& function, const std::string& model, const std::string& hardware, const py::kwargs& kw,
-                        bool plan) {
-  ScenarioOptions o;
+Options options(Function f, const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  Options o;
   o.model = model;
   o.hardware = hardware;
-  if (plan) o.capacity.emplace();
+  if (f == kPlanCapacity) o.capacity.emplace();
   for (auto [key, value] : kw) {
     const std::string name = key.cast<std::string>();
     const Keyword* found = nullptr;
     for (const Keyword& k : kKeywords)
-      if (name == k.name && (plan ? k.plan_default : k.simulate_default)) found = &k;
-    if (!found) throw py::type_error(function + "() got an unexpected keyword argument '" + name + "'");
+      if (name == k.name && k.defaults[f]) found = &k;
+    if (!found) throw py::type_error(std::string(kFunctionNames[f]) + "() got an unexpected keyword argument '" + name + "'");
     if (found->set && !value.is_none()) found->set(value, name, o);
   }
   return o;
 }
 
 py::object simulate(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
-  const ScenarioOptions o = options("simulate", model, hardware, kw, false);
+  const Options o = options(kSimulate, model, hardware, kw);
   const SpecLibrary specs = spec_library(kw);
   const SimulateResult r = simulate_modes(o, build_scenario(o, specs, kKeywordSpelling), kKeywordSpelling);
   return json_to_python(simulate_json(r, o.breakdown));
@@ -226,17 +169,43 @@ py::object plan_capacity(const std::string& model, const std::string& hardware, 
     py::kwargs rest;
     for (auto [key, value] : kw)
       if (key.cast<std::string>() != "drafter") rest[key] = value;
-    const ScenarioOptions o = options("plan_capacity", model, hardware, rest, true);
+    const Options o = options(kPlanCapacity, model, hardware, rest);
     nlohmann::json out;
     capacity_comparison_json(compare_capacity(o, drafters, spec_library(kw), kKeywordSpelling), out);
     return json_to_python(out);
   }
-  const ScenarioOptions o = options("plan_capacity", model, hardware, kw, true);
+  const Options o = options(kPlanCapacity, model, hardware, kw);
   const SpecLibrary specs = spec_library(kw);
   const SimulateResult r = simulate_modes(o, build_scenario(o, specs, kKeywordSpelling), kKeywordSpelling);
   nlohmann::json out = simulate_json(r, o.breakdown);
   capacity_planning_json(run_capacity_planning(o, r.built.scenario, specs, kKeywordSpelling), r.built.scenario, out);
   return json_to_python(out);
+}
+
+// simulate_policy and recommend_policy: the scenario built as simulate builds it (at the first batch
+// size), then priced by simulator/policy_mode without the Python lock.
+py::object price_policies(Function f, const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  Options o = options(f, model, hardware, kw);
+  if (f == kSimulatePolicy && !o.policy.policy)
+    throw py::type_error("simulate_policy() missing required keyword argument 'policy' (NAME[,key=value...], e.g. "
+                         "'hf-heuristic' or 'vllm-batch,schedule=1:4/8:2/32:0'; `specdec policies` lists them)");
+  o.policy.recommend = f == kRecommendPolicy;
+  const SpecLibrary specs = spec_library(kw);
+  const BuiltScenario built = build_scenario(o, specs, kKeywordSpelling);
+  nlohmann::json out;
+  {
+    py::gil_scoped_release unlocked;
+    out = policy_mode_json(run_policy_mode(o, built.scenario, o.policy, kKeywordSpelling));
+  }
+  return json_to_python(out);
+}
+
+py::object simulate_policy(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  return price_policies(kSimulatePolicy, model, hardware, kw);
+}
+
+py::object recommend_policy(const std::string& model, const std::string& hardware, const py::kwargs& kw) {
+  return price_policies(kRecommendPolicy, model, hardware, kw);
 }
 
 const char* const kSimulateDoc = R"(
@@ -281,16 +250,42 @@ all) or, with none, its spec's published default -> 'capacity_by_drafter' (per d
 acceptance model was given for several methods, and the cheapest drafter's plan as above (as
 `specdec simulate --drafter A,B ... --capacity-rate R --tpot-target-ms T --json`).)";
 
+const char* const kSimulatePolicyDoc = R"(
+Prices a speculation policy, as `specdec simulate --policy SPEC --json` does, and returns the same dict.
+policy: NAME[,key=value...] (`specdec policies`, docs/policies.md); k: the policies' ceiling, the deepest
+chain drafted (default 4). The policy is driven through a synthetic acceptance process by Monte Carlo
+(policy_steps decoding steps, at least 100; policy_seed; the drafter's confidence in draft i is
+Beta(mean a_i, confidence_concentration)) and priced with the cost model's step times, beside every fixed K
+in closed form. batch: one batch size or a list (a policy may choose K by batch size).
+The scenario keywords are specdec.simulate's: model, hardware, engine, drafter (a chain drafter), method,
+category, the acceptance model (alpha, acceptance, acceptance_table, acceptance_by_depth, synthetic_al,
+tree_acceptance or trace: per-position rates up to k), match_rate, tp, prompt_len, output_len, dtype,
+specs_dirs. Returns 'scenario' (model, hardware, engine, drafter, method, max_depth, batch, tp, lengths,
+acceptance) and, for one batch size, 'batch', 'policy_pricing' (AL and its standard error, K histograms,
+drafter forwards, step, TPOT, tokens/s, speedup and its standard error, ...), 'best_fixed' and 'fixed_by_k';
+for a list, 'by_batch', one such dict per batch size. Errors name the keyword.)";
+
+const char* const kRecommendPolicyDoc = R"(
+Prices every registered speculation policy with its defaults (and goodput with this scenario's costs) and
+the best fixed K, and ranks them, as `specdec simulate --recommend-policy --json` does; returns the same
+dict: 'scenario' and 'recommendation' ('recommended', 'clear_winner', 'best_fixed', 'ranking' fastest
+first, 'policies', 'fixed_by_k'). batch: one batch size. The other keywords are specdec.simulate_policy's
+(without policy).)";
+
 }  // namespace
 
 void bind_simulate(py::module_& mod) {
   // The signature line is written from kKeywords (pybind11's would read "**kwargs").
   py::options opts;
   opts.disable_function_signatures();
-  static const std::string simulate_doc = signature("simulate", false) + "\n" + kSimulateDoc;
-  static const std::string plan_doc = signature("plan_capacity", true) + "\n" + kPlanCapacityDoc;
+  static const std::string simulate_doc = signature(kSimulate) + "\n" + kSimulateDoc;
+  static const std::string plan_doc = signature(kPlanCapacity) + "\n" + kPlanCapacityDoc;
+  static const std::string policy_doc = signature(kSimulatePolicy) + "\n" + kSimulatePolicyDoc;
+  static const std::string recommend_doc = signature(kRecommendPolicy) + "\n" + kRecommendPolicyDoc;
   mod.def("simulate", &simulate, py::arg("model"), py::arg("hardware"), simulate_doc.c_str());
   mod.def("plan_capacity", &plan_capacity, py::arg("model"), py::arg("hardware"), plan_doc.c_str());
+  mod.def("simulate_policy", &simulate_policy, py::arg("model"), py::arg("hardware"), policy_doc.c_str());
+  mod.def("recommend_policy", &recommend_policy, py::arg("model"), py::arg("hardware"), recommend_doc.c_str());
 }
 
 }  // namespace specdec::python

@@ -16,15 +16,20 @@ try:
         Tokenizer,
         __version__,
         backends,
+        calibrate,
         draft_free,
+        evaluate,
         generate,
         generate_batch,
         load_drafter,
         load_model,
         plan_capacity,
+        recommend_policy,
         record,
         set_num_threads,
         simulate,
+        simulate_policy,
+        simulate_sweep,
         validate,
     )
     import difflib as _difflib
@@ -48,9 +53,11 @@ try:
             return fn(*args, **kwargs)
         return call
 
-    load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity = (
+    (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity,
+     simulate_sweep, simulate_policy, recommend_policy, calibrate, evaluate) = (
         _checked_keywords(f)
-        for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity))
+        for f in (load_model, load_drafter, generate, generate_batch, record, validate, draft_free, simulate, plan_capacity,
+                  simulate_sweep, simulate_policy, recommend_policy, calibrate, evaluate))
 except ImportError as _error:  # the extension was not built (no pybind11) or not found
     _core_import_error = _error
 
@@ -59,7 +66,8 @@ except ImportError as _error:  # the extension was not built (no pybind11) or no
 
     def __getattr__(name):
         if name in ("load_model", "load_drafter", "generate", "generate_batch", "record", "validate", "backends",
-                    "set_num_threads", "draft_free", "simulate", "plan_capacity", "Model", "Drafter", "Cache", "Tokenizer", "Generation",
+                    "set_num_threads", "draft_free", "simulate", "plan_capacity", "simulate_sweep", "simulate_policy",
+                    "recommend_policy", "calibrate", "evaluate", "Model", "Drafter", "Cache", "Tokenizer", "Generation",
                     "AcceptanceContext"):
             raise ImportError(
                 f"specdec.{name} needs the compiled extension specdec._core, which could not be "

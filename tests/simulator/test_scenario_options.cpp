@@ -17,6 +17,12 @@ TEST(ScenarioOptions, SpellingsNameOptionsAndSettings) {
   EXPECT_EQ(kKeywordSpelling("tp", "16"), "tp=16");
   EXPECT_EQ(kKeywordSpelling.list({"k", "tree", "dynamic-tree"}), "k, tree or dynamic_tree");
   EXPECT_EQ(kCommandLineSpelling.list({"capacity-rate", "tpot-target-ms"}, "and"), "--capacity-rate and --tpot-target-ms");
+  // An option a caller names otherwise (Python's specdec.calibrate takes measured= for --calibrate).
+  const OptionSpelling calibrate = kKeywordSpelling.renaming({{"calibrate", "measured"}});
+  EXPECT_EQ(calibrate("calibrate"), "measured");
+  EXPECT_EQ(calibrate("calibrate-traces"), "calibrate_traces");
+  EXPECT_EQ(calibrate("calibrate", "a.json"), "measured=a.json");
+  EXPECT_EQ(kKeywordSpelling("calibrate"), "calibrate");
 }
 
 ScenarioOptions eagle1() {

@@ -68,6 +68,20 @@ TEST(Sweep, HeadsArePairedWithTheirTargetUnlessAnyTarget) {
   EXPECT_EQ(priced["llama-3-8b"], (std::vector<std::string>{"eagle3-llama3.1-8b", "draft-llama-3.2-1b"}));
 }
 
+// A drafter that does not fit one model is skipped for it; a drafter name with no spec is an error
+// before anything is priced, as an unknown model is.
+TEST(Sweep, UnknownDrafterIsAnError) {
+  SweepSpec s;
+  s.hardware = {"h100-sxm"};
+  s.models = {"llama-3.1-8b"};
+  s.drafters = {"none", "eagle3-llama3.1-8", "eagle3-llama3.1-8b"};
+  s.ks = {2};
+  size_t rows = 0;
+  const std::string e = test::error_of([&] { run_sweep(s, SpecLibrary(), [&](const SweepRow&) { ++rows; }); });
+  EXPECT_NE(e.find("unknown drafters spec 'eagle3-llama3.1-8'"), std::string::npos) << e;
+  EXPECT_EQ(rows, 0u);
+}
+
 TEST(Sweep, CsvAndHdf5) {
   SweepSpec s;
   s.hardware = {"h100-sxm"};
