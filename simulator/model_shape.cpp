@@ -456,12 +456,16 @@ void parse_modelopt(const nlohmann::json& q_in, const nlohmann::json& config, Mo
     m.precision[c] = params > 0 ? ClassPrecision{same ? dtype : "", bytes / params} : unquantised;
   }
   m.precision_of(WeightClass::other) = unquantised;
-  // The MTP module: priced whole at the unquantised width when the patterns leave any of its
-  // weights unquantised, else with the target's classes.
-  bool mtp_unquantised = false;
-  for (std::size_t i = 0; i < modules.size(); ++i)
-    mtp_unquantised = mtp_unquantised || (modules[i].cls == WeightClass::mtp && of[i].bytes == unquantised.bytes &&
-                                          of[i].dtype == unquantised.dtype && modules[i].params > 0);
+  // The MTP module: priced whole, at the unquantised width when the patterns leave most of its
+  // parameters unquantised (model.layers.61*), else with the target's classes (a router gate
+  // excluded, say).
+  double mtp_params = 0, mtp_unquantised_params = 0;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    if (modules[i].cls != WeightClass::mtp) continue;
+    mtp_params += modules[i].params;
+    if (of[i].bytes == unquantised.bytes && of[i].dtype == unquantised.dtype) mtp_unquantised_params += modules[i].params;
+  }
+  const bool mtp_unquantised = mtp_params > 0 && mtp_unquantised_params > 0.5 * mtp_params;
   m.precision_of(WeightClass::mtp) = mtp_unquantised ? unquantised : ClassPrecision{};
   m.quantization = "modelopt";
   bool nvfp4 = false;
