@@ -19,6 +19,11 @@ std::string compute_dtype_for(const HardwareSpec& hw, const std::string& storage
   return hw.peak_flops_per_s.begin()->first;
 }
 
+std::string gemm_compute_dtype(const HardwareSpec& hw, const std::string& weight_dtype) {
+  if (weight_dtype == "nvfp4") return hw.peak_flops_per_s.count("fp4") ? "fp4" : compute_dtype_for(hw, "bf16");
+  return compute_dtype_for(hw, weight_dtype);
+}
+
 // Compute and memory time of one kernel with partial overlap: the n-norm of the two (n = 0: max).
 static double overlapped(double compute, double memory, double n) {
   if (n <= 0) return std::max(compute, memory);

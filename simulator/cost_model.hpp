@@ -21,6 +21,10 @@ struct OpCost {
 // The compute dtype used for a storage dtype on this hardware (e.g. fp32 weights on fp32 units;
 // int8/mxfp4 weights compute in bf16 unless the hardware lists them).
 std::string compute_dtype_for(const HardwareSpec& hw, const std::string& storage_dtype);
+// The compute dtype of a matrix product over weights stored as `weight_dtype`: NVFP4 (weights and
+// activations 4-bit) at the fp4 rate where the hardware has one (Blackwell), else dequantised to
+// 16-bit as the engines' weight-only FP4 kernels do on Hopper and Ampere; fp8 at fp8 where it exists.
+std::string gemm_compute_dtype(const HardwareSpec& hw, const std::string& weight_dtype);
 
 // `launch_floor_s`: the least time an operator takes because the host launches its kernels one by
 // one (an engine without CUDA graphs; EngineSpec::launch_floor_s), 0 otherwise.

@@ -327,7 +327,7 @@ Drafter resolve_drafter(const DrafterSpec& spec, const ModelShape& target, const
   s.experts_per_token = 0;
   s.expert_intermediate_size = 0;
   s.shared_expert_intermediate_size = 0;
-  s.expert_weight_bytes = 0;
+  s.precision_of(WeightClass::routed_experts) = {};
   s.dense_layers = 0;
   s.sliding_window = 0;
   s.sliding_layer_fraction = 0;

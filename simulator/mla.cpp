@@ -48,16 +48,17 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
                Dv = m.v_head_dim;
   const double rows = p.batch * p.tokens;
   const double a = p.act_bytes;
+  const double kv = kv_element_bytes(p);
 
   // Down-projections, replicated on every device: x: (rows, in) -> q_c: (rows, Q),
   // kv_c: (rows, Dl), k_pe: (rows, Dr); then the query's heads, split across devices.
   if (Q > 0) {
-    append_linear(ops, "mla.qkv_a_proj", in, Q + Dl + Dr, rows, p, phase, layers);  // q_a_proj + kv_a_proj_with_mqa
+    append_linear(ops, "mla.qkv_a_proj", in, Q + Dl + Dr, rows, p, phase, layers, WeightClass::attention);  // q_a_proj + kv_a_proj_with_mqa
     append_elementwise(ops, "mla.q_a_norm", Q, 1, 4, p, phase, layers);
-    append_linear(ops, "mla.q_b_proj", Q, nh * (Dn + Dr), rows, p, phase, layers);  // q: (rows, nh, Dn + Dr)
+    append_linear(ops, "mla.q_b_proj", Q, nh * (Dn + Dr), rows, p, phase, layers, WeightClass::attention);  // q: (rows, nh, Dn + Dr)
   } else {
-    append_linear(ops, "mla.kv_a_proj", in, Dl + Dr, rows, p, phase, layers);
-    append_linear(ops, "mla.q_proj", in, nh * (Dn + Dr), rows, p, phase, layers);  // q: (rows, nh, Dn + Dr)
+    append_linear(ops, "mla.kv_a_proj", in, Dl + Dr, rows, p, phase, layers, WeightClass::attention);
+    append_linear(ops, "mla.q_proj", in, nh * (Dn + Dr), rows, p, phase, layers, WeightClass::attention);  // q: (rows, nh, Dn + Dr)
   }
   append_elementwise(ops, "mla.kv_a_norm", Dl, 1, 4, p, phase, layers);
   append_elementwise(ops, "mla.rope", (nh + 1) * Dr, 1, 6, p, phase, layers);  // q_pe: (rows, nh, Dr), k_pe: (rows, Dr)
@@ -76,7 +77,7 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
     at.phase = phase;
     at.count = layers;
     at.flops = 2.0 * rows * keys * nh * ((Dl + Dr) + Dl);       // QKᵀ and PV
-    at.kv_bytes = p.batch * cached * (Dl + Dr) * a;             // the latent, read once per sequence for all heads
+    at.kv_bytes = p.batch * cached * (Dl + Dr) * kv;            // the latent, read once per sequence for all heads
     at.bytes = at.kv_bytes + rows * nh * ((Dl + Dr) + Dl) * a;  // queries in, latent outputs out
     ops.push_back(at);
     // o_c: (nh, rows, Dl) · W_UV: (nh, Dl, Dv) -> o: (nh, rows, Dv).
@@ -84,8 +85,8 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
   } else {
     // Unabsorbed: every key's latent, the cached context's too (vLLM up-projects it chunk by
     // chunk; a prompt has none), kv_c: (B·(C + T), Dl) -> [k_nope | v]: (B·(C + T), nh, Dn + Dv).
-    append_linear(ops, "mla.kv_b_proj", Dl, nh * (Dn + Dv), p.batch * cached, p, phase, layers);
-    ops.back().kv_bytes = p.batch * p.context * Dl * a;  // the cached part of its input
+    append_linear(ops, "mla.kv_b_proj", Dl, nh * (Dn + Dv), p.batch * cached, p, phase, layers, WeightClass::attention);
+    ops.back().kv_bytes = p.batch * p.context * Dl * kv;  // the cached part of its input
     // Multi-head attention: q: (rows, nh, Dn + Dr) against k = [k_nope; k_pe]: (nh, Dn + Dr) and
     // v: (nh, Dv) per key.
     Operator at;
@@ -93,7 +94,7 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
     at.phase = phase;
     at.count = layers;
     at.flops = 2.0 * rows * keys * nh * ((Dn + Dr) + Dv);  // QKᵀ and PV
-    at.kv_bytes = p.batch * p.context * Dr * a;            // the cached k_pe
+    at.kv_bytes = p.batch * p.context * Dr * kv;           // the cached k_pe
     at.bytes = at.kv_bytes + p.batch * cached * nh * (Dn + Dr + Dv) * a  // the up-projected keys and values
                + rows * nh * (Dn + Dr + Dv) * a;                         // queries in, outputs out
     ops.push_back(at);

@@ -4,6 +4,8 @@
 // storage precision. Read from any Hugging Face config.json (dense Llama-family, Mistral, Qwen2/3,
 // Qwen3-MoE, GPT-OSS, DeepSeek-V2/V3/R1, ...) or from a model spec file in simulator/specs/models/
 // (a config.json plus "name" and "source").
+#include <array>
+#include <cstddef>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,6 +19,32 @@ namespace specdec::sim {
 // repeating experts more often than chance, but no figure for the bundled targets was found that
 // could be checked; a spec sets its own from a measurement of the model's routing.
 inline constexpr double kDefaultExpertLocality = 0.0;
+
+// The classes of weights a checkpoint may store at different precisions (ModelOpt's exclusion
+// patterns, MXFP4 experts, FP8 linear layers with a 16-bit embedding and LM head). `other`: every
+// linear layer outside the classes (norms, a drafter head's own layers).
+enum class WeightClass : unsigned char {
+  other,
+  attention,       // q/k/v/o projections (multi-head latent attention's too)
+  dense_mlp,       // a dense layer's gate/up/down
+  routed_experts,  // a MoE layer's routed experts
+  shared_experts,  // a MoE layer's shared experts
+  router,          // a MoE layer's gate (router)
+  embedding,
+  lm_head,
+  mtp,             // every weight of an MTP module stored with the checkpoint (0 bytes: the target's classes)
+  count
+};
+inline constexpr std::size_t kWeightClasses = std::size_t(WeightClass::count);
+const char* weight_class_name(WeightClass c);
+
+// How a checkpoint stores one class: `dtype` names the format (its peak prices the class's
+// matrix products where the hardware has one: nvfp4 at fp4, fp8 at fp8; "" = the run's) and
+// `bytes` the bytes per weight, scales included (0 = the run's dtype).
+struct ClassPrecision {
+  std::string dtype;
+  double bytes = 0;
+};
 
 struct ModelShape {
   std::string name;
@@ -41,7 +69,6 @@ struct ModelShape {
   // The first `dense_layers` layers of a MoE model use a dense MLP of intermediate_size instead
   // (config first_k_dense_replace: DeepSeek-V3 3, GLM-4.5 3); the rest are MoE.
   int dense_layers = 0;
-  double expert_weight_bytes = 0;           // bytes per expert weight; 0 = the run's dtype (MXFP4: 4.25/8)
   // Spec field "expert_locality", in [0, 1]: the probability that a token of a sequence takes the
   // previous token's experts instead of routing afresh (0 = independent, uniform routing).
   double expert_locality = kDefaultExpertLocality;
@@ -52,12 +79,19 @@ struct ModelShape {
   // Attention window: sliding_window tokens on a fraction of the layers (0 = full attention).
   int sliding_window = 0;
   double sliding_layer_fraction = 0.0;
-  std::string dtype = "bf16";  // storage dtype of weights (bf16, fp16, fp32, fp8)
-  // A quantised checkpoint (quantization_config quant_method "fp8": DeepSeek-V3/R1): its linear
-  // layers store `dtype` (then "fp8"), with one fp32 scale per weight_block_size block [r, c],
-  // 4 / (r·c) bytes per weight more; its embedding and LM head stay 16-bit. "" = not quantised.
-  std::string quantization;
-  double weight_scale_bytes = 0;
+  std::string dtype = "bf16";  // storage dtype of weights (bf16, fp16, fp32, fp8, nvfp4)
+  // A quantised checkpoint's precision per weight class (weight_bytes_of applies it while the run
+  // keeps `dtype`). quant_method "fp8" (DeepSeek-V3/R1): every linear layer fp8 with one fp32 scale
+  // per weight_block_size block [r, c] (4 / (r·c) bytes per weight more), embedding and LM head
+  // 16-bit. "mxfp4" (GPT-OSS): the routed experts. "modelopt" (NVIDIA ModelOpt, quant_algo NVFP4,
+  // FP8 or MIXED_PRECISION): every linear layer its exclusion patterns or quantized_layers leave
+  // quantised, the rest at torch_dtype. The spec field "expert_weight_bytes" sets the routed experts.
+  std::array<ClassPrecision, kWeightClasses> precision{};
+  std::string quantization;  // the quant_method read ("" = none)
+  // KV-cache element width from the checkpoint (kv_cache_quant_algo FP8: 1); 0 = the activations'.
+  double kv_cache_bytes = 0;
+  const ClassPrecision& precision_of(WeightClass c) const { return precision[std::size_t(c)]; }
+  ClassPrecision& precision_of(WeightClass c) { return precision[std::size_t(c)]; }
   // Multi-head latent attention (config kv_lora_rank > 0: DeepSeek-V2/V3/R1), the config's names.
   // A token's keys and values are one latent of kv_lora_rank plus a RoPE key of qk_rope_head_dim,
   // shared by every head (the KV cache); each head's query/key is qk_nope_head_dim +
@@ -94,11 +128,21 @@ struct ModelShape {
 // Bytes per weight element of a run that stores `m` at `dtype`: its linear layers' (with the block
 // scales when the run keeps a quantised checkpoint's own dtype) and its embedding and LM head's
 // (16-bit in a quantised checkpoint, as DeepSeek-V3's FP8 checkpoint keeps them).
+// Bytes per weight of each class (the MTP class 0: the module takes the target's classes).
 struct WeightBytes {
-  double linear = 2;
-  double head = 2;
+  std::array<double, kWeightClasses> bytes{2, 2, 2, 2, 2, 2, 2, 2, 0};
+  double operator[](WeightClass c) const { return bytes[std::size_t(c)]; }
+  double& operator[](WeightClass c) { return bytes[std::size_t(c)]; }
+  // Every class at `c`'s bytes (a drafter head's own layers; an MTP module stored apart).
+  WeightBytes uniform(WeightClass c) const;
 };
+// The run keeps the checkpoint's own precision per class when `dtype` is the model's dtype; any
+// other dtype prices a copy with every weight at that dtype (--dtype bf16: dequantised).
 WeightBytes weight_bytes_of(const ModelShape& m, const std::string& dtype);
+// The dtype whose peak prices each class's matrix products in such a run ("" = the run's own).
+std::array<std::string, kWeightClasses> weight_compute_dtypes(const ModelShape& m, const std::string& dtype);
+// Bytes of every weight of `m` (embedding, layers, norms, LM head; its MTP modules excluded) at `w`.
+double total_weight_bytes(const ModelShape& m, const WeightBytes& w);
 
 // Parses a Hugging Face config.json object (extra fields "name" and "source" are used when
 // present). `source` names the file in error messages. Attention the cost model does not price is
@@ -111,7 +155,8 @@ ModelShape model_shape_from_config(const ModelConfig& c, const std::string& name
 // Validates sizes and divisibility; throws specdec::Error naming the field.
 void validate_model_shape(const ModelShape& m, const std::string& source);
 
-// Bytes per element of a dtype name (fp32 4, bf16/fp16 2, fp8/int8 1, mxfp4 0.53125); throws otherwise.
+// Bytes per element of a dtype name (fp32 4, bf16/fp16 2, fp8/int8 1, nvfp4 0.5625, mxfp4 0.53125);
+// throws otherwise.
 double dtype_bytes(const std::string& dtype);
 // Normalises torch dtype names ("bfloat16" -> "bf16", "float32" -> "fp32", ...); throws if unknown.
 std::string normalize_dtype(const std::string& dtype, const std::string& source);

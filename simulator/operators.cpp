@@ -12,9 +12,6 @@ namespace {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
-// Embedding and LM-head weights: 16-bit in a quantised checkpoint, else the run's width.
-double head_weight_bytes(const ForwardParams& p) { return p.head_weight_bytes > 0 ? p.head_weight_bytes : p.weight_bytes; }
-
 // An elementwise or normalisation kernel: reads `in` and writes `out` elements per token.
 Operator elementwise(const char* name, double width, double reads, double flops_per_elem,
                      const ForwardParams& p, const char* phase, double count) {
@@ -62,7 +59,7 @@ double expected_experts_touched(double experts, double per_token, double batch, 
 }
 
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out, double rows,
-                   const ForwardParams& p, const char* phase, double count) {
+                   const ForwardParams& p, const char* phase, double count, WeightClass cls) {
   // y: (rows, out) = x: (rows, in) · Wᵀ, W: (out, in)
   Operator op;
   op.name = name;
@@ -72,7 +69,8 @@ void append_linear(std::vector<Operator>& ops, const char* name, double in, doub
   op.gemm_rows = rows;
   op.gemm_cols = out;
   op.gemm_depth = in;
-  op.weight_bytes = in * out * p.weight_bytes;
+  op.weight_class = cls;
+  op.weight_bytes = in * out * p.weights[cls];
   op.bytes = op.weight_bytes + rows * (in + out) * p.act_bytes;
   ops.push_back(op);
 }
@@ -84,7 +82,7 @@ void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParam
   op.phase = phase;
   op.count = count;
   const double n = p.batch * p.tokens;
-  op.bytes = n * hidden * (head_weight_bytes(p) + p.act_bytes);
+  op.bytes = n * hidden * (p.weights[WeightClass::embedding] + p.act_bytes);
   ops.push_back(op);
 }
 
@@ -101,7 +99,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
   if (m.is_mla()) {
     append_mla_attention(ops, m, layers, qkv_in, p, phase);  // up to the heads' outputs
   } else {
-    append_linear(ops, "qkv_proj", qkv_in, (heads + 2 * kv_heads) * hd, rows, p, phase, layers);
+    append_linear(ops, "qkv_proj", qkv_in, (heads + 2 * kv_heads) * hd, rows, p, phase, layers, WeightClass::attention);
     ops.push_back(elementwise("rope", (heads + kv_heads) * hd, 1, 6, p, phase, layers));
 
     // Attention: each new token attends to the cached context and to the new tokens before it
@@ -118,7 +116,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
       op.phase = phase;
       op.count = layers * fraction;
       op.flops = 4.0 * rows * keys * heads * hd;  // QKᵀ and PV
-      op.kv_bytes = p.batch * (cached * 2.0 * kv_heads * hd) * p.act_bytes;  // K and V read once per sequence
+      op.kv_bytes = p.batch * (cached * 2.0 * kv_heads * hd) * kv_element_bytes(p);  // K and V read once per sequence
       op.bytes = op.kv_bytes + rows * 2.0 * heads * hd * p.act_bytes;        // q in, output out
       if (op.count > 0) ops.push_back(op);
     };
@@ -128,21 +126,22 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
   }
 
   // The heads' outputs (heads · hd, or heads · v_head_dim under multi-head latent attention) -> H.
-  append_linear(ops, "o_proj", heads * (m.is_mla() ? m.v_head_dim : hd), H, rows, p, phase, layers);
+  append_linear(ops, "o_proj", heads * (m.is_mla() ? m.v_head_dim : hd), H, rows, p, phase, layers,
+                WeightClass::attention);
   if (p.tp > 1) ops.push_back(collective("all_reduce.attn", rows * H * p.act_bytes, 2.0, p, phase, layers));
   ops.push_back(elementwise("post_attention_norm", H, 2, 5, p, phase, layers));  // residual add + norm
 
   if (!m.is_moe()) {
     const double I = ceil_div(m.intermediate_size, tp);
-    append_linear(ops, "mlp.gate_up_proj", H, 2 * I, rows, p, phase, layers);
+    append_linear(ops, "mlp.gate_up_proj", H, 2 * I, rows, p, phase, layers, WeightClass::dense_mlp);
     ops.push_back(elementwise("mlp.act_mul", I, 2, 5, p, phase, layers));
-    append_linear(ops, "mlp.down_proj", I, H, rows, p, phase, layers);
+    append_linear(ops, "mlp.down_proj", I, H, rows, p, phase, layers, WeightClass::dense_mlp);
   } else {
     const double E = m.num_experts;
     const double k = m.experts_per_token;
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
-    const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : p.weight_bytes;
-    append_linear(ops, "moe.router", H, E, rows, p, phase, layers);
+    const double eb = p.weights[WeightClass::routed_experts];
+    append_linear(ops, "moe.router", H, E, rows, p, phase, layers, WeightClass::router);
     const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality, m.expert_load_cv);
     Operator ex;
     ex.name = "moe.experts";
@@ -153,13 +152,14 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     // One grouped product over the touched experts' gate/up matrices (the larger two thirds).
     ex.gemm_cols = touched * 2.0 * Ie;
     ex.gemm_depth = H;
+    ex.weight_class = WeightClass::routed_experts;
     ex.weight_bytes = touched * 3.0 * H * Ie * eb;
     ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
     ops.push_back(ex);
     if (m.shared_expert_intermediate_size > 0) {
       const double Is = ceil_div(m.shared_expert_intermediate_size, tp);
-      append_linear(ops, "moe.shared_gate_up", H, 2 * Is, rows, p, phase, layers);
-      append_linear(ops, "moe.shared_down", Is, H, rows, p, phase, layers);
+      append_linear(ops, "moe.shared_gate_up", H, 2 * Is, rows, p, phase, layers, WeightClass::shared_experts);
+      append_linear(ops, "moe.shared_down", Is, H, rows, p, phase, layers, WeightClass::shared_experts);
     }
   }
   if (p.tp > 1) ops.push_back(collective("all_reduce.mlp", rows * H * p.act_bytes, 2.0, p, phase, layers));
@@ -173,9 +173,7 @@ void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const For
   q.tokens = p.logit_rows;
   ops.push_back(elementwise("final_norm", hidden, 1, 4, q, phase, count));
   const double v = std::ceil(double(vocab) / p.tp);  // vocab-parallel
-  ForwardParams h = p;
-  h.weight_bytes = head_weight_bytes(p);
-  append_linear(ops, "lm_head", hidden, v, rows, h, phase, count);
+  append_linear(ops, "lm_head", hidden, v, rows, p, phase, count, WeightClass::lm_head);
   if (p.tp > 1) ops.push_back(collective("all_gather.logits", rows * vocab * 4.0, 1.0, p, phase, count));
   // Sampling reads the fp32 logits a few times (softmax, top-k/p, draw).
   Operator s;
@@ -213,8 +211,8 @@ std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int
   const double rows = p.batch * p.tokens;
   if (blocks > 0) {
     append_linear(ops, "medusa.resblock", H, H, rows, p, phase, double(heads) * blocks);
-    ops.back().weight_bytes += H * p.weight_bytes;  // the bias
-    ops.back().bytes += H * p.weight_bytes;
+    ops.back().weight_bytes += H * p.weights[WeightClass::other];  // the bias
+    ops.back().bytes += H * p.weights[WeightClass::other];
     ops.push_back(elementwise("medusa.silu_residual", H, 2, 5, p, phase, double(heads) * blocks));
   }
   const double v = std::ceil(double(vocab) / p.tp);  // vocab-parallel

@@ -25,6 +25,9 @@ struct Operator {
   double gemm_cols = 0;     // matrix products: output columns (all of a grouped product's matrices);
                             // 0 = unknown (no column tiles or waves priced)
   double gemm_depth = 0;    // matrix products: the reduction length (bounds split-K)
+  // Matrix products over a checkpoint's weights: their class (its dtype's peak prices them);
+  // WeightClass::count = none (the run's compute dtype).
+  WeightClass weight_class = WeightClass::count;
   bool collective = false;
 };
 
@@ -36,9 +39,9 @@ struct ForwardParams {
   double context = 0;
   int tp = 1;
   double logit_rows = 1;
-  double weight_bytes = 2;  // bytes per weight element
-  double head_weight_bytes = 0;  // bytes per embedding and LM-head weight; 0 = weight_bytes
-  double act_bytes = 2;     // bytes per activation / KV element
+  WeightBytes weights;      // bytes per weight element, by class
+  double act_bytes = 2;     // bytes per activation element
+  double kv_bytes = 0;      // bytes per KV-cache element; 0 = act_bytes
   bool prefill = false;     // a prompt's forward (engines run multi-head latent attention unabsorbed)
 };
 
@@ -56,9 +59,13 @@ double expected_experts_touched(double experts, double per_token, double batch, 
 // operators from simulator/mla.hpp), MLP (dense or MoE) and TP collectives.
 void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
                            const ForwardParams& p, const char* phase);
-// A linear layer applied to every new token (e.g. EAGLE's fc), replicated on every device.
+// A linear layer applied to every new token (e.g. EAGLE's fc), replicated on every device; its
+// weights are of class `cls`.
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out,
-                   double rows, const ForwardParams& p, const char* phase, double count = 1);
+                   double rows, const ForwardParams& p, const char* phase, double count = 1,
+                   WeightClass cls = WeightClass::other);
+// Bytes per KV-cache element of a forward.
+inline double kv_element_bytes(const ForwardParams& p) { return p.kv_bytes > 0 ? p.kv_bytes : p.act_bytes; }
 // Embedding lookup: reads one row per token.
 void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParams& p,
                       const char* phase, double count = 1);

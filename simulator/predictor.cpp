@@ -1,6 +1,7 @@
 #include "simulator/predictor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -18,15 +19,34 @@ namespace {
 
 std::string storage_dtype(const Scenario& s) { return s.workload.dtype.empty() ? s.target.dtype : s.workload.dtype; }
 
+// KV-cache bytes per element: the checkpoint's (kv_cache_quant_algo) while the run keeps its
+// dtype, else the activations'.
+double kv_bytes_of(const Scenario& s) {
+  const std::string dtype = storage_dtype(s);
+  if (dtype == s.target.dtype && s.target.kv_cache_bytes > 0) return s.target.kv_cache_bytes;
+  return dtype == "fp32" ? 4.0 : 2.0;
+}
+
 ForwardParams base_params(const Scenario& s) {
   ForwardParams p;
   const std::string dtype = storage_dtype(s);
-  const WeightBytes w = weight_bytes_of(s.target, dtype);
-  p.weight_bytes = w.linear;
-  p.head_weight_bytes = w.head;
+  p.weights = weight_bytes_of(s.target, dtype);
   p.act_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  p.kv_bytes = kv_bytes_of(s);
   p.batch = s.workload.batch;
   p.tp = s.workload.tp;
+  return p;
+}
+
+// An MTP module's forward: every weight at the MTP class's width where the checkpoint stores the
+// module apart (the embedding and LM head stay the target's, shared).
+ForwardParams mtp_params(const ForwardParams& base) {
+  ForwardParams p = base;
+  if (base.weights[WeightClass::mtp] > 0) {
+    p.weights = base.weights.uniform(WeightClass::mtp);
+    p.weights[WeightClass::embedding] = base.weights[WeightClass::embedding];
+    p.weights[WeightClass::lm_head] = base.weights[WeightClass::lm_head];
+  }
   return p;
 }
 
@@ -36,17 +56,24 @@ struct Accumulator {
   const Scenario& s;
   bool keep_ops;
   double peak_flops;  // of the compute dtype
+  std::array<double, kWeightClasses + 1> class_peak{};  // a weight class's matrix products (last: none)
   double launch;      // the engine's per-operator launch floor
   StepCost step;
   Accumulator(const Scenario& sc, bool keep)
       : s(sc), keep_ops(keep), peak_flops(sc.hardware.peak_flops(compute_dtype_for(sc.hardware, storage_dtype(sc)))),
         launch(sc.engine.launch_floor_s()) {
     if (keep_ops) step.ops.reserve(64);
+    const auto dtypes = weight_compute_dtypes(sc.target, storage_dtype(sc));
+    for (std::size_t c = 0; c <= kWeightClasses; ++c)
+      class_peak[c] = c < kWeightClasses && !dtypes[c].empty()
+                          ? sc.hardware.peak_flops(gemm_compute_dtype(sc.hardware, dtypes[c]))
+                          : peak_flops;
   }
   void add(const std::vector<Operator>& ops, double* bucket) {
     const bool target = bucket == &step.verify_s;
     const bool draft = bucket == &step.draft_s;
     for (const auto& op : ops) {
+      const double peak = class_peak[std::size_t(op.weight_class)];
       if (target) {
         step.verify_flops += op.flops * op.count;
         step.verify_bytes += op.bytes * op.count;
@@ -55,10 +82,10 @@ struct Accumulator {
         step.draft_flops += op.flops * op.count;
       }
       if (keep_ops) {
-        step.ops.push_back(cost_operator_at_peak(op, s.hardware, peak_flops, launch));
+        step.ops.push_back(cost_operator_at_peak(op, s.hardware, peak, launch));
         *bucket += step.ops.back().total_s;
       } else {
-        *bucket += operator_time(op, s.hardware, peak_flops, launch) * op.count;
+        *bucket += operator_time(op, s.hardware, peak, launch) * op.count;
       }
     }
   }
@@ -79,6 +106,10 @@ std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, 
   ForwardParams p = base;
   p.tokens = tokens;
   p.logit_rows = logit_rows;
+  // The head's own layers are not the checkpoint's: the run's width for a linear layer.
+  p.weights = base.weights.uniform(WeightClass::other);
+  p.weights[WeightClass::embedding] = base.weights[WeightClass::embedding];
+  p.weights[WeightClass::lm_head] = base.weights[WeightClass::lm_head];
   append_embedding(ops, d.shape.hidden_size, p, phase);
   if (d.fc_in > 0 && fc_rows > 0) append_linear(ops, "fc", d.fc_in, d.shape.hidden_size, p.batch * fc_rows, p, phase);
   append_decoder_layers(ops, d.shape, 1, d.qkv_in, p, phase);
@@ -89,17 +120,22 @@ std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, 
 
 }  // namespace
 
-double mtp_module_weight_bytes(const ModelShape& layer, double weight_bytes) {
+double mtp_module_weight_bytes(const ModelShape& layer, const WeightBytes& target) {
+  const WeightBytes w = target[WeightClass::mtp] > 0 ? target.uniform(WeightClass::mtp) : target;
   const double H = layer.hidden_size;
-  double expert = 0;  // MoE experts stored at their own width (MXFP4)
-  if (layer.is_moe() && layer.expert_weight_bytes > 0)
-    expert = layer.num_experts * 3.0 * H * layer.expert_intermediate_size * (layer.expert_weight_bytes - weight_bytes);
   // The decoder layer (its two norms included), eh_proj (2H × H) and the enorm, hnorm and
   // shared_head.norm vectors; the embedding and the LM head are the target's (shared, as the
   // engines load them; DeepSeek-V3's checkpoint stores copies that vLLM and SGLang tie).
-  const double params = layer.attention_params_per_layer() + layer.mlp_params_per_layer_total() + 2.0 * H +
-                        2.0 * H * H + 3.0 * H;
-  return params * weight_bytes + expert;
+  double bytes = layer.attention_params_per_layer() * w[WeightClass::attention] +
+                 (2.0 * H + 2.0 * H * H + 3.0 * H) * w[WeightClass::other];
+  if (layer.is_moe()) {
+    bytes += layer.num_experts * 3.0 * H * layer.expert_intermediate_size * w[WeightClass::routed_experts] +
+             3.0 * H * layer.shared_expert_intermediate_size * w[WeightClass::shared_experts] +
+             H * layer.num_experts * w[WeightClass::router];
+  } else {
+    bytes += 3.0 * H * layer.intermediate_size * w[WeightClass::dense_mlp];
+  }
+  return bytes;
 }
 
 double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int tp) {
@@ -313,7 +349,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
       ForwardParams p = base;
       p.tokens = tokens;
       p.logit_rows = step == 0 ? 1.0 : tokens;
-      acc.add(mtp_module_forward(d.shape, p, "draft"), &acc.step.draft_s);
+      acc.add(mtp_module_forward(d.shape, mtp_params(p), "draft"), &acc.step.draft_s);
     } else if (m == Method::medusa) {
       // One pass of the heads the draft uses (its depth; the first of the checkpoint's heads).
       ForwardParams p = base;
@@ -324,6 +360,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
       ForwardParams p = base;
       p.tokens = tokens;
       p.logit_rows = tokens;
+      p.weights = weight_bytes_of(d.shape, storage_dtype(s));  // its own checkpoint
       acc.add(model_forward_ops(d.shape, p, "draft"), &acc.step.draft_s);
     } else if (m == Method::peagle) {
       acc.add(head_forward(d, base, tokens, catch_up.emitted, plan.k, "draft"), &acc.step.draft_s);
@@ -370,9 +407,11 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
   if (s.plan.method != Method::sequential && s.drafter && !s.drafter->draft_free) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model) {
-      acc.add(model_forward_ops(d.shape, p, "prefill"), &acc.step.draft_s);
+      ForwardParams q = p;
+      q.weights = weight_bytes_of(d.shape, storage_dtype(s));  // its own checkpoint
+      acc.add(model_forward_ops(d.shape, q, "prefill"), &acc.step.draft_s);
     } else if (d.method == Method::mtp) {
-      acc.add(mtp_module_forward(d.shape, p, "prefill"), &acc.step.draft_s);  // fills its cache over the prompt
+      acc.add(mtp_module_forward(d.shape, mtp_params(p), "prefill"), &acc.step.draft_s);  // fills its cache over the prompt
     } else if (d.method == Method::medusa) {
       ForwardParams q = p;  // the heads read the prompt's last hidden state only
       q.tokens = 1;
@@ -429,19 +468,16 @@ Prediction predict(const Scenario& s, bool breakdown) {
 
   // Memory per device: weights split by tp (KV heads replicated when tp > nkv, a latent cache always).
   const std::string dtype = storage_dtype(s);
-  const double wb = weight_bytes_of(s.target, dtype).linear;
-  const double kvb = dtype == "fp32" ? 4.0 : 2.0;
+  const WeightBytes target_w = weight_bytes_of(s.target, dtype);
+  const double wb = target_w[WeightClass::other];  // a drafter head's own layers
+  const double kvb = kv_bytes_of(s);
+  const double act = dtype == "fp32" ? 4.0 : 2.0;
   auto weights = [&](const ModelShape& m) {
     const WeightBytes w = weight_bytes_of(m, dtype);
-    double expert = 0;
-    if (m.is_moe()) {
-      const double eb = m.expert_weight_bytes > 0 ? m.expert_weight_bytes : w.linear;
-      expert = m.moe_layers() * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * (eb - w.linear);
-    }
-    const double head = m.embedding_params() * (w.head - w.linear);
     // vLLM keeps a 16-bit copy of a quantised checkpoint's W_UK and W_UV for the absorbed products.
-    const double mla_copies = m.is_mla() && w.linear != kvb ? m.num_layers * mla_up_projection_params(m) * kvb : 0.0;
-    return (m.total_params() * w.linear + expert + head + mla_copies) / s.workload.tp;
+    const double mla_copies =
+        m.is_mla() && w[WeightClass::attention] != act ? m.num_layers * mla_up_projection_params(m) * act : 0.0;
+    return (total_weight_bytes(m, w) + mla_copies) / s.workload.tp;
   };
   r.weight_bytes_per_device = weights(s.target);
   if (s.drafter && s.plan.method != Method::sequential && !s.drafter->draft_free) {
@@ -449,7 +485,7 @@ Prediction predict(const Scenario& s, bool breakdown) {
     if (d.method == Method::draft_model) {
       r.weight_bytes_per_device += weights(d.shape);
     } else if (d.method == Method::mtp) {
-      r.weight_bytes_per_device += d.num_modules * mtp_module_weight_bytes(d.shape, wb) / s.workload.tp;
+      r.weight_bytes_per_device += d.num_modules * mtp_module_weight_bytes(d.shape, target_w) / s.workload.tp;
     } else if (d.method == Method::medusa) {
       r.weight_bytes_per_device += medusa_weight_bytes_per_device(d, wb, s.workload.tp);
     } else {

@@ -115,8 +115,9 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
 StepCost prefill_cost(const Scenario& s);
 
 // Bytes of one MTP module's weights (the decoder layer of `layer`'s kind, eh_proj, its norms; the
-// embedding and LM head are the target's) at `weight_bytes` per weight.
-double mtp_module_weight_bytes(const ModelShape& layer, double weight_bytes);
+// embedding and LM head are the target's) at the target's class widths, or all at the MTP class's
+// where the checkpoint stores the module apart.
+double mtp_module_weight_bytes(const ModelShape& layer, const WeightBytes& target);
 // Bytes of all of a Medusa checkpoint's heads on one device of `tp`: the residual blocks
 // (replicated) and the projections (vocabulary-parallel).
 double medusa_weight_bytes_per_device(const Drafter& d, double weight_bytes, int tp);

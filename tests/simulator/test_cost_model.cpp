@@ -276,11 +276,12 @@ TEST(CostModel, MoeReadsOnlyTouchedExperts) {
   auto expert_bytes = [&](int batch) {
     ForwardParams p;
     p.batch = batch;
+    p.weights = weight_bytes_of(m, m.dtype);  // the checkpoint's MXFP4 experts
     for (const auto& op : model_forward_ops(m, p, "decode"))
       if (std::string(op.name) == "moe.experts") return op.weight_bytes;
     return 0.0;
   };
-  const double one = 3.0 * m.hidden_size * m.expert_intermediate_size * m.expert_weight_bytes;
+  const double one = 3.0 * m.hidden_size * m.expert_intermediate_size * m.precision_of(WeightClass::routed_experts).bytes;
   EXPECT_NEAR(expert_bytes(1) / (4 * one), 1.0, 1e-9) << "batch 1 touches exactly k = 4 experts";
   EXPECT_GT(expert_bytes(16), expert_bytes(1) * 8);
   EXPECT_LE(expert_bytes(4096), 128 * one * (1 + 1e-9)) << "never more than all experts";

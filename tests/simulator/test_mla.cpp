@@ -87,7 +87,7 @@ TEST(Mla, AbsorbedLayerMatchesTheFormulasAtASmallShape) {
     p.tokens = 3;
     p.context = 10;
     p.tp = tp;
-    p.weight_bytes = 1;
+    p.weights.bytes.fill(1.0);
     p.act_bytes = 2;
     const double rows = 6;           // B·T
     const double nh = 4.0 / tp;      // heads per device
@@ -136,7 +136,7 @@ TEST(Mla, PrefillUsesTheUnabsorbedForm) {
   p.batch = 2;
   p.tokens = 3;
   p.context = 10;
-  p.weight_bytes = 1;
+  p.weights.bytes.fill(1.0);
   p.act_bytes = 2;
   p.prefill = true;
   const double rows = 6, nh = 4, keys = 12, cached = 13, a = 2, w = 1;
@@ -200,11 +200,13 @@ TEST(Mla, DeepSeekV3MatchesItsPublishedShape) {
     // FP8 e4m3 in 128 × 128 blocks with an fp32 scale each; the embedding and LM head stay BF16.
     EXPECT_EQ(m.dtype, "fp8");
     const WeightBytes w = weight_bytes_of(m, "fp8");
-    EXPECT_DOUBLE_EQ(w.linear, 1.0 + 4.0 / (128 * 128));
-    EXPECT_DOUBLE_EQ(w.head, 2.0);
+    EXPECT_DOUBLE_EQ(w[WeightClass::attention], 1.0 + 4.0 / (128 * 128));
+    EXPECT_DOUBLE_EQ(w[WeightClass::routed_experts], 1.0 + 4.0 / (128 * 128));
+    EXPECT_DOUBLE_EQ(w[WeightClass::lm_head], 2.0);
+    EXPECT_DOUBLE_EQ(w[WeightClass::embedding], 2.0);
     const WeightBytes bf16 = weight_bytes_of(m, "bf16");  // --dtype bf16: a dequantised copy, no scales
-    EXPECT_DOUBLE_EQ(bf16.linear, 2.0);
-    EXPECT_DOUBLE_EQ(bf16.head, 2.0);
+    EXPECT_DOUBLE_EQ(bf16[WeightClass::attention], 2.0);
+    EXPECT_DOUBLE_EQ(bf16[WeightClass::lm_head], 2.0);
   }
 }
 

@@ -213,9 +213,9 @@ TEST(MtpMedusa, ModuleReuseReadsTheSameBytesAsDistinctModules) {
   EXPECT_DOUBLE_EQ(a.step.draft_weight_bytes, 4 * predict(k1).step.draft_weight_bytes);
   // Memory: three more modules resident.
   EXPECT_DOUBLE_EQ(b.weight_bytes_per_device - a.weight_bytes_per_device,
-                   3 * mtp_module_weight_bytes(one.drafter->shape, 2.0));
+                   3 * mtp_module_weight_bytes(one.drafter->shape, WeightBytes{}));
   const double H = 4096;
-  EXPECT_DOUBLE_EQ(mtp_module_weight_bytes(one.drafter->shape, 2.0),
+  EXPECT_DOUBLE_EQ(mtp_module_weight_bytes(one.drafter->shape, WeightBytes{}),
                    2.0 * (one.target.attention_params_per_layer() + one.target.mlp_params_per_layer_total() + 2 * H +
                           2 * H * H + 3 * H));
 }

@@ -62,7 +62,7 @@ TEST(Physics, VerifyCostIsMonotoneInTokens) {
           p.logit_rows = tokens;
           p.batch = batch;
           p.context = 512;
-          p.weight_bytes = dtype_bytes(s.target.dtype);
+          p.weights.bytes.fill(dtype_bytes(s.target.dtype));
           double total = 0;
           cost_operators(model_forward_ops(s.target, p, "verify"), hw, compute_dtype_for(hw, s.target.dtype), &total,
                          pl.engine.launch_floor_s());

@@ -71,7 +71,7 @@ TEST(Specs, ParameterCountsMatchPublishedSizes) {
   EXPECT_TRUE(oss.is_moe());
   EXPECT_EQ(oss.num_experts, 128);
   EXPECT_EQ(oss.experts_per_token, 4);
-  EXPECT_DOUBLE_EQ(oss.expert_weight_bytes, 4.25 / 8);
+  EXPECT_DOUBLE_EQ(oss.precision_of(WeightClass::routed_experts).bytes, 4.25 / 8);
   EXPECT_DOUBLE_EQ(oss.sliding_layer_fraction, 0.5);
 }
 
