@@ -9,25 +9,27 @@
 
 namespace specdec::sim {
 
-void validate_parallelism(const Parallelism& par, const ModelShape& target) {
+void validate_parallelism(const Parallelism& par, const ModelShape& target, const OptionSpelling& sp) {
   const std::string n = std::to_string(par.ranks);
-  if (par.dp_attention < 1)
-    throw Error("--dp-attention must be >= 1 (1: no data-parallel attention), got " + std::to_string(par.dp_attention));
-  if (par.ep < 1) throw Error("--ep must be >= 1 (1: no expert parallelism), got " + std::to_string(par.ep));
+  const std::string dp = sp("dp-attention", std::to_string(par.dp_attention));
+  const std::string ep = sp("ep", std::to_string(par.ep));
+  if (par.dp_attention < 1) throw Error(dp + ": the attention data-parallel degree must be >= 1 (1: none)");
+  if (par.ep < 1) throw Error(ep + ": the expert-parallel degree must be >= 1 (1: none)");
   if (par.ranks % par.dp_attention != 0)
-    throw Error("--dp-attention " + std::to_string(par.dp_attention) + " does not divide the replica's " + n +
-                " devices (--tp " + n + "): each of the D attention groups runs attention at TP N / D, so D x (attention "
-                "TP) must equal --tp");
+    throw Error(dp + " does not divide the replica's " + n + " devices (" + sp("tp", n) +
+                "): each of the D attention groups runs attention at TP N / D, so D x (attention TP) must equal the "
+                "devices");
   if (par.ep > 1 && !target.is_moe())
-    throw Error("--ep " + std::to_string(par.ep) + ": model '" + target.name +
-                "' is dense (no routed experts), so there is nothing to place by expert parallelism; give --ep 1");
+    throw Error(ep + ": model '" + target.name +
+                "' is dense (no routed experts), so there is nothing to place by expert parallelism; give " +
+                sp("ep", "1"));
   if (par.ep != 1 && par.ep != par.ranks)
-    throw Error("--ep " + std::to_string(par.ep) + " must be 1 or the replica's " + n + " devices (--tp " + n +
+    throw Error(ep + " must be 1 or the replica's " + n + " devices (" + sp("tp", n) +
                 "): the engines' expert parallelism spans every device of the replica (vLLM's EP size is DP x TP, "
                 "SGLang's --ep-size is its --tp)");
   if (par.ep > 1 && target.num_experts % par.ep != 0)
-    throw Error("--ep " + std::to_string(par.ep) + " does not divide model '" + target.name + "''s " +
-                std::to_string(target.num_experts) + " routed experts: each device holds E / EP whole experts");
+    throw Error(ep + " does not divide the " + std::to_string(target.num_experts) + " routed experts of model '" +
+                target.name + "': each device holds E / EP whole experts");
 }
 
 std::string describe_parallelism(const Parallelism& par) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "simulator/model_shape.hpp"
+#include "simulator/option_spelling.hpp"
 
 namespace specdec::sim {
 
@@ -29,10 +30,11 @@ struct Parallelism {
   bool plain() const { return dp_attention == 1 && ep == 1; }
 };
 
-// Throws specdec::Error (naming options as the command line spells them) unless the layout is one
-// the engines run: D and P at least 1, D dividing N, P either 1 or N, P dividing the target's routed
+// Throws specdec::Error (naming options as `spelling` writes them) unless the layout is one the
+// engines run: D and P at least 1, D dividing N, P either 1 or N, P dividing the target's routed
 // experts, EP only on a mixture-of-experts target.
-void validate_parallelism(const Parallelism& par, const ModelShape& target);
+void validate_parallelism(const Parallelism& par, const ModelShape& target,
+                          const OptionSpelling& spelling = kCommandLineSpelling);
 
 // "TP 8" for plain tensor parallelism; "8 devices: attention DP 8 x TP 1, experts EP 8" otherwise.
 std::string describe_parallelism(const Parallelism& par);

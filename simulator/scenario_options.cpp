@@ -129,6 +129,7 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
     check_input_limit(sp("ep"), "the expert-parallel degree", o.ep, kMaxTensorParallel);
     s.workload.dp_attention = o.dp_attention;
     s.workload.ep = o.ep;
+    validate_parallelism(parallelism_of(s.workload), s.target, sp);
   }
   check_input_limit(sp("prompt-len"), "the prompt length", o.prompt_len, kMaxPositions);
   check_input_limit(sp("output-len"), "the output length", o.output_len, kMaxPositions);
