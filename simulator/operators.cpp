@@ -100,7 +100,7 @@ void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, do
   // Dispatch: each token's hidden state to every other device holding one of its experts, once per
   // device (DeepEP dispatches a token once to a rank whatever number of its experts the rank holds,
   // DeepEP issue 48); combine: one partial sum per such device back. Both at the activation width
-  // [approximate: DeepSeek-V3's deployment dispatches in FP8, technical report section 3.5].
+  // [approximate: the DeepSeek-V3 technical report, arXiv 2412.19437, dispatches FP8 activations].
   const double a2a = sent * remote_ranks_per_token(E, k, full.ep) * H * a;
   if (dispatch) ops.push_back(collective_of("moe.dispatch", a2a, phase, layers));
   ex.flops = 2.0 * load.rows * 3.0 * H * Ie;
