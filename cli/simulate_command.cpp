@@ -130,7 +130,15 @@ ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
         throw Error(std::string("--") + option + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
     o.tp = parse_int(vm["tp"].as<std::string>(), "tp");
   }
+  if (vm.count("dp-attention")) o.dp_attention = parse_int(vm["dp-attention"].as<std::string>(), "dp-attention");
+  if (vm.count("ep")) o.ep = parse_int(vm["ep"].as<std::string>(), "ep");
   return o;
+}
+
+// "tp 8" under plain tensor parallelism, else the layout ("8 devices: attention DP 8 x TP 1, experts EP 8").
+std::string layout_text(const Workload& w) {
+  const Parallelism par = parallelism_of(w);
+  return par.plain() ? "tp " + std::to_string(w.tp) : describe_parallelism(par);
 }
 
 std::string fmt(double v, int precision = 3) {
@@ -170,7 +178,7 @@ void print_breakdown(std::ostream& out, const Prediction& p) {
 }
 
 void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p, const std::string& measured_note = "") {
-  out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp << ", batch "
+  out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (" << layout_text(s.workload) << ", batch "
       << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
   const bool lookup = p.method != Method::sequential && draft_free(p.method);
   out << "method " << method_name(p.method);
@@ -371,6 +379,8 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   if (vm.count("dynamic-tree")) o.scenario.dynamic_tree = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
   if (vm.count("best-k")) o.scenario.best_k = best_k_list(vm["best-k"].as<std::string>());
   if (vm.count("best-tree")) o.scenario.best_tree = best_tree_grid(vm["best-tree"].as<std::string>());
+  if (vm.count("dp-attention")) o.scenario.dp_attention = parse_int(vm["dp-attention"].as<std::string>(), "dp-attention");
+  if (vm.count("ep")) o.scenario.ep = parse_int(vm["ep"].as<std::string>(), "ep");
   if (vm.count("dtype")) o.dtype = vm["dtype"].as<std::string>();
   if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
   o.any_target = vm.count("any-target") > 0;
@@ -423,7 +433,7 @@ int policy_mode(const po::variables_map& vm, const ScenarioOptions& o, const Sce
     return 0;
   }
   auto header = [&]() {
-    io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (tp " << s.workload.tp
+    io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (" << layout_text(s.workload)
            << ", batch ";
     for (std::size_t i = 0; i < batches.size(); ++i) io.out << (i ? "," : "") << batches[i];
     io.out << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
@@ -536,6 +546,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep and --policy: list")
     ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
     ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep and capacity planning: list (capacity planning searches 1, 2, 4, ... up to one instance unless given)")
+    ("dp-attention", po::value<std::string>(), "data-parallel attention over the --tp devices: D groups, each running attention, dense MLPs and the LM head for its own sequences at TP tp/D with its own KV cache (SGLang --enable-dp-attention --dp D, vLLM --data-parallel-size D); default 1")
+    ("ep", po::value<std::string>(), "expert parallelism: 1 (routed experts column-split, the default) or --tp (each device holds E/tp whole experts; tokens dispatched and combined by all-to-all under --dp-attention)")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")

@@ -5,6 +5,7 @@
 
 #include "simulator/expert_popularity.hpp"
 #include "simulator/mla.hpp"
+#include "simulator/parallelism.hpp"
 
 namespace specdec::sim {
 
@@ -36,7 +37,101 @@ Operator collective(const char* name, double payload_bytes, double ring_factor, 
   return op;
 }
 
+// A collective whose bytes per device are already known (the all-to-alls, the DP gathers).
+Operator collective_of(const char* name, double comm_bytes, const char* phase, double count) {
+  Operator op;
+  op.name = name;
+  op.phase = phase;
+  op.count = count;
+  op.collective = true;
+  op.comm_bytes = comm_bytes;
+  return op;
+}
+
+// The routed experts of `layers` MoE layers under data-parallel attention or expert parallelism
+// (simulator/parallelism.hpp), with the collectives that bring the tokens to them and back: `full`
+// is the whole replica's forward, `group` one attention group's.
+void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, double layers, const ForwardParams& full,
+                             const ForwardParams& group, const char* phase) {
+  const double H = m.hidden_size;
+  const double E = m.num_experts;
+  const double k = m.experts_per_token;
+  const double N = full.tp;
+  const double eb = full.weights[WeightClass::routed_experts];
+  const double a = full.act_bytes;
+  const double rows_all = full.batch * full.tokens;         // every group's tokens
+  const double rows_group = group.batch * group.tokens;     // the busiest group's
+  Operator ex;
+  ex.name = "moe.experts";
+  ex.phase = phase;
+  ex.count = layers;
+  ex.gemm_depth = H;
+  ex.weight_class = WeightClass::routed_experts;
+  if (full.ep == 1) {
+    // Data-parallel attention, experts column-split over all N devices (vLLM's default
+    // allgather_reducescatter all2all backend; SGLang's DP attention without DeepEP): the groups'
+    // tokens are gathered onto every device, each device computes its column share of the experts
+    // over all of them, and a reduce-scatter sums the partial outputs and returns each group's rows.
+    // A device receives the other groups' rows, (D − 1)/D of them; the ring reduce-scatter sends
+    // (N − 1)/N of the full output.
+    const double D = full.dp;
+    ops.push_back(collective_of("moe.all_gather.dp", rows_all * H * a * (D - 1.0) / D, phase, layers));
+    const double Ie = ceil_div(m.expert_intermediate_size, N);
+    const double touched = expected_experts_touched(E, k, full.batch, full.tokens, m.expert_locality, m.expert_load_cv);
+    ex.flops = 2.0 * rows_all * k * 3.0 * H * Ie;
+    ex.gemm_rows = rows_all * k / touched;
+    ex.gemm_cols = touched * 2.0 * Ie;
+    ex.weight_bytes = touched * 3.0 * H * Ie * eb;
+    ex.bytes = ex.weight_bytes + rows_all * k * (2.0 * H + 3.0 * Ie) * a;
+    ops.push_back(ex);
+    ops.push_back(collective_of("moe.reduce_scatter.dp", rows_all * H * a * (N - 1.0) / N, phase, layers));
+    return;
+  }
+  // Expert parallelism: each device holds E / N whole experts and computes the token-expert rows
+  // routed to them; the busiest device (simulator/parallelism.hpp) sets the step.
+  const ExpertRankLoad load =
+      busiest_expert_rank(E, k, full.ep, full.batch, full.tokens, m.expert_locality, m.expert_load_cv);
+  const double Ie = m.expert_intermediate_size;
+  const bool dispatch = full.dp > 1;  // without DP attention every device already holds every token
+  const double Ta = group.tp;
+  const double sent = std::ceil(rows_group / Ta);  // a group's tokens, split over its devices [approximate]
+  // Dispatch: each token's hidden state to every other device holding one of its experts, once per
+  // device (DeepEP dispatches a token once to a rank whatever number of its experts the rank holds,
+  // DeepEP issue 48); combine: one partial sum per such device back. Both at the activation width
+  // [approximate: the DeepSeek-V3 technical report, arXiv 2412.19437, dispatches FP8 activations].
+  const double a2a = sent * remote_ranks_per_token(E, k, full.ep) * H * a;
+  if (dispatch) ops.push_back(collective_of("moe.dispatch", a2a, phase, layers));
+  ex.flops = 2.0 * load.rows * 3.0 * H * Ie;
+  ex.gemm_rows = load.touched > 0 ? load.rows / load.touched : 0.0;
+  ex.gemm_cols = load.touched * 2.0 * Ie;
+  ex.weight_bytes = load.touched * 3.0 * H * Ie * eb;
+  ex.bytes = ex.weight_bytes + load.rows * (2.0 * H + 3.0 * Ie) * a;
+  ops.push_back(ex);
+  if (dispatch) {
+    ops.push_back(collective_of("moe.combine", a2a, phase, layers));
+    // The group's devices each got back their share of its tokens: gathered again [approximate].
+    if (Ta > 1) ops.push_back(collective_of("moe.all_gather.group", rows_group * H * a * (Ta - 1.0) / Ta, phase, layers));
+  }
+}
+
 }  // namespace
+
+ForwardParams attention_group_params(const ForwardParams& p) {
+  ForwardParams g = p;
+  if (p.dp > 1) {
+    g.batch = sequences_per_attention_group(p.batch, p.dp);
+    g.tp = p.tp / p.dp;
+  }
+  g.dp = 1;
+  g.ep = 1;
+  return g;
+}
+
+double expert_miss_probability(double q, double batch, double tokens, double locality) {
+  const double first = std::min(tokens, 1.0);
+  const double later = std::max(tokens - 1.0, 0.0);
+  return std::pow(1.0 - q, batch * first) * std::pow(1.0 - (1.0 - locality) * q, batch * later);
+}
 
 double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
                                 double load_cv) {
@@ -46,11 +141,7 @@ double expected_experts_touched(double experts, double per_token, double batch, 
   // first token with probability 1 - q_i and by each later one with 1 - (1 - rho)·q_i (it is missed
   // unless a fresh selection takes it); sequences route independently, so the misses multiply over
   // the batch. Uniform routing has q_i = k/E for every expert: the closed form.
-  const double first = std::min(tokens, 1.0);
-  const double later = std::max(tokens - 1.0, 0.0);
-  const auto missed = [&](double q) {
-    return std::pow(1.0 - q, batch * first) * std::pow(1.0 - (1.0 - locality) * q, batch * later);
-  };
+  const auto missed = [&](double q) { return expert_miss_probability(q, batch, tokens, locality); };
   if (load_cv == 0.0) return experts * (1.0 - missed(std::min(per_token / experts, 1.0)));
   // Skewed popularity: q_i = min(1, k · weight_i / E) with the weights of expert_popularity.
   double touched = 0;
@@ -87,7 +178,9 @@ void append_embedding(std::vector<Operator>& ops, int hidden, const ForwardParam
 }
 
 void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
-                           const ForwardParams& p, const char* phase) {
+                           const ForwardParams& full, const char* phase) {
+  // Everything but the routed experts runs per attention group (full itself under plain TP).
+  const ForwardParams p = attention_group_params(full);
   const double H = m.hidden_size;
   const double hd = m.head_dim;
   const double tp = p.tp;
@@ -142,20 +235,24 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
     const double eb = p.weights[WeightClass::routed_experts];
     append_linear(ops, "moe.router", H, E, rows, p, phase, layers, WeightClass::router);
-    const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality, m.expert_load_cv);
-    Operator ex;
-    ex.name = "moe.experts";
-    ex.phase = phase;
-    ex.count = layers;
-    ex.flops = 2.0 * rows * k * 3.0 * H * Ie;
-    ex.gemm_rows = rows * k / touched;  // tokens per touched expert, on average
-    // One grouped product over the touched experts' gate/up matrices (the larger two thirds).
-    ex.gemm_cols = touched * 2.0 * Ie;
-    ex.gemm_depth = H;
-    ex.weight_class = WeightClass::routed_experts;
-    ex.weight_bytes = touched * 3.0 * H * Ie * eb;
-    ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
-    ops.push_back(ex);
+    if (full.dp > 1 || full.ep > 1) {
+      append_parallel_experts(ops, m, layers, full, p, phase);
+    } else {
+      const double touched = expected_experts_touched(E, k, p.batch, p.tokens, m.expert_locality, m.expert_load_cv);
+      Operator ex;
+      ex.name = "moe.experts";
+      ex.phase = phase;
+      ex.count = layers;
+      ex.flops = 2.0 * rows * k * 3.0 * H * Ie;
+      ex.gemm_rows = rows * k / touched;  // tokens per touched expert, on average
+      // One grouped product over the touched experts' gate/up matrices (the larger two thirds).
+      ex.gemm_cols = touched * 2.0 * Ie;
+      ex.gemm_depth = H;
+      ex.weight_class = WeightClass::routed_experts;
+      ex.weight_bytes = touched * 3.0 * H * Ie * eb;
+      ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
+      ops.push_back(ex);
+    }
     if (m.shared_expert_intermediate_size > 0) {
       const double Is = ceil_div(m.shared_expert_intermediate_size, tp);
       append_linear(ops, "moe.shared_gate_up", H, 2 * Is, rows, p, phase, layers, WeightClass::shared_experts);
@@ -190,7 +287,8 @@ void append_elementwise(std::vector<Operator>& ops, const char* name, double wid
   ops.push_back(elementwise(name, width, reads, flops_per_elem, p, phase, count));
 }
 
-std::vector<Operator> mtp_module_forward(const ModelShape& layer, const ForwardParams& p, const char* phase) {
+std::vector<Operator> mtp_module_forward(const ModelShape& layer, const ForwardParams& full, const char* phase) {
+  const ForwardParams p = attention_group_params(full);  // all but the layer's routed experts
   std::vector<Operator> ops;
   ops.reserve(28);
   const double H = layer.hidden_size;
@@ -198,13 +296,14 @@ std::vector<Operator> mtp_module_forward(const ModelShape& layer, const ForwardP
   ops.push_back(elementwise("mtp.enorm", H, 1, 4, p, phase, 1));  // RMSNorm of the token's embedding
   ops.push_back(elementwise("mtp.hnorm", H, 1, 4, p, phase, 1));  // RMSNorm of the previous hidden state
   append_linear(ops, "mtp.eh_proj", 2 * H, H, p.batch * p.tokens, p, phase);
-  append_decoder_layers(ops, layer, 1, layer.hidden_size, p, phase);
+  append_decoder_layers(ops, layer, 1, layer.hidden_size, full, phase);
   append_lm_head(ops, layer.hidden_size, layer.vocab_size, p, phase);  // shared_head.norm + the target's head
   return ops;
 }
 
-std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int blocks, const ForwardParams& p,
+std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int blocks, const ForwardParams& full,
                                            const char* phase) {
+  const ForwardParams p = attention_group_params(full);  // the heads run per attention group
   std::vector<Operator> ops;
   ops.reserve(6);
   const double H = hidden;
@@ -232,14 +331,15 @@ std::vector<Operator> medusa_heads_forward(int hidden, int vocab, int heads, int
 std::vector<Operator> model_forward_ops(const ModelShape& m, const ForwardParams& p, const char* phase) {
   std::vector<Operator> ops;
   ops.reserve(24);  // a forward has ~20 operators: one allocation instead of several
-  append_embedding(ops, m.hidden_size, p, phase);
+  const ForwardParams group = attention_group_params(p);  // the embedding and LM head run per attention group
+  append_embedding(ops, m.hidden_size, group, phase);
   if (m.is_moe() && m.dense_layers > 0) {
     append_decoder_layers(ops, m.dense_layer_shape(), m.dense_layers, m.hidden_size, p, phase);
     append_decoder_layers(ops, m, m.moe_layers(), m.hidden_size, p, phase);
   } else {
     append_decoder_layers(ops, m, m.num_layers, m.hidden_size, p, phase);
   }
-  append_lm_head(ops, m.hidden_size, m.vocab_size, p, phase);
+  append_lm_head(ops, m.hidden_size, m.vocab_size, group, phase);
   return ops;
 }
 

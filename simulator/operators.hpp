@@ -37,7 +37,9 @@ struct ForwardParams {
   double tokens = 1;
   int batch = 1;
   double context = 0;
-  int tp = 1;
+  int tp = 1;              // devices of the replica (simulator/parallelism.hpp: N)
+  int dp = 1;              // attention data-parallel groups (D); each runs ⌈batch / D⌉ sequences at TP tp / D
+  int ep = 1;              // expert-parallel degree (1 or tp)
   double logit_rows = 1;
   WeightBytes weights;      // bytes per weight element, by class
   double act_bytes = 2;     // bytes per activation element
@@ -45,12 +47,21 @@ struct ForwardParams {
   bool prefill = false;     // a prompt's forward (engines run multi-head latent attention unabsorbed)
 };
 
+// The forward as one attention group runs it (simulator/parallelism.hpp): ⌈batch / dp⌉ sequences
+// at TP tp / dp, no further data or expert parallelism. Every part of a forward but the routed
+// experts (embedding, attention, dense MLPs, shared experts, the LM head) is priced at these; with
+// dp = 1 they are p's own batch and TP.
+ForwardParams attention_group_params(const ForwardParams& p);
+
 // Expected distinct experts a forward reads: `batch` sequences of `tokens` new tokens each, every
 // token choosing `per_token` of `experts`. Expert i is chosen by a token routing afresh with
 // probability q_i = min(1, k·weight_i/E), the weights those of expert_popularity(E, load_cv)
 // (load_cv 0: uniform, q_i = k/E). Within a sequence a token takes its predecessor's experts with
 // probability `locality` (else routes afresh); sequences route independently. Uniform routing with
 // locality 0 gives E·(1 − (1 − k/E)^(B·T)); one token gives k per sequence when uniform.
+// The probability that expert i (chosen by a fresh routing with probability q) is read by none of
+// `batch` sequences' `tokens` tokens: (1 − q)^B · (1 − (1 − locality)·q)^(B·(T − 1)).
+double expert_miss_probability(double q, double batch, double tokens, double locality);
 double expected_experts_touched(double experts, double per_token, double batch, double tokens, double locality,
                                 double load_cv);
 

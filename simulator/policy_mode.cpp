@@ -7,6 +7,7 @@
 #include "reference/core/input_limits.hpp"
 #include "reference/policies/registry.hpp"
 #include "simulator/method.hpp"
+#include "simulator/parallelism.hpp"
 
 namespace specdec::sim {
 
@@ -77,6 +78,9 @@ nlohmann::json policy_mode_json(const PolicyModeResult& r) {
                      {"max_depth", s.plan.k},
                      {"batch", r.batches.size() == 1 ? nlohmann::json(r.batches.front()) : nlohmann::json(r.batches)},
                      {"tp", s.workload.tp},
+                     {"dp_attention", s.workload.dp_attention},
+                     {"ep", s.workload.ep},
+                     {"parallelism", describe_parallelism(parallelism_of(s.workload))},
                      {"prompt_len", s.workload.prompt_len},
                      {"output_len", s.workload.output_len},
                      {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};

@@ -46,6 +46,9 @@ nlohmann::json scenario_json(const Scenario& s) {
                       {"drafter", s.drafter ? s.drafter->name : "none"},
                       {"batch", s.workload.batch},
                       {"tp", s.workload.tp},
+                      {"dp_attention", s.workload.dp_attention},
+                      {"ep", s.workload.ep},
+                      {"parallelism", describe_parallelism(parallelism_of(s.workload))},
                       {"prompt_len", s.workload.prompt_len},
                       {"output_len", s.workload.output_len},
                       {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};

@@ -35,6 +35,8 @@ ForwardParams base_params(const Scenario& s) {
   p.kv_bytes = kv_bytes_of(s);
   p.batch = s.workload.batch;
   p.tp = s.workload.tp;
+  p.dp = s.workload.dp_attention;
+  p.ep = s.workload.ep;
   return p;
 }
 
@@ -103,25 +105,35 @@ std::vector<Operator> head_forward(const Drafter& d, const ForwardParams& base, 
                                    double logit_rows, const char* phase) {
   std::vector<Operator> ops;
   ops.reserve(24);
-  ForwardParams p = base;
-  p.tokens = tokens;
-  p.logit_rows = logit_rows;
+  ForwardParams full = base;
+  full.tokens = tokens;
+  full.logit_rows = logit_rows;
   // The head's own layers are not the checkpoint's: the run's width for a linear layer.
-  p.weights = base.weights.uniform(WeightClass::other);
-  p.weights[WeightClass::embedding] = base.weights[WeightClass::embedding];
-  p.weights[WeightClass::lm_head] = base.weights[WeightClass::lm_head];
+  full.weights = base.weights.uniform(WeightClass::other);
+  full.weights[WeightClass::embedding] = base.weights[WeightClass::embedding];
+  full.weights[WeightClass::lm_head] = base.weights[WeightClass::lm_head];
+  const ForwardParams p = attention_group_params(full);  // a dense head runs per attention group
   append_embedding(ops, d.shape.hidden_size, p, phase);
   if (d.fc_in > 0 && fc_rows > 0) append_linear(ops, "fc", d.fc_in, d.shape.hidden_size, p.batch * fc_rows, p, phase);
-  append_decoder_layers(ops, d.shape, 1, d.qkv_in, p, phase);
-  if (d.num_layers > 1) append_decoder_layers(ops, d.shape, d.num_layers - 1, d.shape.hidden_size, p, phase);
+  append_decoder_layers(ops, d.shape, 1, d.qkv_in, full, phase);
+  if (d.num_layers > 1) append_decoder_layers(ops, d.shape, d.num_layers - 1, d.shape.hidden_size, full, phase);
   append_lm_head(ops, d.shape.hidden_size, d.lm_head_vocab, p, phase);
   return ops;
 }
 
 }  // namespace
 
+WeightBytes mtp_module_weights(const WeightBytes& target) {
+  return target[WeightClass::mtp] > 0 ? target.uniform(WeightClass::mtp) : target;
+}
+
+double routed_expert_bytes(const ModelShape& m, double layers, const WeightBytes& w) {
+  if (!m.is_moe()) return 0.0;
+  return layers * m.num_experts * 3.0 * m.hidden_size * m.expert_intermediate_size * w[WeightClass::routed_experts];
+}
+
 double mtp_module_weight_bytes(const ModelShape& layer, const WeightBytes& target) {
-  const WeightBytes w = target[WeightClass::mtp] > 0 ? target.uniform(WeightClass::mtp) : target;
+  const WeightBytes w = mtp_module_weights(target);
   const double H = layer.hidden_size;
   // The decoder layer (its two norms included), eh_proj (2H × H) and the enorm, hnorm and
   // shared_head.norm vectors; the embedding and the LM head are the target's (shared, as the
@@ -163,6 +175,8 @@ void check_tensor_parallel_degree(const ModelShape& m, int tp, const EngineSpec&
               "replication; degrees that do: " + valid);
 }
 
+Parallelism parallelism_of(const Workload& w) { return Parallelism{w.tp, w.dp_attention, w.ep}; }
+
 void validate_scenario(const Scenario& s) {
   const auto& w = s.workload;
   if (w.batch < 1) throw Error("batch size must be >= 1, got " + std::to_string(w.batch));
@@ -176,7 +190,10 @@ void validate_scenario(const Scenario& s) {
   if (w.tp > 1 && s.hardware.interconnect_bandwidth_bytes_per_s <= 0)
     throw Error("hardware '" + s.hardware.name + "' has no interconnect, so tensor-parallel degree " +
                 std::to_string(w.tp) + " is impossible");
-  check_tensor_parallel_degree(s.target, w.tp, s.engine);
+  const Parallelism par = parallelism_of(w);
+  validate_parallelism(par, s.target);
+  // Attention heads split over one attention group's devices (all of them without DP attention).
+  check_tensor_parallel_degree(s.target, par.attention_tp(), s.engine);
   dtype_bytes(storage_dtype(s));
   const Method m = s.plan.method;
   if (m == Method::sequential) return;
@@ -467,6 +484,11 @@ Prediction predict(const Scenario& s, bool breakdown) {
   r.ttft_s = prefill_step(s, false).total_s();
 
   // Memory per device: weights split by tp (KV heads replicated when tp > nkv, a latent cache always).
+  // Under DP attention or EP (simulator/parallelism.hpp) the routed experts are split over all tp
+  // devices (E / EP whole experts each, or their columns), everything else over one attention
+  // group's tp / dp, and a device keeps the KV cache of its group's sequences only.
+  const Parallelism par = parallelism_of(s.workload);
+  const double Ta = par.attention_tp();
   const std::string dtype = storage_dtype(s);
   const WeightBytes target_w = weight_bytes_of(s.target, dtype);
   const double wb = target_w[WeightClass::other];  // a drafter head's own layers
@@ -477,7 +499,10 @@ Prediction predict(const Scenario& s, bool breakdown) {
     // vLLM keeps a 16-bit copy of a quantised checkpoint's W_UK and W_UV for the absorbed products.
     const double mla_copies =
         m.is_mla() && w[WeightClass::attention] != act ? m.num_layers * mla_up_projection_params(m) * act : 0.0;
-    return (total_weight_bytes(m, w) + mla_copies) / s.workload.tp;
+    const double all = total_weight_bytes(m, w) + mla_copies;
+    if (par.plain()) return all / s.workload.tp;
+    const double routed = routed_expert_bytes(m, m.moe_layers(), w);
+    return (all - routed) / Ta + routed / par.ranks;
   };
   r.weight_bytes_per_device = weights(s.target);
   if (s.drafter && s.plan.method != Method::sequential && !s.drafter->draft_free) {
@@ -485,19 +510,26 @@ Prediction predict(const Scenario& s, bool breakdown) {
     if (d.method == Method::draft_model) {
       r.weight_bytes_per_device += weights(d.shape);
     } else if (d.method == Method::mtp) {
-      r.weight_bytes_per_device += d.num_modules * mtp_module_weight_bytes(d.shape, target_w) / s.workload.tp;
+      const double module = mtp_module_weight_bytes(d.shape, target_w);
+      if (par.plain()) {
+        r.weight_bytes_per_device += d.num_modules * module / s.workload.tp;
+      } else {
+        const double routed = routed_expert_bytes(d.shape, 1, mtp_module_weights(target_w));
+        r.weight_bytes_per_device += d.num_modules * ((module - routed) / Ta + routed / par.ranks);
+      }
     } else if (d.method == Method::medusa) {
-      r.weight_bytes_per_device += medusa_weight_bytes_per_device(d, wb, s.workload.tp);
+      r.weight_bytes_per_device += medusa_weight_bytes_per_device(d, wb, par.attention_tp());
     } else {
       double head = d.num_layers * (d.shape.attention_params_per_layer() * d.qkv_in / d.shape.hidden_size +
                                     d.shape.mlp_params_per_layer_total()) +
                     double(d.fc_in) * d.shape.hidden_size;
       if (d.lm_head_vocab != s.target.vocab_size) head += double(d.lm_head_vocab) * d.shape.hidden_size;
-      r.weight_bytes_per_device += head * wb / s.workload.tp;
+      r.weight_bytes_per_device += head * wb / par.attention_tp();
     }
   }
-  r.kv_bytes_per_device = double(s.workload.batch) * (s.workload.prompt_len + s.workload.output_len) *
-                          s.target.num_layers * s.target.kv_elements_per_token_per_layer(s.workload.tp) * kvb;
+  r.kv_bytes_per_device = double(sequences_per_attention_group(s.workload.batch, par.dp_attention)) *
+                          (s.workload.prompt_len + s.workload.output_len) * s.target.num_layers *
+                          s.target.kv_elements_per_token_per_layer(par.attention_tp()) * kvb;
   r.fits_memory = r.weight_bytes_per_device + r.kv_bytes_per_device <= s.hardware.memory_bytes;
 
   r.verify_intensity = r.step.verify_bytes > 0 ? r.step.verify_flops / r.step.verify_bytes : 0;

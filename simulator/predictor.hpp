@@ -13,6 +13,7 @@
 #include "simulator/hardware_spec.hpp"
 #include "simulator/method.hpp"
 #include "simulator/model_shape.hpp"
+#include "simulator/parallelism.hpp"
 #include "simulator/tree_shape.hpp"
 
 namespace specdec::sim {
@@ -23,6 +24,8 @@ struct Workload {
   int output_len = 256;   // tokens
   int tp = 1;             // tensor-parallel degree (devices per model replica)
   std::string dtype;      // weights / activations / KV dtype; empty = the target's torch_dtype
+  int dp_attention = 1;   // attention data-parallel groups over the tp devices (simulator/parallelism.hpp)
+  int ep = 1;             // expert-parallel degree: 1 or tp
 };
 
 struct DraftPlan {
@@ -98,6 +101,9 @@ struct Prediction {
 // degree for an engine that pads the heads (EngineSpec::pads_attention_heads).
 void check_tensor_parallel_degree(const ModelShape& m, int tp, const EngineSpec& engine);
 
+// The workload's layout: its devices, attention DP groups and expert-parallel degree.
+Parallelism parallelism_of(const Workload& w);
+
 // Checks the scenario (K ≥ 1 for speculative methods, tp within the instance and splitting the
 // target's heads, drafter present,
 // P-EAGLE depth within its trained depth, the engine runs the method (and trees), ...); throws
@@ -114,6 +120,12 @@ StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_s
 // Prefill of one prompt (target and, for speculative methods, the drafter).
 StepCost prefill_cost(const Scenario& s);
 
+// Bytes of the routed experts of `layers` MoE layers of `m` (all of them, at `w`'s routed-expert
+// width); 0 for a dense model.
+double routed_expert_bytes(const ModelShape& m, double layers, const WeightBytes& w);
+// The class widths an MTP module is stored at: the target's, or all the MTP class's where the
+// checkpoint stores the module apart.
+WeightBytes mtp_module_weights(const WeightBytes& target);
 // Bytes of one MTP module's weights (the decoder layer of `layer`'s kind, eh_proj, its norms; the
 // embedding and LM head are the target's) at the target's class widths, or all at the MTP class's
 // where the checkpoint stores the module apart.

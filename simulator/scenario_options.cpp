@@ -118,10 +118,18 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
   // Capacity planning searches a list of TPs (every power of two of the instance by default); the
   // prediction given beside the plan is at the first.
   if (o.capacity) {
+    if (o.dp_attention != 1 || o.ep != 1)
+      throw Error("capacity planning searches tensor-parallel degrees only: " + sp("dp-attention") + " and " + sp("ep") +
+                  " price one layout, without " + sp("capacity-rate") + " and " + sp("tpot-target-ms"));
     s.workload.tp = capacity_tensor_parallel_degrees(o.capacity->tp, s.hardware, sp).front();
   } else {
     check_input_limit(sp("tp"), "the tensor-parallel degree", o.tp, kMaxTensorParallel);
     s.workload.tp = o.tp;
+    check_input_limit(sp("dp-attention"), "the attention data-parallel degree", o.dp_attention, kMaxTensorParallel);
+    check_input_limit(sp("ep"), "the expert-parallel degree", o.ep, kMaxTensorParallel);
+    s.workload.dp_attention = o.dp_attention;
+    s.workload.ep = o.ep;
+    validate_parallelism(parallelism_of(s.workload), s.target, sp);
   }
   check_input_limit(sp("prompt-len"), "the prompt length", o.prompt_len, kMaxPositions);
   check_input_limit(sp("output-len"), "the output length", o.output_len, kMaxPositions);

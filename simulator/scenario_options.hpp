@@ -45,6 +45,7 @@ struct ScenarioOptions {
   std::string model, hardware;                        // spec names or JSON paths
   std::optional<std::string> engine, drafter, method, dtype;
   int batch = 1, tp = 1, prompt_len = 512, output_len = 256;
+  int dp_attention = 1, ep = 1;                       // the layout over tp's devices (simulator/parallelism.hpp)
   std::optional<int> k;                               // unset: kDefaultDraftLength (capacity planning then searches K)
 
   // The acceptance model: at most one of alpha ... al.

@@ -33,6 +33,10 @@ SweepSpec sweep_spec_from_options(const SweepOptions& o, const OptionSpelling& s
                                       std::pair{"dynamic-tree", s.dynamic_tree.has_value()}})
     if (given)
       throw Error(sp(option) + " is not available in " + sp("sweep") + " mode (it sweeps chains over " + sp("k") + ")");
+  for (const auto& [option, given] : {std::pair{"dp-attention", s.dp_attention != 1}, std::pair{"ep", s.ep != 1}})
+    if (given)
+      throw Error(sp(option) + " is not available in " + sp("sweep") + " mode (it sweeps tensor-parallel degrees, " + sp("tp") +
+                  ")");
   SweepSpec spec;
   spec.models = o.models;
   spec.hardware = o.hardware;

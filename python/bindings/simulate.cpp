@@ -94,6 +94,8 @@ const Keyword kKeywords[] = {
   {"batching", "str", {"None", "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.batching = text(x, n); }},
   {"tp", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.tp = integer(x, n); }},
   {"tp", "list | int", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { capacity(o).tp = integer_list(x, n); }},
+  {"dp_attention", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.dp_attention = integer(x, n); }},
+  {"ep", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.ep = integer(x, n); }},
   {"prompt_len", "int", {"512", "512", "512", "512"}, [](const py::handle& x, const std::string& n, Options& o) { o.prompt_len = integer(x, n); }},
   {"output_len", "int", {"256", "256", "256", "256"}, [](const py::handle& x, const std::string& n, Options& o) { o.output_len = integer(x, n); }},
   {"dtype", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.dtype = text(x, n); }},
@@ -224,7 +226,8 @@ dynamic_tree: (total_tokens, depth, top_k), an EAGLE-2 tree chosen from the acce
 best_k: search K for the lowest TPOT (a list of Ks; N: 1..N; True: 1..8) -> 'best_k', 'by_k', 'skipped';
 best_tree: search EAGLE-2 trees (total_tokens, depths, top_ks), each an int or a list -> 'best_tree',
 'by_tree', 'skipped'; batching: 'static' or 'continuous' -> 'batching'.
-batch, tp, prompt_len, output_len, dtype: the workload; breakdown=True adds the per-operator costs;
+batch, tp, prompt_len, output_len, dtype: the workload; dp_attention, ep: the layout over tp's devices
+(data-parallel attention groups, expert-parallel degree 1 or tp; as --dp-attention and --ep); breakdown=True adds the per-operator costs;
 specs_dirs: extra spec directories. Errors name the keyword.)";
 
 const char* const kPlanCapacityDoc = R"(

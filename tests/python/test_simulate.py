@@ -48,7 +48,19 @@ CASES = [
     ("mtp-alpha", ["--model", "mimo-7b", "--hardware", "h100-sxm", "--drafter", "mtp-mimo-7b", "--k", "2",
                    "--alpha", "0.85"],
      dict(model="mimo-7b", hardware="h100-sxm", drafter="mtp-mimo-7b", k=2, alpha=0.85)),
+    ("mtp-dp-attention-ep", ["--model", "deepseek-v3", "--hardware", "h200", "--drafter", "mtp-deepseek-v3", "--k", "1",
+                             "--alpha", "0.85", "--tp", "8", "--dp-attention", "8", "--ep", "8", "--batch", "16",
+                             "--engine", "sglang"],
+     dict(model="deepseek-v3", hardware="h200", drafter="mtp-deepseek-v3", k=1, alpha=0.85, tp=8, dp_attention=8, ep=8,
+          batch=16, engine="sglang")),
 ]
+
+
+def test_layout_errors_name_the_keywords():
+    with pytest.raises(specdec.Error, match=r"ep=2: model 'llama-3.1-8b' is dense"):
+        specdec.simulate("llama-3.1-8b", "h100-sxm", tp=2, ep=2)
+    with pytest.raises(specdec.Error, match=r"dp_attention=3 does not divide the replica's 8 devices \(tp=8\)"):
+        specdec.simulate("deepseek-v3", "h200", tp=8, dp_attention=3)
 
 
 @pytest.mark.parametrize("case,options,kw", CASES, ids=[c[0] for c in CASES])
