@@ -806,7 +806,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     if (b.mode == Batching::static_batch) {
       line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
     } else {
-      line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
+      line(s.engine.interleaves_prefill ? "step + interleaved prefill" : "step + prefill between steps",
+           fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
     }
     line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
     line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +
