@@ -671,7 +671,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("confidence-concentration", po::value<double>()->default_value(2.0), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
     ("breakdown", "print the per-operator breakdown of one step")
     ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
-    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
+    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target, checked at the full batch with each replica's prompts prefilled in its steps")
     ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
     ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
     ("max-utilization", po::value<double>(), "capacity planning: the highest utilisation (busy share of a replica's batch slots) a plan runs at, > 0 and < 1 (default 0.85: stable with service times up to 18% longer than predicted)")
