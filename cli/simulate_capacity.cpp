@@ -35,7 +35,7 @@ std::string cell_text(const PlannedConfig* c, bool speculative, double tpot_targ
   }
   const std::string shape = !c->tree.empty() ? "tree " + c->tree + ", " : speculative ? "K " + std::to_string(c->k) + ", " : "";
   return shape + "batch " + std::to_string(c->plan.batch) + ": " +
-         std::to_string(c->plan.devices) + (c->plan.devices == 1 ? " device (" : " devices (") + fixed(c->plan.prediction.tpot_s * 1e3, 1) + " ms)";
+         std::to_string(c->plan.devices) + (c->plan.devices == 1 ? " device (" : " devices (") + fixed(c->plan.load.tpot_s * 1e3, 1) + " ms)";
 }
 
 }  // namespace
@@ -84,7 +84,7 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
       return;
     }
     out << std::setw(4) << c->tp << std::setw(4) << (with_k ? std::to_string(c->k) : "-") << std::setw(7) << c->plan.batch
-        << std::setw(10) << fixed(c->plan.prediction.tpot_s * 1e3, 2) << std::setw(10) << c->plan.replicas << std::setw(9)
+        << std::setw(10) << fixed(c->plan.load.tpot_s * 1e3, 2) << std::setw(10) << c->plan.replicas << std::setw(9)
         << c->plan.devices << std::setw(10) << fixed(c->plan.cost_per_hour, 2) << std::setw(16)
         << fixed(c->plan.cost_per_million_output_tokens, 3) << "\n";
   };
@@ -120,6 +120,40 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     };
     if (speculative) queue_row("cheapest: " + method_title(s.plan.method), r.best);
     queue_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
+
+    out << "\n  TPOT under load per replica (ms; the TPOT target is checked at the full batch;\n   " << s.engine.name
+        << (s.engine.interleaves_prefill ? " interleaves each prompt's prefill into the decode steps"
+                                         : " runs each prompt's prefill between the decode steps, stalling them")
+        << "):\n  " << std::left << std::setw(22) << ""
+        << std::right << std::setw(12) << "TPOT alone" << std::setw(12) << "prefill ms" << std::setw(8) << "share" << std::setw(10)
+        << "tok/step" << std::setw(12) << "TPOT batch" << std::setw(12) << "mean batch" << std::setw(11) << "TPOT mean" << "\n";
+    auto load_row = [&](const std::string& name, const std::optional<PlannedConfig>& c) {
+      if (!c) return;
+      const ReplicaQueue& q = c->plan.load;
+      out << "  " << std::left << std::setw(22) << name << std::right << std::setw(12) << fixed(c->plan.prediction.tpot_s * 1e3, 2)
+          << std::setw(12) << fixed(q.step.prefill_s_per_prompt * 1e3, 1) << std::setw(8) << fixed(q.step.prefill_share, 3)
+          << std::setw(10) << fixed(q.step.prefill_tokens_per_step, 1) << std::setw(12) << fixed(q.tpot_s * 1e3, 2) << std::setw(12)
+          << fixed(q.mean_occupancy, 1) << std::setw(11) << fixed(q.tpot_at_mean_occupancy_s * 1e3, 2) << "\n";
+    };
+    if (speculative) load_row("cheapest: " + method_title(s.plan.method), r.best);
+    load_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
+    out << "  (TPOT alone: the decode step without prompts; prefill ms: one prompt's; share: of the replica's time; tok/step:\n"
+           "   prompt tokens per step; TPOT batch: at the full batch, prompts included; mean batch: sequences decoding on\n"
+           "   average, by Little's law; TPOT mean: at that occupancy)\n";
+    auto set_by = [&](const std::string& name, const std::optional<PlannedConfig>& c) {
+      if (!c || c->plan.replicas_set_by.empty()) return;
+      std::string limits;
+      for (const ReplicaLimit l : c->plan.replicas_set_by) {
+        const std::string what = l == ReplicaLimit::prefill_capacity ? "its prompts' prefill alone would take the whole replica"
+                                 : l == ReplicaLimit::tpot_target    ? "TPOT with the prompts' prefill beyond " + fixed(target_ms, 0) + " ms"
+                                 : l == ReplicaLimit::max_utilization ? "utilisation beyond " + format_double(req.max_utilization)
+                                                                      : "TTFT + queueing wait beyond the TTFT target";
+        limits += (limits.empty() ? "" : "; ") + what;
+      }
+      out << "  " << name << ": " << c->plan.replicas << " replicas; " << c->plan.replicas - 1 << " would break: " << limits << "\n";
+    };
+    if (speculative) set_by(method_title(s.plan.method), r.best);
+    set_by("sequential decoding", r.sequential);
   }
   out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
   if (speculative) out << std::setw(44) << method_title(s.plan.method);
@@ -160,7 +194,7 @@ void print_capacity_comparison(const CapacityComparison& c, std::ostream& out) {
       const PlannedConfig& b = *d.planning->search.best;
       const bool chain = !d.built->scenario.plan.tree;
       out << std::setw(4) << b.tp << std::setw(6) << (chain ? std::to_string(b.k) : "tree") << std::setw(7) << b.plan.batch
-          << std::setw(10) << fixed(b.plan.prediction.tpot_s * 1e3, 2) << std::setw(9) << b.plan.devices << "   "
+          << std::setw(10) << fixed(b.plan.load.tpot_s * 1e3, 2) << std::setw(9) << b.plan.devices << "   "
           << acceptance_source(*d.built) << "\n";
     } else {
       out << "   not planned: " << d.why_not << "\n";

@@ -560,7 +560,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("confidence-concentration", po::value<double>()->default_value(PolicyModeOptions{}.concentration, "2"), "--policy/--recommend-policy: concentration of the drafter-confidence model Beta(mean a_i, this) (an assumption; see docs/simulator.md)")
     ("breakdown", "print the per-operator breakdown of one step")
     ("capacity-rate", po::value<double>(), "capacity planning: offered load in requests/s")
-    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target")
+    ("tpot-target-ms", po::value<double>(), "capacity planning: TPOT target, checked at the full batch with each replica's prompts prefilled in its steps")
     ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
     ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
     ("max-utilization", po::value<double>(), "capacity planning: the highest utilisation (busy share of a replica's batch slots) a plan runs at, > 0 and < 1 (default 0.85: stable with service times up to 18% longer than predicted)")
@@ -695,7 +695,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     if (b.mode == Batching::static_batch) {
       line("steps until the batch is done", fmt(b.steps, 1) + " (" + fmt(b.ragged_factor, 3) + "x the mean sequence's)");
     } else {
-      line("step + interleaved prefill", fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
+      line(s.engine.interleaves_prefill ? "step + interleaved prefill" : "step + prefill between steps",
+           fmt(b.step_s * 1e3, 3) + " + " + fmt(b.prefill_per_step_s * 1e3, 3) + " ms");
     }
     line("per-request TPOT", fmt(b.tpot_s * 1e3, 3) + " ms (sequential " + fmt(b.sequential_tpot_s * 1e3, 3) + " ms)");
     line("throughput (per replica)", fmt(b.throughput_tokens_per_s, 1) + " tokens/s (sequential " +

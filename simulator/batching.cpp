@@ -1,8 +1,10 @@
 #include "simulator/batching.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "reference/core/error.hpp"
+#include "reference/core/format.hpp"
 #include "simulator/tree_shape.hpp"
 
 namespace specdec::sim {
@@ -79,15 +81,45 @@ Moments moments(const std::vector<double>& p) {
   return m;
 }
 
-// Time of the prefills a continuous batch interleaves per step: the requests that finish per step
-// (C·μ/N) each bring one prompt; the forwards' own time without a separate step overhead.
+// Time of the prefills a continuous batch carries per step: the requests that finish per step
+// (C·μ/N) each bring one prompt.
 double prefill_per_step(const Scenario& s, double tokens_per_step) {
-  const StepCost p = prefill_cost(s);
-  const double per_prefill = p.draft_s + p.verify_s;
-  return double(s.workload.batch) * tokens_per_step / double(s.workload.output_len) * per_prefill;
+  return double(s.workload.batch) * tokens_per_step / double(s.workload.output_len) * prefill_seconds_per_prompt(s);
 }
 
 }  // namespace
+
+double prefill_seconds_per_prompt(const Scenario& s) {
+  const StepCost p = prefill_cost(s);
+  return s.engine.interleaves_prefill ? p.draft_s + p.verify_s : p.total_s();
+}
+
+StepUnderLoad step_under_load(double decode_step_s, double prefill_s, double prompts_per_s, int prompt_len) {
+  // Written so that NaN fails too.
+  if (!(decode_step_s > 0 && std::isfinite(decode_step_s)))
+    throw Error("step under load: the decode step must be a finite number > 0 seconds, got " + format_double(decode_step_s));
+  if (!(prefill_s >= 0 && std::isfinite(prefill_s)))
+    throw Error("step under load: a prompt's prefill must be a finite number >= 0 seconds, got " + format_double(prefill_s));
+  if (!(prompts_per_s >= 0 && std::isfinite(prompts_per_s)))
+    throw Error("step under load: the prompts' arrival rate must be a finite number >= 0 per second, got " +
+                format_double(prompts_per_s));
+  if (prompt_len < 1) throw Error("step under load: the prompt length must be >= 1, got " + std::to_string(prompt_len));
+  StepUnderLoad r;
+  r.decode_step_s = decode_step_s;
+  r.prefill_s_per_prompt = prefill_s;
+  r.prompts_per_s = prompts_per_s;
+  r.prefill_share = prompts_per_s * prefill_s;
+  r.keeps_up = r.prefill_share < 1;
+  if (!r.keeps_up) {
+    r.step_s = r.prompts_per_step = r.prefill_tokens_per_step = r.prefill_s_per_step = std::numeric_limits<double>::infinity();
+    return r;
+  }
+  r.step_s = decode_step_s / (1 - r.prefill_share);
+  r.prompts_per_step = prompts_per_s * r.step_s;
+  r.prefill_tokens_per_step = r.prompts_per_step * prompt_len;
+  r.prefill_s_per_step = r.prompts_per_step * prefill_s;
+  return r;
+}
 
 BatchingPrediction predict_batching(const Scenario& s, Batching mode) {
   validate_scenario(s);

@@ -11,7 +11,10 @@
 //               Sequential decoding has σ = 0: no raggedness.
 //   continuous  C sequences are always in flight (concurrency C; a finished request is replaced at
 //               once). A step emits C·μ tokens on average and carries the prefills of the
-//               C·μ/N requests that replace finished ones (chunked into the step's forward).
+//               C·μ/N requests that replace finished ones (prefill_seconds_per_prompt each).
+//
+// Under an open load (requests arriving at λ per second, as a capacity plan's replica sees them)
+// the prompts a step carries depend on the step's own length: step_under_load solves for it.
 //
 // Both report throughput and per-request TPOT at the batch or concurrency given as the
 // workload's batch; speedups are against sequential decoding batched the same way.
@@ -54,5 +57,33 @@ struct BatchingPrediction {
 };
 
 BatchingPrediction predict_batching(const Scenario& s, Batching mode);
+
+// The time one prompt's prefill (the target's and, for a method with a drafter model, the drafter's
+// forward over the prompt) adds to the decode steps of the requests already running. An engine that
+// interleaves prefill (EngineSpec::interleaves_prefill) chunks the prompt's rows into the steps'
+// target forwards: the forwards' own time, no step overhead of its own. One that does not runs it as
+// a forward of its own between two steps, which stalls every running sequence for the whole forward
+// and its step overhead.
+double prefill_seconds_per_prompt(const Scenario& s);
+
+// A replica's decode step when prompts arrive at `prompts_per_s` (λ) and each adds `prefill_s` (c,
+// prefill_seconds_per_prompt) to the steps. A step of length T carries the prompts that arrived during
+// it, λ·T of them, so T is a fixed point:
+//   T = D + λ·T·c   =>   T = D / (1 − λ·c)   when λ·c < 1,
+// λ·c the share of the replica's time its prompts take. At λ·c >= 1 there is no solution: the prompts
+// alone need the whole replica, which cannot keep up (keeps_up false, the step infinite).
+struct StepUnderLoad {
+  double decode_step_s = 0;         // D: the step without prompts
+  double prefill_s_per_prompt = 0;  // c
+  double prompts_per_s = 0;         // λ
+  double prefill_share = 0;         // λ·c
+  bool keeps_up = true;             // λ·c < 1
+  double step_s = 0;                // T (infinite when it cannot keep up)
+  double prompts_per_step = 0;      // λ·T
+  double prefill_tokens_per_step = 0;  // λ·T·prompt_len
+  double prefill_s_per_step = 0;    // λ·T·c = T − D
+};
+// D, c and λ must be finite, D > 0, c and λ >= 0; `prompt_len` >= 1.
+StepUnderLoad step_under_load(double decode_step_s, double prefill_s, double prompts_per_s, int prompt_len);
 
 }  // namespace specdec::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "reference/core/error.hpp"
@@ -34,27 +35,13 @@ void check_request(const CapacityRequest& req) {
                 format_double(req.ttft_percentile));
 }
 
-std::string too_many_devices_message(const CapacityRequest& req) {
+std::string too_many_devices_message(const CapacityRequest& req, const std::string& because_of_prefill = "") {
   std::ostringstream e;
   e << "capacity planning: serving " << req.requests_per_s << " requests/s within the targets (utilisation <= "
-    << req.max_utilization << ") needs more than "
-    << kMaxPlannedDevices << " devices, more than specdec plans for; see docs/reliability.md";
+    << req.max_utilization << ") needs more than " << kMaxPlannedDevices << " devices, more than specdec plans for";
+  if (!because_of_prefill.empty()) e << ", because of the prompts' prefill: " << because_of_prefill;
+  e << "; see docs/reliability.md";
   return e.str();
-}
-
-// One replica's queue when `replicas` share the load at batch `o.batch`.
-ReplicaQueue replica_queue(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas) {
-  const double decode_s = s.workload.output_len * o.prediction.tpot_s;
-  const double service_s = o.prediction.ttft_s + decode_s;
-  // Only the output length varies: Var(S) = (cv · output_len · TPOT)², so C_s² = (cv · decode / S)².
-  const double scv = std::pow(req.output_len_cv * decode_s / service_s, 2);
-  ReplicaQueue r;
-  r.queue = estimate_queue(req.requests_per_s / replicas, service_s, o.batch, scv);
-  r.percentile = reported_percentile(req);
-  r.wait_at_percentile_s = wait_at_percentile_s(r.queue, r.percentile);
-  r.ttft_with_wait_s = o.prediction.ttft_s + r.queue.mean_wait_s;
-  r.ttft_at_percentile_s = o.prediction.ttft_s + r.wait_at_percentile_s;
-  return r;
 }
 
 bool meets_ttft_target(const ReplicaQueue& r, const CapacityRequest& req) {
@@ -62,24 +49,50 @@ bool meets_ttft_target(const ReplicaQueue& r, const CapacityRequest& req) {
   return (req.ttft_percentile > 0 ? r.ttft_at_percentile_s : r.ttft_with_wait_s) <= req.ttft_target_s;
 }
 
-// The fewest replicas (of at most `most`) that keep utilisation within the cap and, with a TTFT
-// target, TTFT + wait within it; 0 when even `most` do not. The wait falls as replicas are added
-// (each sees less load), so a doubling search then bisection finds the first that meets it.
-long long fewest_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, long long most) {
+// The most requests/s a replica of `o` serves at ρ = 1: λ·(a + d / (1 − λc)) = B with a = TTFT and d
+// the decode time of one request without prompts, i.e. ac·λ² − (a + d + Bc)·λ + B = 0, whose smaller
+// root (the one below 1/c) is written so that c = 0 gives B / (a + d) and nothing cancels.
+double rate_at_full_utilization(const CapacityOption& o, const Scenario& s) {
+  const double a = o.prediction.ttft_s, d = s.workload.output_len * o.prediction.tpot_s, c = o.prefill_s_per_prompt;
+  const double B = o.batch, b = a + d + B * c;
+  return 2 * B / (b + std::sqrt(b * b - 4 * a * c * B));
+}
+
+// The fewest replicas (of at most `most`) that check_replicas accepts; 0 when even `most` do not,
+// with what `most` still break in `broken_at_most`. Every limit eases as replicas are added (each
+// sees less load: a shorter step, a shorter service, less waiting), so a doubling search from a
+// lower bound, then bisection, finds the first that meets them all.
+long long fewest_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, long long most,
+                          std::vector<ReplicaLimit>& broken_at_most) {
   const double service_s = o.prediction.ttft_s + s.workload.output_len * o.prediction.tpot_s;
-  // In double: a load far beyond any plan must not wrap an integer. The relative nudge keeps a load
-  // that is a whole number of replicas by exact arithmetic from taking one more by rounding.
+  // Lower bounds, in double: a load far beyond any plan must not wrap an integer. Utilisation with the
+  // step alone (the prompts only lengthen it; the relative nudge keeps a load that is a whole number
+  // of replicas by exact arithmetic from taking one more by rounding), and a prefill share below 1:
+  // n > rate · c.
   const double at_cap = std::ceil(req.requests_per_s * service_s / (o.batch * req.max_utilization) * (1 - 1e-12));
-  if (!(at_cap <= double(most))) return 0;
-  const long long least = std::max(1LL, (long long)at_cap);
-  auto ok = [&](long long n) { return meets_ttft_target(replica_queue(o, s, req, double(n)), req); };
+  const double keeping_up = std::floor(req.requests_per_s * o.prefill_s_per_prompt) + 1;
+  if (!(at_cap <= double(most))) {
+    broken_at_most = {ReplicaLimit::max_utilization};
+    return 0;
+  }
+  if (!(keeping_up <= double(most))) {
+    broken_at_most = {ReplicaLimit::prefill_capacity};
+    return 0;
+  }
+  const long long least = std::max({1LL, (long long)at_cap, (long long)keeping_up});
+  auto ok = [&](long long n) { return check_replicas(o, s, req, double(n)).ok(); };
   if (ok(least)) return least;
   long long fails = least, meets = 0;
   for (long long step = 1; !meets; step *= 2) {
     const long long n = std::min(most, least + step);
-    if (ok(n)) meets = n;
-    else if (n == most) return 0;
-    else fails = n;
+    if (ok(n)) {
+      meets = n;
+    } else if (n == most) {
+      broken_at_most = check_replicas(o, s, req, double(most)).broken;
+      return 0;
+    } else {
+      fails = n;
+    }
   }
   while (meets - fails > 1) {
     const long long mid = fails + (meets - fails) / 2;
@@ -88,40 +101,126 @@ long long fewest_replicas(const CapacityOption& o, const Scenario& s, const Capa
   return meets;
 }
 
+// Decode TPOT (no prompts) of the scenario's step at each batch asked for, predicted once each.
+class DecodeTpotByBatch {
+ public:
+  explicit DecodeTpotByBatch(const Scenario& s) : s_(s) {}
+  double operator()(int batch) {
+    auto it = tpot_.find(batch);
+    if (it != tpot_.end()) return it->second;
+    s_.workload.batch = batch;
+    return tpot_[batch] = predict(s_, /*breakdown=*/false).tpot_s;
+  }
+
+ private:
+  Scenario s_;
+  std::map<int, double> tpot_;
+};
+
+// The mean occupancy of a replica and its TPOT: n = λ · output_len · TPOT(n) (Little's law over the
+// sequences decoding), TPOT(n) the step of n sequences with the replica's prompts (the same λ·c: the
+// prompts do not depend on how many decode), linear between integer batches. g(n) = λ·N·TPOT(n) − n
+// is negative at the full batch whenever ρ < 1, so the root is found by bisection over the integer
+// batches, then exactly on the segment between them. Below one sequence on average a running request
+// still decodes in a batch of at least itself: TPOT(1).
+void set_mean_occupancy(ReplicaQueue& r, const CapacityOption& o, const Scenario& s, double lambda, DecodeTpotByBatch& decode_tpot) {
+  const double n_out = s.workload.output_len;
+  const double stretch = r.step.step_s / r.step.decode_step_s;  // 1 / (1 − λc), the same at every batch
+  auto tpot = [&](int b) { return b == o.batch ? r.tpot_s : decode_tpot(b) * stretch; };
+  auto g = [&](int b) { return lambda * n_out * tpot(b) - b; };
+  if (g(1) <= 0) {
+    r.mean_occupancy = lambda * n_out * tpot(1);
+    r.tpot_at_mean_occupancy_s = tpot(1);
+    return;
+  }
+  int lo = 1, hi = o.batch;
+  if (g(hi) >= 0) {  // only at ρ >= 1, which no plan has: the full batch
+    r.mean_occupancy = o.batch;
+    r.tpot_at_mean_occupancy_s = r.tpot_s;
+    return;
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (g(mid) > 0 ? lo : hi) = mid;
+  }
+  const double glo = g(lo), ghi = g(hi);
+  const double x = glo / (glo - ghi);  // in (0, 1]: where the segment crosses zero
+  r.mean_occupancy = lo + x;
+  r.tpot_at_mean_occupancy_s = tpot(lo) + x * (tpot(hi) - tpot(lo));
+}
+
+// The prefill clause of the too-many-devices error when the prompts' prefill is the only reason the
+// load needs more than `most` replicas: without it `most` would do. Empty otherwise.
+std::string because_of_prefill(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, long long most,
+                               const std::vector<ReplicaLimit>& broken_at_most) {
+  const bool prefill_limit = std::any_of(broken_at_most.begin(), broken_at_most.end(), [](ReplicaLimit l) {
+    return l == ReplicaLimit::prefill_capacity || l == ReplicaLimit::tpot_target;
+  });
+  if (!prefill_limit || o.prefill_s_per_prompt <= 0) return "";
+  CapacityOption without = o;
+  without.prefill_s_per_prompt = 0;
+  if (!check_replicas(without, s, req, double(most)).ok()) return "";
+  const StepUnderLoad at_most = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, req.requests_per_s / double(most),
+                                                s.workload.prompt_len);
+  std::ostringstream e;
+  e << "one prompt of " << s.workload.prompt_len << " tokens takes " << format_double(o.prefill_s_per_prompt * 1e3) << " ms "
+    << (s.engine.interleaves_prefill ? "of prefill interleaved into the decode steps" : "of prefill between decode steps (engine '" +
+                                                                                          s.engine.name + "' does not interleave prefill)")
+    << " at TP " << s.workload.tp << ", so " << most << " replicas of batch " << o.batch << " spend "
+    << format_double(at_most.prefill_share) << " of their time on prompts";
+  if (at_most.keeps_up)
+    e << " and decode at a TPOT of " << format_double(at_most.step_s / o.prediction.tokens_per_step * 1e3) << " ms, beyond the "
+      << format_double(req.tpot_target_s * 1e3) << " ms target (" << format_double(o.prediction.tpot_s * 1e3)
+      << " ms without the prompts)";
+  else
+    e << ": they cannot keep up";
+  return e.str();
+}
+
 CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
   const double price = req.price_per_device_hour >= 0 ? req.price_per_device_hour : base.hardware.price_per_device_hour();
   const int max_batch = std::min(req.max_batch, kMaxSimulatedBatch);
   const long long most_replicas = kMaxPlannedDevices / base.workload.tp;
   CapacityPlan plan;
+  DecodeTpotByBatch decode_tpot(base);
   bool too_many = false;  // some batch met the latency targets, but only with more than kMaxPlannedDevices
+  std::string prefill_reason;  // ... and for one of them the prompts' prefill was the only reason
   for (int b = 1; b <= max_batch; b *= 2) {
     Scenario s = base;
     s.workload.batch = b;
     CapacityOption o;
     o.batch = b;
     o.prediction = predict(s);
-    const double per_request_s = o.prediction.ttft_s + s.workload.output_len * o.prediction.tpot_s;
-    o.requests_per_s_per_replica = b / per_request_s;
-    // The latency of one request alone; the queue's wait is added by the replicas below.
+    o.prefill_s_per_prompt = prefill_seconds_per_prompt(s);
+    o.requests_per_s_per_replica = rate_at_full_utilization(o, s);
+    // The latency of one request alone, without other prompts; the prompts' prefill and the queue's
+    // wait are added by the replicas below.
     const bool meets_alone = o.prediction.fits_memory && o.prediction.tpot_s <= req.tpot_target_s &&
                              (req.ttft_target_s == 0 || o.prediction.ttft_s <= req.ttft_target_s);
     if (meets_alone) {
-      const long long replicas = fewest_replicas(o, s, req, most_replicas);
+      std::vector<ReplicaLimit> broken_at_most;
+      const long long replicas = fewest_replicas(o, s, req, most_replicas, broken_at_most);
       // None within the bound: the load needs more devices, unless no number of replicas can help
       // (the mean wait is never 0, so a TTFT exactly at the target leaves no room for it).
       const bool no_room = req.ttft_target_s > 0 && req.ttft_percentile == 0 && o.prediction.ttft_s >= req.ttft_target_s;
       if (replicas == 0) {
-        too_many = too_many || !no_room;
+        if (!no_room) {
+          too_many = true;
+          if (prefill_reason.empty()) prefill_reason = because_of_prefill(o, s, req, most_replicas, broken_at_most);
+        }
       } else {
         o.feasible = true;
         o.replicas = int(replicas);
-        o.load = replica_queue(o, s, req, double(replicas));
+        o.load = check_replicas(o, s, req, double(replicas)).load;
+        set_mean_occupancy(o.load, o, s, req.requests_per_s / double(replicas), decode_tpot);
+        if (replicas > 1) o.replicas_set_by = check_replicas(o, s, req, double(replicas - 1)).broken;
         if (!plan.feasible || o.replicas < plan.replicas) {
           plan.feasible = true;
           plan.batch = b;
           plan.replicas = o.replicas;
           plan.prediction = o.prediction;
           plan.load = o.load;
+          plan.replicas_set_by = o.replicas_set_by;
         }
       }
     }
@@ -130,6 +229,7 @@ CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
     if (b > max_batch / 2) break;          // the next doubling would pass the bound (or wrap)
   }
   plan.needs_too_many_devices = !plan.feasible && too_many;
+  if (plan.needs_too_many_devices) plan.too_many_because_of_prefill = prefill_reason;
   if (plan.feasible) {
     plan.devices = plan.replicas * base.workload.tp;
     plan.cost_per_hour = plan.devices * price;
@@ -150,7 +250,7 @@ PlannedConfig plan_one(Scenario s, const CapacityRequest& req, int tp, int k) {
   if (k > 0) s.plan.k = k;
   try {
     c.plan = plan_batches(s, req);
-    if (c.plan.needs_too_many_devices) c.why_not = too_many_devices_message(req);
+    if (c.plan.needs_too_many_devices) c.why_not = too_many_devices_message(req, c.plan.too_many_because_of_prefill);
   } catch (const Error& e) {
     c.why_not = e.what();  // e.g. a TP that does not divide the model's heads
   }
@@ -193,16 +293,55 @@ void throw_when_unanswered(const CapacitySearch& out, const std::vector<PlannedC
 
 double reported_percentile(const CapacityRequest& req) { return req.ttft_percentile > 0 ? req.ttft_percentile : 99; }
 
+std::string replica_limit_name(ReplicaLimit l) {
+  switch (l) {
+    case ReplicaLimit::prefill_capacity: return "prefill_capacity";
+    case ReplicaLimit::tpot_target: return "tpot_target";
+    case ReplicaLimit::max_utilization: return "max_utilization";
+    case ReplicaLimit::ttft_target: return "ttft_target";
+  }
+  return "?";
+}
+
+ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas) {
+  if (!(replicas >= 1 && std::isfinite(replicas)))
+    throw Error("capacity planning: the number of replicas must be a finite number >= 1, got " + format_double(replicas));
+  ReplicaCheck c;
+  ReplicaQueue& r = c.load;
+  const double lambda = req.requests_per_s / replicas;
+  r.step = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, lambda, s.workload.prompt_len);
+  if (!r.step.keeps_up) {
+    c.broken.push_back(ReplicaLimit::prefill_capacity);
+    return c;
+  }
+  r.tpot_s = r.step.step_s / o.prediction.tokens_per_step;
+  if (r.tpot_s > req.tpot_target_s) c.broken.push_back(ReplicaLimit::tpot_target);
+  const double decode_s = s.workload.output_len * r.tpot_s;
+  const double service_s = o.prediction.ttft_s + decode_s;
+  // Only the output length varies: Var(S) = (cv · output_len · TPOT)², so C_s² = (cv · decode / S)².
+  const double scv = std::pow(req.output_len_cv * decode_s / service_s, 2);
+  r.queue = estimate_queue(lambda, service_s, o.batch, scv);
+  r.percentile = reported_percentile(req);
+  r.wait_at_percentile_s = wait_at_percentile_s(r.queue, r.percentile);
+  r.ttft_with_wait_s = o.prediction.ttft_s + r.queue.mean_wait_s;
+  r.ttft_at_percentile_s = o.prediction.ttft_s + r.wait_at_percentile_s;
+  // The relative slack matches the lower bound's nudge in fewest_replicas: a load that is a whole
+  // number of replicas at the cap by exact arithmetic is within it.
+  if (!(r.queue.utilization <= req.max_utilization * (1 + 1e-12))) c.broken.push_back(ReplicaLimit::max_utilization);
+  if (!meets_ttft_target(r, req)) c.broken.push_back(ReplicaLimit::ttft_target);
+  return c;
+}
+
 CapacityPlan plan_capacity(const Scenario& base, const CapacityRequest& req) {
   check_request(req);
   CapacityPlan plan = plan_batches(base, req);
-  if (plan.needs_too_many_devices) throw Error(too_many_devices_message(req));
+  if (plan.needs_too_many_devices) throw Error(too_many_devices_message(req, plan.too_many_because_of_prefill));
   return plan;
 }
 
 bool cheaper_config(const PlannedConfig& a, const PlannedConfig& b) {
   if (a.plan.devices != b.plan.devices) return a.plan.devices < b.plan.devices;
-  return a.plan.prediction.tpot_s < b.plan.prediction.tpot_s;
+  return a.plan.load.tpot_s < b.plan.load.tpot_s;
 }
 
 std::vector<int> default_tensor_parallel_degrees(const HardwareSpec& hw) {

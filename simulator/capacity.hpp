@@ -4,18 +4,29 @@
 // that searches tensor-parallel degree × draft length × batch for the cheapest configuration,
 // with sequential decoding planned the same way beside it.
 //
-// Each replica is a queue (simulator/queueing.hpp): Poisson arrivals at rate / replicas, its batch
-// slots the servers (continuous batching), a request holding one for S = TTFT + output_len × TPOT
-// (TPOT at the full batch). The replicas are the fewest that keep utilisation ρ = a / batch at or
-// below max_utilization (always < 1: at ρ >= 1 the queue grows without bound) and, with a TTFT
-// target, TTFT plus the queueing wait (mean, or the wait at ttft_percentile) within it. Assumed:
-// Poisson arrivals; prefill not interleaved with other requests' decoding (TTFT is one prompt's
-// prefill alone); TPOT at the full batch, conservative while slots are idle; service time varying
-// only through the output length (C_s² = 0 for the workload's one output_len).
+// Each replica carries its share of the load, λ = rate / replicas requests/s, and every request's
+// prompt is prefilled on it: interleaved into the decode steps or as forwards of their own between
+// them (the engine's interleaves_prefill), either way lengthening the steps of the requests already
+// decoding. The step is the fixed point T = D / (1 − λ·c) (simulator/batching.hpp, step_under_load:
+// D the decode step, c one prompt's prefill); TPOT = T / AL at the full batch is what the TPOT target
+// is checked against, and a replica whose prompts alone take its whole time (λ·c >= 1) cannot keep
+// up. Beside it each plan reports the TPOT at the mean occupancy: the sequences decoding on average,
+// n = λ · output_len · TPOT(n) by Little's law, fewer than the batch while slots are idle.
+//
+// Each replica is a queue (simulator/queueing.hpp): Poisson arrivals at λ, its batch slots the
+// servers (continuous batching), a request holding one for S = TTFT + output_len × TPOT (TPOT at the
+// full batch, prefill included). The replicas are the fewest that keep the replica up with its
+// prompts, TPOT within the target, utilisation ρ = a / batch at or below max_utilization (always < 1:
+// at ρ >= 1 the queue grows without bound) and, with a TTFT target, TTFT plus the queueing wait
+// (mean, or the wait at ttft_percentile) within it. Assumed: Poisson arrivals; TTFT one prompt's
+// prefill alone (not lengthened by the decode rows it shares a step with); TPOT at the full batch,
+// conservative while slots are idle; service time varying only through the output length (C_s² = 0
+// for the workload's one output_len).
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "simulator/batching.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/queueing.hpp"
 #include "simulator/search.hpp"
@@ -44,8 +55,12 @@ struct CapacityRequest {
 // The percentile a plan reports its wait at: the one the TTFT target is checked at, else 99.
 double reported_percentile(const CapacityRequest& req);
 
-// One replica's queue under its share of the load.
+// One replica under its share of the load: its steps with the prompts' prefill, and its queue.
 struct ReplicaQueue {
+  StepUnderLoad step;              // the full batch's decode step and the prefill it carries
+  double tpot_s = 0;               // at the full batch, prefill included: what the TPOT target is checked against
+  double mean_occupancy = 0;       // sequences decoding on average, n = λ · output_len · TPOT(n) (Little's law)
+  double tpot_at_mean_occupancy_s = 0;  // TPOT of a step of max(1, mean_occupancy) sequences, prefill included
   QueueEstimate queue;             // service time S, C_s², utilisation, P(wait), mean wait
   double percentile = 99;          // of the wait below (reported_percentile)
   double wait_at_percentile_s = 0;
@@ -53,13 +68,28 @@ struct ReplicaQueue {
   double ttft_at_percentile_s = 0; // TTFT + wait at the percentile
 };
 
+// A limit a replica count can break; a plan lists those that one replica fewer would break (what
+// sets its replica count).
+enum class ReplicaLimit {
+  prefill_capacity,  // the prompts' prefill alone takes the replica's whole time (λ·c >= 1)
+  tpot_target,       // TPOT at the full batch, prefill included, beyond the target
+  max_utilization,   // ρ beyond max_utilization
+  ttft_target,       // TTFT + queueing wait beyond the TTFT target
+};
+// "prefill_capacity", "tpot_target", "max_utilization", "ttft_target".
+std::string replica_limit_name(ReplicaLimit l);
+
 struct CapacityOption {
   int batch = 0;
-  Prediction prediction;
-  double requests_per_s_per_replica = 0;  // batch / (TTFT + output_len × TPOT): the rate at ρ = 1
+  Prediction prediction;                  // the decode step alone (no prompts): TPOT, TTFT, memory
+  double prefill_s_per_prompt = 0;        // c: what one prompt's prefill adds to the steps (prefill_seconds_per_prompt)
+  // The most requests/s one replica serves at ρ = 1, its prompts' prefill included: the root of
+  // λ·(TTFT + output_len · TPOT(λ)) = batch with TPOT(λ) = TPOT / (1 − λ·c).
+  double requests_per_s_per_replica = 0;
   bool feasible = false;                  // meets the latency targets and fits in memory
   int replicas = 0;                       // when feasible: the fewest that meet the targets
   ReplicaQueue load;                      // when feasible: at those replicas
+  std::vector<ReplicaLimit> replicas_set_by;  // when feasible: what one replica fewer would break
 };
 
 struct CapacityPlan {
@@ -69,18 +99,33 @@ struct CapacityPlan {
   int devices = 0;
   double cost_per_hour = 0;    // USD
   double cost_per_million_output_tokens = 0;  // USD; 0 when the price is unknown
-  Prediction prediction;       // at the chosen batch
-  ReplicaQueue load;           // each replica's queue at the chosen batch and replicas
+  Prediction prediction;       // at the chosen batch, the decode step alone
+  ReplicaQueue load;           // each replica's steps and queue at the chosen batch and replicas
+  std::vector<ReplicaLimit> replicas_set_by;  // what one replica fewer would break
   std::vector<CapacityOption> options;  // batch sizes tried (powers of two up to max_batch)
   bool needs_too_many_devices = false;  // a batch met the targets, but only beyond kMaxPlannedDevices
+  // Set with needs_too_many_devices when the prompts' prefill is the only reason: without it some
+  // batch would carry the load within kMaxPlannedDevices. Says what the prefill costs at that batch.
+  std::string too_many_because_of_prefill;
 };
 
 // Tries batch sizes 1, 2, 4, ... and picks the one that serves the load with the fewest replicas
 // (ties: the smaller batch, for latency). The scenario's workload.batch is ignored. The rate and
 // targets must be finite, max_utilization in (0, 1), output_len_cv in [0, kMaxOutputLenCv],
 // ttft_percentile 0 or in (0, 100); a load that needs more than kMaxPlannedDevices devices
-// (reference/core/input_limits.hpp) is an Error saying so.
+// (reference/core/input_limits.hpp) is an Error saying so, and saying when the prompts' prefill is
+// why.
 CapacityPlan plan_capacity(const Scenario& s, const CapacityRequest& req);
+
+// One replica of `o` (its batch, its scenario `s`) when `replicas` share the request's load: the
+// full batch's step with the prompts' prefill, TPOT, the queue, and the limits of `req` it breaks
+// (empty: it meets them all). When the replica cannot keep up with its prompts only the step is set.
+struct ReplicaCheck {
+  ReplicaQueue load;
+  std::vector<ReplicaLimit> broken;
+  bool ok() const { return broken.empty(); }
+};
+ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas);
 
 // One (TP, K) of a search, planned over batch sizes.
 struct PlannedConfig {
@@ -117,7 +162,8 @@ CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& r
 // "60/7/10": a tree setting as the searches print it.
 std::string tree_setting_text(const DynamicTreeSetting& t);
 
-// Of two feasible plans, whether `a` is the cheaper: fewer devices, then the lower TPOT.
+// Of two feasible plans, whether `a` is the cheaper: fewer devices, then the lower TPOT (at the full
+// batch, prefill included).
 bool cheaper_config(const PlannedConfig& a, const PlannedConfig& b);
 
 // The tensor-parallel degrees a search tries by default: powers of two up to one instance.

@@ -16,8 +16,10 @@ namespace specdec::sim {
 const char* const kCapacityQueueing =
     "each replica an M/G/c queue: Poisson arrivals at the rate / replicas, c = its batch slots, service = TTFT + "
     "output_len x TPOT; Erlang C for P(wait), the Allen-Cunneen mean wait, an M/M/c-shaped tail for the percentile. "
-    "Assumed: prefill not interleaved with other requests' decoding, TPOT at the full batch (conservative while slots "
-    "are idle); see docs/simulator.md";
+    "TPOT includes the replica's prompts' prefill (interleaved into the steps, or between them where the engine does "
+    "not interleave): step = decode step / (1 - rate x prefill per prompt). The TPOT target is checked at the full "
+    "batch, the worst case a replica admits; the TPOT at the mean occupancy is shown beside it. Assumed: TTFT is one "
+    "prompt's prefill alone; see docs/simulator.md";
 
 namespace {
 
@@ -58,10 +60,21 @@ nlohmann::json config_json(const PlannedConfig& c) {
     j["devices"] = c.plan.devices;
     j["cost_per_hour_usd"] = c.plan.cost_per_hour;
     j["cost_per_million_output_tokens_usd"] = c.plan.cost_per_million_output_tokens;
-    j["tpot_ms"] = c.plan.prediction.tpot_s * 1e3;
+    const ReplicaQueue& q = c.plan.load;
+    j["tpot_ms"] = q.tpot_s * 1e3;
+    j["tpot_at_mean_occupancy_ms"] = q.tpot_at_mean_occupancy_s * 1e3;
+    j["mean_occupancy"] = q.mean_occupancy;
+    j["decode_tpot_ms"] = c.plan.prediction.tpot_s * 1e3;
     j["ttft_ms"] = c.plan.prediction.ttft_s * 1e3;
     j["speedup"] = c.plan.prediction.speedup;
-    const ReplicaQueue& q = c.plan.load;
+    j["step_ms"] = q.step.step_s * 1e3;
+    j["decode_step_ms"] = q.step.decode_step_s * 1e3;
+    j["prefill_ms_per_prompt"] = q.step.prefill_s_per_prompt * 1e3;
+    j["prefill_share"] = q.step.prefill_share;
+    j["prompts_per_step"] = q.step.prompts_per_step;
+    j["prefill_tokens_per_step"] = q.step.prefill_tokens_per_step;
+    j["replicas_set_by"] = nlohmann::json::array();
+    for (const ReplicaLimit l : c.plan.replicas_set_by) j["replicas_set_by"].push_back(replica_limit_name(l));
     j["service_s"] = q.queue.service_s;
     j["service_scv"] = q.queue.service_scv;
     j["utilization"] = q.queue.utilization;
@@ -164,6 +177,8 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
   j["capacity_search"]["max_utilization"] = req.max_utilization;
   j["capacity_search"]["output_len_cv"] = req.output_len_cv;
   j["capacity_search"]["ttft_checked_at"] = req.ttft_percentile > 0 ? nlohmann::json(req.ttft_percentile) : nlohmann::json("mean");
+  j["capacity_search"]["tpot_checked_at"] = "full_batch";
+  j["capacity_search"]["prefill"] = s.engine.interleaves_prefill ? "interleaved" : "separate";
   j["capacity_queueing"] = kCapacityQueueing;
   j["error_band"] = plan.error_band;
 }

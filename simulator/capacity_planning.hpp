@@ -37,9 +37,13 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
 
 // Writes the plan into `out`: "capacity", "capacity_sequential", "capacity_search",
 // "capacity_queueing" and "error_band", as `specdec simulate --json` prints them. Each feasible
-// configuration carries its queue (utilization, p_wait, queue_wait_ms, ttft_with_wait_ms,
-// percentile, queue_wait_at_percentile_ms, ttft_at_percentile_ms, service_s, service_scv);
-// "capacity_search" the settings (max_utilization, output_len_cv, ttft_checked_at).
+// configuration carries its TPOT under load (tpot_ms at the full batch with the prompts' prefill,
+// tpot_at_mean_occupancy_ms, mean_occupancy, decode_tpot_ms without prompts, step_ms,
+// decode_step_ms, prefill_ms_per_prompt, prefill_share, prompts_per_step, prefill_tokens_per_step),
+// what set its replicas (replicas_set_by) and its queue (utilization, p_wait, queue_wait_ms,
+// ttft_with_wait_ms, percentile, queue_wait_at_percentile_ms, ttft_at_percentile_ms, service_s,
+// service_scv); "capacity_search" the settings (max_utilization, output_len_cv, ttft_checked_at,
+// tpot_checked_at, prefill: "interleaved" or "separate").
 void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlohmann::json& out);
 
 // The TPs a capacity search tries: those given (each >= 1 and within one instance), sorted and

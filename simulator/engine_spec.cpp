@@ -162,7 +162,9 @@ double EngineSpec::spec_step_overhead(const std::string& method) const {
 
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": an engine spec must be a JSON object");
-  check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees", "tree_verification", "pads_attention_heads"}, source);
+  check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees", "tree_verification", "pads_attention_heads",
+                         "interleaves_prefill"},
+                     source);
   EngineSpec e;
   e.name = get_string(j, "name", source);
   e.description = get_string_or(j, "description", e.name, source);
@@ -219,6 +221,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
                 "has no way to verify them");
   e.flatten_trees = tv == "flattened";
   e.pads_attention_heads = get_bool_or(j, "pads_attention_heads", false, source);
+  e.interleaves_prefill = get_bool_or(j, "interleaves_prefill", true, source);
   return e;
 }
 
@@ -256,6 +259,7 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   j["trees"] = e.trees;
   if (e.trees) j["tree_verification"] = e.flatten_trees ? "flattened" : "tree_attention";
   if (e.pads_attention_heads) j["pads_attention_heads"] = true;
+  j["interleaves_prefill"] = e.interleaves_prefill;
   if (!sources.is_null()) j["sources"] = sources;
   return j;
 }

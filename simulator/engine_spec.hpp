@@ -83,6 +83,12 @@ struct EngineSpec {
   // Tensor parallelism over heads a degree does not divide: padded with empty heads to a multiple of
   // the degree (AWS Neuron's stack), instead of refused (vLLM, SGLang: the degree must divide them).
   bool pads_attention_heads = false;
+  // Prompts' prefills run inside the decode steps (chunked prefill: vLLM V1, TensorRT-LLM's in-flight
+  // batching), their rows added to the step's target forward, rather than as forwards of their own that
+  // stall every running sequence's decoding (SGLang unless --enable-mixed-chunk, which speculative
+  // decoding turns off). Either way a prompt's prefill lengthens the steps of the requests already
+  // decoding; a separate forward also pays its own step overhead (simulator/batching.hpp).
+  bool interleaves_prefill = true;
 
   double draft_step_overhead(const std::string& method) const;
   double spec_step_overhead(const std::string& method) const;

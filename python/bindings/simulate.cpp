@@ -232,8 +232,9 @@ specs_dirs: extra spec directories. Errors name the keyword.)";
 
 const char* const kPlanCapacityDoc = R"(
 Capacity planning, as `specdec simulate --capacity-rate R --tpot-target-ms T --json`: the cheapest
-tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (and
-ttft_target_ms, 0 = none, held by TTFT plus the queueing wait), with sequential decoding planned beside
+tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (checked at
+the full batch, each replica's steps stretched by the prefill of its share of the prompts) and
+ttft_target_ms (0 = none, held by TTFT plus the queueing wait), with sequential decoding planned beside
 it. tp: the TPs searched (default every power of two up to one instance); k: the one K searched (default
 K = 1..8; best_k: those Ks; best_tree: (total_tokens, depths, top_ks), EAGLE-2 trees searched instead,
 each drafted from the acceptance model); price: USD per device-hour (default the hardware spec's).
@@ -243,10 +244,13 @@ coefficient of variation of output lengths, 0..4 (default 0: every output is out
 exponential lengths: 1); ttft_percentile, 0 < P < 100: ttft_target_ms is checked at this percentile of
 TTFT + wait instead of at the mean (the wait is reported at it, else at 99).
 The other keywords are specdec.simulate's. Returns the command line's dict: 'scenario' and 'prediction'
-(at the first TP), 'capacity', 'capacity_sequential' (each with its queue: 'utilization', 'p_wait',
-'queue_wait_ms', 'ttft_with_wait_ms', 'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms',
-'service_s', 'service_scv'), 'capacity_search' (with 'max_utilization', 'output_len_cv',
-'ttft_checked_at'), 'capacity_queueing' and 'error_band'.
+(at the first TP), 'capacity', 'capacity_sequential' (each with its TPOT under load: 'tpot_ms' at the full
+batch, 'tpot_at_mean_occupancy_ms', 'mean_occupancy', 'decode_tpot_ms', 'step_ms', 'decode_step_ms',
+'prefill_ms_per_prompt', 'prefill_share', 'prompts_per_step', 'prefill_tokens_per_step',
+'replicas_set_by'; and its queue: 'utilization', 'p_wait', 'queue_wait_ms', 'ttft_with_wait_ms',
+'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms', 'service_s', 'service_scv'),
+'capacity_search' (with 'max_utilization', 'output_len_cv', 'ttft_checked_at', 'tpot_checked_at',
+'prefill'), 'capacity_queueing' and 'error_band'.
 drafter=[A, B, ...] compares methods: each drafter planned as above with the acceptance given (the same for
 all) or, with none, its spec's published default -> 'capacity_by_drafter' (per drafter: 'method',
 'acceptance', 'capacity' or 'why_not'), 'capacity_best_drafter', 'capacity_comparison_note' when one

@@ -193,17 +193,21 @@ def test_plan_capacity_compares_drafters_as_the_command_line():
 
 
 def test_plan_capacity_answers_the_planning_question():
-    # Each replica at utilisation <= 0.85 (the default): TP 4, four devices; allowed 0.96, one TP-2 replica.
+    # Every replica prefills its share of the prompts inside its decode steps and runs at utilisation
+    # <= 0.85 (the default): five TP-2 replicas, ten devices. Allowed 0.96 the same: four replicas'
+    # prompts would stretch their steps so far that each would run at rho 1.02.
     c = specdec.plan_capacity(**QUESTION)
-    assert (c["capacity"]["tp"], c["capacity"]["devices"], c["capacity"]["batch"]) == (4, 4, 64)
+    assert (c["capacity"]["tp"], c["capacity"]["replicas"], c["capacity"]["devices"], c["capacity"]["batch"]) == (2, 5, 10, 32)
     assert c["capacity"]["utilization"] <= 0.85
-    assert c["capacity_sequential"]["devices"] == 4
+    assert c["capacity"]["decode_tpot_ms"] < c["capacity"]["tpot_at_mean_occupancy_ms"] < c["capacity"]["tpot_ms"] <= 30
+    assert 0.4 < c["capacity"]["prefill_share"] < 0.5 and c["capacity"]["mean_occupancy"] < 32
+    assert c["capacity_sequential"]["devices"] == 12
     assert c["capacity_search"]["tp"] == [1, 2, 4, 8] and c["capacity_search"]["k"] == list(range(1, 9))
     assert (c["capacity_search"]["max_utilization"], c["capacity_search"]["output_len_cv"],
             c["capacity_search"]["ttft_checked_at"]) == (0.85, 0, "mean")
+    assert (c["capacity_search"]["tpot_checked_at"], c["capacity_search"]["prefill"]) == ("full_batch", "interleaved")
     loose = specdec.plan_capacity(**QUESTION, max_utilization=0.96)
-    assert (loose["capacity"]["tp"], loose["capacity"]["devices"], loose["capacity"]["batch"]) == (2, 2, 128)
-    assert 0.85 < loose["capacity"]["utilization"] <= 0.96
+    assert (loose["capacity"]["tp"], loose["capacity"]["devices"], loose["capacity"]["batch"]) == (2, 10, 32)
     q = specdec.plan_capacity(**QUESTION, ttft_target_ms=800, ttft_percentile=95)
     assert q["capacity_search"]["ttft_checked_at"] == 95 and q["capacity"]["percentile"] == 95
     assert q["capacity"]["ttft_at_percentile_ms"] <= 800

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "simulator/batching.hpp"
@@ -171,6 +172,84 @@ TEST(Batching, ContinuousCarriesThePrefillsOfReplacementRequests) {
   const Prediction u = predict(same);
   EXPECT_NEAR(c.tpot_s / u.tpot_s, 1.0, 1e-3);
   EXPECT_NEAR(c.speedup / u.speedup, 1.0, 1e-3);
+}
+
+// Under an open load a step carries the prompts that arrived during it: T = D + λ·T·c. The solution
+// holds its own equation, its prompt rows grow with the rate, it is the plain decode step at rate 0,
+// and it does not exist once the prompts alone take the whole replica.
+TEST(Batching, StepUnderLoadIsTheFixedPointOfItsOwnPrefill) {
+  const double d = 0.025, c = 0.0625;  // a 25 ms decode step, 62.5 ms of prefill per 1024-token prompt
+  const StepUnderLoad idle = step_under_load(d, c, 0.0, 1024);
+  EXPECT_EQ(idle.step_s, d) << "no prompts: the decode step exactly";
+  EXPECT_EQ(idle.prefill_tokens_per_step, 0.0);
+  EXPECT_EQ(idle.prefill_share, 0.0);
+  EXPECT_TRUE(idle.keeps_up);
+  double prev_tokens = 0, prev_step = d;
+  for (const double rate : {1.0, 5.0, 10.0, 15.0, 15.9}) {
+    const StepUnderLoad t = step_under_load(d, c, rate, 1024);
+    ASSERT_TRUE(t.keeps_up) << "rate " << rate;
+    EXPECT_NEAR(t.step_s, d + rate * t.step_s * c, 1e-12 * t.step_s) << "rate " << rate << ": T = D + rate·T·c";
+    EXPECT_NEAR(t.prefill_s_per_step, t.step_s - d, 1e-12 * t.step_s) << "rate " << rate;
+    EXPECT_NEAR(t.prompts_per_step, rate * t.step_s, 1e-15) << "rate " << rate;
+    EXPECT_NEAR(t.prefill_tokens_per_step, rate * 1024 * t.step_s, 1e-12) << "rate " << rate;
+    EXPECT_DOUBLE_EQ(t.prefill_share, rate * c) << "rate " << rate;
+    EXPECT_GT(t.prefill_tokens_per_step, prev_tokens) << "rate " << rate << ": prompt rows grow with the rate";
+    EXPECT_GT(t.step_s, prev_step) << "rate " << rate;
+    prev_tokens = t.prefill_tokens_per_step;
+    prev_step = t.step_s;
+  }
+  // 1/c = 16 prompts/s fill the replica: at and beyond it there is no step, the replica cannot keep up.
+  for (const double rate : {16.0, 16.1, 1e6}) {
+    const StepUnderLoad t = step_under_load(d, c, rate, 1024);
+    EXPECT_FALSE(t.keeps_up) << "rate " << rate;
+    EXPECT_TRUE(std::isinf(t.step_s)) << "rate " << rate;
+    EXPECT_GE(t.prefill_share, 1.0) << "rate " << rate;
+  }
+  EXPECT_TRUE(step_under_load(d, 0.0, 1e6, 1024).keeps_up) << "prompts that cost nothing never fill a replica";
+  // Bad input is an error naming the quantity.
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (const double bad : {0.0, -1.0, nan, inf})
+    EXPECT_NE(error_of([&] { step_under_load(bad, c, 1, 1024); }).find("the decode step must be a finite number > 0 seconds"),
+              std::string::npos)
+        << bad;
+  for (const double bad : {-1.0, nan, inf})
+    EXPECT_NE(error_of([&] { step_under_load(d, bad, 1, 1024); }).find("a prompt's prefill must be a finite number >= 0 seconds"),
+              std::string::npos)
+        << bad;
+  for (const double bad : {-1.0, nan, inf})
+    EXPECT_NE(error_of([&] { step_under_load(d, c, bad, 1024); }).find("the prompts' arrival rate must be a finite number >= 0"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(error_of([&] { step_under_load(d, c, 1, 0); }).find("the prompt length must be >= 1"), std::string::npos);
+}
+
+// One prompt's prefill in the steps: its forwards' own time where the engine interleaves prefill, a
+// forward of its own with its step overhead where it does not; continuous batching prices its
+// replacement prompts the same way.
+TEST(Batching, PrefillPerPromptFollowsTheEngine) {
+  Scenario s = scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 4, 0.8);
+  s.workload.batch = 32;
+  s.workload.prompt_len = 512;
+  s.workload.output_len = 256;
+  ASSERT_TRUE(s.engine.interleaves_prefill) << s.engine.name;
+  ASSERT_GT(s.engine.step_overhead_s, 0.0) << s.engine.name;
+  const StepCost p = prefill_cost(s);
+  ASSERT_GT(p.draft_s, 0.0) << "the EAGLE-3 head prefills the prompt too";
+  EXPECT_EQ(prefill_seconds_per_prompt(s), p.draft_s + p.verify_s);
+  Scenario apart = s;
+  apart.engine.interleaves_prefill = false;
+  EXPECT_EQ(prefill_seconds_per_prompt(apart), p.total_s());
+  EXPECT_NEAR(prefill_seconds_per_prompt(apart) - prefill_seconds_per_prompt(s), s.engine.step_overhead_s, 1e-15);
+  const BatchingPrediction in = predict_batching(s, Batching::continuous), out = predict_batching(apart, Batching::continuous);
+  const double prompts_per_step = 32 * in.tokens_per_step / 256;
+  EXPECT_NEAR(in.prefill_per_step_s, prompts_per_step * prefill_seconds_per_prompt(s), 1e-15);
+  EXPECT_NEAR(out.prefill_per_step_s - in.prefill_per_step_s, prompts_per_step * s.engine.step_overhead_s, 1e-12);
+  EXPECT_GT(out.tpot_s, in.tpot_s);
+  EXPECT_EQ(out.step_s, in.step_s) << "the decode step itself is the same";
+  // The bundled engines say which they do.
+  SpecLibrary lib;
+  for (const char* e : {"vllm", "tensorrt-llm", "ideal", "specdec-cpu"}) EXPECT_TRUE(lib.engine(e).interleaves_prefill) << e;
+  for (const char* e : {"sglang", "transformers-neuronx", "hf-eager"}) EXPECT_FALSE(lib.engine(e).interleaves_prefill) << e;
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // The capacity planner's queueing: no replica planned at or above its utilisation cap (never at
 // rho >= 1), a TTFT target held with the queueing wait (mean or percentile), variable output
-// lengths, and bad settings named.
+// lengths, and bad settings named. Service times include the replicas' prompts' prefill
+// (test_capacity_prefill.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "simulator/capacity.hpp"
 #include "test_util.hpp"
@@ -30,11 +32,16 @@ CapacityRequest twenty_per_s() {
   return req;
 }
 
-// One replica's queue at batch o.batch when `replicas` share the load, as the planner builds it.
-QueueEstimate queue_at(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, int replicas) {
-  const double decode = s.workload.output_len * o.prediction.tpot_s;
+// One replica's queue at batch o.batch when `replicas` share the load, built here from its parts:
+// TPOT with the replica's prompts' prefill (step_under_load), the service time, the queue. None when
+// the replica cannot keep up with its prompts.
+std::optional<QueueEstimate> queue_at(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, int replicas) {
+  const double rate = req.requests_per_s / replicas;
+  const StepUnderLoad step = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, rate, s.workload.prompt_len);
+  if (!step.keeps_up) return std::nullopt;
+  const double decode = s.workload.output_len * step.step_s / o.prediction.tokens_per_step;
   const double service = o.prediction.ttft_s + decode;
-  return estimate_queue(req.requests_per_s / replicas, service, o.batch, std::pow(req.output_len_cv * decode / service, 2));
+  return estimate_queue(rate, service, o.batch, std::pow(req.output_len_cv * decode / service, 2));
 }
 
 TEST(CapacityQueueing, NoReplicaIsPlannedAboveTheUtilisationCap) {
@@ -48,8 +55,17 @@ TEST(CapacityQueueing, NoReplicaIsPlannedAboveTheUtilisationCap) {
       if (!o.feasible) continue;
       EXPECT_LE(o.load.queue.utilization, cap + 1e-12) << "cap " << cap << ", batch " << o.batch;
       EXPECT_TRUE(o.load.queue.stable() && std::isfinite(o.load.queue.mean_wait_s)) << "cap " << cap << ", batch " << o.batch;
+      ASSERT_TRUE(queue_at(o, s, req, o.replicas).has_value()) << "cap " << cap << ", batch " << o.batch;
+      EXPECT_NEAR(o.load.queue.utilization, queue_at(o, s, req, o.replicas)->utilization, 1e-12) << "cap " << cap << ", batch " << o.batch;
+      EXPECT_LE(o.load.tpot_s, req.tpot_target_s) << "cap " << cap << ", batch " << o.batch;
       if (o.replicas > 1) {
-        EXPECT_GT(queue_at(o, s, req, o.replicas - 1).utilization, cap) << "cap " << cap << ", batch " << o.batch << ": one fewer replica would do";
+        // One fewer replica cannot keep up with its prompts, or breaks the cap or the TPOT target
+        // (its prompts' prefill stretches the steps).
+        const std::optional<QueueEstimate> fewer = queue_at(o, s, req, o.replicas - 1);
+        const StepUnderLoad step = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt,
+                                                   req.requests_per_s / (o.replicas - 1), s.workload.prompt_len);
+        EXPECT_TRUE(!fewer || fewer->utilization > cap || step.step_s / o.prediction.tokens_per_step > req.tpot_target_s)
+            << "cap " << cap << ", batch " << o.batch << ": one fewer replica would do";
       }
     }
   }
@@ -63,6 +79,7 @@ TEST(CapacityQueueing, NoReplicaIsPlannedAboveTheUtilisationCap) {
   huge.requests_per_s = 1e9;
   const std::string e = error_of([&] { plan_capacity(s, huge); });
   EXPECT_NE(e.find("(utilisation <= 0.85) needs more than 1000000 devices"), std::string::npos) << e;
+  EXPECT_EQ(e.find("prefill"), std::string::npos) << "the decoding alone needs more than a million devices: " << e;
 }
 
 TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
@@ -71,7 +88,9 @@ TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
   req.max_utilization = 0.999;
   const CapacityPlan alone = plan_capacity(s, req);
   ASSERT_TRUE(alone.feasible);
-  ASSERT_EQ(alone.replicas, 1) << "one TP-2 replica at batch 128 carries 20 requests/s at rho 0.95";
+  ASSERT_EQ(alone.replicas, 5) << "five TP-2 replicas at batch 32 carry 20 requests/s at rho 0.90 (their prompts take 48% of each)";
+  ASSERT_EQ(alone.batch, 32);
+  EXPECT_GT(alone.load.queue.utilization, 0.85);
   EXPECT_GT(alone.load.ttft_with_wait_s, 0.3) << "its mean wait is hundreds of milliseconds: " << alone.load.queue.mean_wait_s;
 
   for (const double percentile : {0.0, 99.0}) {
@@ -85,9 +104,12 @@ TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
     EXPECT_GT(plan.replicas, alone.replicas) << "percentile " << percentile << ": the wait needs more replicas";
     for (const auto& o : plan.options) {
       if (!o.feasible || o.replicas == 1) continue;
-      const QueueEstimate fewer = queue_at(o, s, target, o.replicas - 1);
-      const double wait = percentile > 0 ? wait_at_percentile_s(fewer, percentile) : fewer.mean_wait_s;
-      EXPECT_TRUE(fewer.utilization > target.max_utilization || o.prediction.ttft_s + wait > 0.2)
+      const std::optional<QueueEstimate> fewer = queue_at(o, s, target, o.replicas - 1);
+      if (!fewer) continue;  // one fewer cannot keep up with its prompts
+      const double wait = percentile > 0 ? wait_at_percentile_s(*fewer, percentile) : fewer->mean_wait_s;
+      const double tpot = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, 20.0 / (o.replicas - 1), 1024).step_s /
+                          o.prediction.tokens_per_step;
+      EXPECT_TRUE(fewer->utilization > target.max_utilization || o.prediction.ttft_s + wait > 0.2 || tpot > target.tpot_target_s)
           << "percentile " << percentile << ", batch " << o.batch << ": " << o.replicas << " replicas, one fewer would do";
     }
   }
@@ -112,7 +134,7 @@ TEST(CapacityQueueing, VariableOutputLengthsWaitLonger) {
   ASSERT_EQ(a.batch, b.batch);
   ASSERT_EQ(a.replicas, b.replicas) << "without a TTFT target the variance changes the wait, not the replicas";
   EXPECT_EQ(a.load.queue.service_scv, 0.0) << "the workload's one output length: deterministic service";
-  const double decode = 256 * b.prediction.tpot_s, service = b.prediction.ttft_s + decode;
+  const double decode = 256 * b.load.tpot_s, service = b.prediction.ttft_s + decode;
   EXPECT_NEAR(b.load.queue.service_scv, std::pow(decode / service, 2), 1e-12) << "only the decode part varies";
   EXPECT_NEAR(b.load.queue.mean_wait_s / a.load.queue.mean_wait_s, (1 + b.load.queue.service_scv) / 2 / 0.5, 1e-9);
   EXPECT_GT(b.load.wait_at_percentile_s, a.load.wait_at_percentile_s);

@@ -230,18 +230,31 @@ TEST(Capacity, PlanArithmetic) {
   req.tpot_target_s = 0.02;
   const CapacityPlan plan = plan_capacity(s, req);
   ASSERT_TRUE(plan.feasible);
-  EXPECT_LE(plan.prediction.tpot_s, req.tpot_target_s);
-  // Without a TTFT target the replicas are the fewest at utilisation <= 0.85 (the default cap).
-  const double per_replica = plan.batch / (plan.prediction.ttft_s + 256 * plan.prediction.tpot_s);
-  EXPECT_EQ(plan.replicas, int(std::ceil(20 / (per_replica * kDefaultMaxUtilization))));
-  EXPECT_NEAR(plan.load.queue.utilization, 20.0 / plan.replicas / per_replica, 1e-12);
+  EXPECT_LE(plan.load.tpot_s, req.tpot_target_s);
+  EXPECT_GT(plan.load.tpot_s, plan.prediction.tpot_s) << "the replicas' prompts lengthen every step";
+  // TPOT under load: the decode step stretched by the prompts' share of the replica, over the AL.
+  const double rate = 20.0 / plan.replicas;
+  const double share = rate * prefill_seconds_per_prompt(s);
+  EXPECT_NEAR(plan.load.step.prefill_share, share, 1e-12);
+  EXPECT_NEAR(plan.load.tpot_s, plan.prediction.tpot_s / (1 - share), 1e-12);
+  EXPECT_NEAR(plan.load.queue.utilization, rate * (plan.prediction.ttft_s + 256 * plan.load.tpot_s) / plan.batch, 1e-12);
   const double price = s.hardware.price_per_device_hour();
   EXPECT_NEAR(plan.cost_per_million_output_tokens, plan.replicas * price / (20 * 256 * 3600.0) * 1e6, 1e-9);
   for (const auto& o : plan.options) {
-    if (o.feasible) {
-      EXPECT_GE(o.replicas, plan.replicas) << "batch " << o.batch;
-      EXPECT_EQ(o.replicas, int(std::ceil(20 / (o.requests_per_s_per_replica * kDefaultMaxUtilization)))) << "batch " << o.batch;
+    if (!o.feasible) continue;
+    EXPECT_GE(o.replicas, plan.replicas) << "batch " << o.batch;
+    // The fewest replicas that meet every limit: one fewer breaks those it lists.
+    EXPECT_TRUE(check_replicas(o, s, req, o.replicas).ok()) << "batch " << o.batch;
+    if (o.replicas > 1) {
+      const ReplicaCheck fewer = check_replicas(o, s, req, o.replicas - 1);
+      EXPECT_FALSE(fewer.ok()) << "batch " << o.batch;
+      EXPECT_EQ(fewer.broken, o.replicas_set_by) << "batch " << o.batch;
     }
+    // The rate at utilisation 1, the replica's own prompts included, is where one replica's queue is full.
+    CapacityRequest full = req;
+    full.requests_per_s = o.requests_per_s_per_replica;
+    EXPECT_NEAR(check_replicas(o, s, full, 1).load.queue.utilization, 1.0, 1e-9) << "batch " << o.batch;
+    EXPECT_LT(o.requests_per_s_per_replica, o.batch / (o.prediction.ttft_s + 256 * o.prediction.tpot_s)) << "batch " << o.batch;
   }
   req.tpot_target_s = 1e-6;
   EXPECT_FALSE(plan_capacity(s, req).feasible);
@@ -264,31 +277,43 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   for (const auto& c : r.configs) {
     if (!c.plan.feasible) continue;
     EXPECT_TRUE(c.plan.devices > r.best->plan.devices ||
-                (c.plan.devices == r.best->plan.devices && c.plan.prediction.tpot_s >= r.best->plan.prediction.tpot_s))
+                (c.plan.devices == r.best->plan.devices && c.plan.load.tpot_s >= r.best->plan.load.tpot_s))
         << "TP " << c.tp << " K " << c.k << ": " << c.plan.devices << " devices beats the answer's " << r.best->plan.devices;
     Scenario one = s;
     one.workload.tp = c.tp;
     one.plan.k = c.k;
     EXPECT_EQ(plan_capacity(one, req).devices, c.plan.devices) << "TP " << c.tp << " K " << c.k << ": the search is plan_capacity's";
   }
-  // At utilisation <= 0.85 one TP-2 replica cannot carry 20 requests/s (its batch-128 plan runs at
-  // 0.95), so TP 2 takes two replicas: four devices, as TP 4 takes, which has the lower TPOT.
-  EXPECT_EQ(r.best->plan.devices, 4);
-  EXPECT_EQ(r.best->tp, 4);
+  // 20 prompts/s of 1024 tokens take 71 ms each on a TP-4 replica (1.4 s of every second: one
+  // cannot keep up), 120 ms on a TP-2 replica. Five TP-2 replicas at batch 32 (a K-3 chain) carry the
+  // load, each spending 48% of its time on prompts: ten devices, fewer than TP 4 (three replicas,
+  // twelve) or TP 8 (two, sixteen).
+  EXPECT_EQ(r.best->plan.devices, 10);
+  EXPECT_EQ(r.best->tp, 2);
+  EXPECT_EQ(r.best->k, 3);
+  EXPECT_EQ(r.best->plan.batch, 32);
+  EXPECT_NEAR(r.best->plan.load.step.prefill_share, 0.48, 0.01);
   ASSERT_TRUE(r.sequential.has_value());
   EXPECT_EQ(r.sequential->k, 0);
-  EXPECT_EQ(r.sequential->plan.devices, 4) << "sequential decoding misses 30 ms at two devices";
+  EXPECT_EQ(r.sequential->plan.devices, 12) << "sequential decoding: three TP-4 replicas";
   EXPECT_FALSE(r.configs.front().plan.feasible) << "TP 1 does not fit";
-  // Allowed 0.96, the single TP-2 replica is the answer: 70B in BF16 does not fit one H200, two
-  // hold it with room for batch 128.
+  // Allowed 0.96 the answer is the same: four TP-2 replicas would each carry 5 requests/s, whose
+  // prompts take 60% of the replica, stretching TPOT to 25 ms and the service to 6.5 s: rho 1.02.
   CapacityRequest loose = req;
   loose.max_utilization = 0.96;
   const CapacitySearch l = search_capacity(s, loose, {1, 2, 4, 8}, {1, 2, 3, 4});
   ASSERT_TRUE(l.best.has_value());
   EXPECT_EQ(l.best->tp, 2);
-  EXPECT_EQ(l.best->plan.devices, 2);
-  EXPECT_GT(l.best->plan.load.queue.utilization, 0.85);
-  EXPECT_LE(l.best->plan.load.queue.utilization, 0.96);
+  EXPECT_EQ(l.best->plan.devices, 10);
+  const ReplicaCheck four = check_replicas(l.best->plan.options[5], [&] {
+    Scenario one = s;
+    one.workload.tp = 2;
+    one.plan.k = l.best->k;
+    one.workload.batch = 32;
+    return one;
+  }(), loose, 4);
+  ASSERT_EQ(l.best->plan.options[5].batch, 32);
+  EXPECT_GT(four.load.queue.utilization, 1.0) << "four replicas' queues grow without bound";
 
   // A table answering K <= 2 only: K = 3 and 4 are listed as skipped, never extrapolated.
   s.acceptance = table_acceptance({{1, 1.7}, {2, 2.3}});

@@ -298,7 +298,22 @@ TEST(Specs, EveryBundledEngineParsesAndHasSources) {
     EXPECT_EQ(back.trees, e.trees);
     EXPECT_EQ(back.flatten_trees, e.flatten_trees);
     EXPECT_EQ(back.sampling_s_per_row, e.sampling_s_per_row);
+    EXPECT_EQ(back.interleaves_prefill, e.interleaves_prefill);
+    // Whether prefill runs inside the decode steps changes every capacity plan: each bundled engine
+    // says so, with its source.
+    const nlohmann::json file = read_json_file(lib.find("engines", n));
+    EXPECT_TRUE(file.contains("interleaves_prefill"));
+    EXPECT_TRUE(file["sources"].contains("interleaves_prefill"));
   }
+  // Left out it is true (chunked prefill, the common case); anything but a boolean is an error.
+  EXPECT_TRUE(parse_engine_spec({{"name", "plain"}}, "plain.json").interleaves_prefill);
+  EXPECT_FALSE(parse_engine_spec({{"name", "apart"}, {"interleaves_prefill", false}}, "apart.json").interleaves_prefill);
+  EXPECT_FALSE(parse_engine_spec(engine_spec_to_json(parse_engine_spec({{"name", "apart"}, {"interleaves_prefill", false}}, "a.json")),
+                                 "round trip")
+                   .interleaves_prefill);
+  EXPECT_NE(test::error_of([] { parse_engine_spec({{"name", "x"}, {"interleaves_prefill", "yes"}}, "x.json"); })
+                .find("x.json: field 'interleaves_prefill' must be true or false"),
+            std::string::npos);
   nlohmann::json flat = {{"name", "flat"}, {"tree_verification", "flattened"}, {"overhead", {{"sampling_s_per_row", 2e-6}}}};
   const EngineSpec f = parse_engine_spec(flat, "flat.json");
   EXPECT_TRUE(f.flatten_trees);
