@@ -7,7 +7,7 @@
 #include "reference/core/input_limits.hpp"
 #include "reference/policies/registry.hpp"
 #include "simulator/method.hpp"
-#include "simulator/parallelism.hpp"
+#include "simulator/prediction_json.hpp"
 
 namespace specdec::sim {
 
@@ -70,20 +70,11 @@ PolicyModeResult run_policy_mode(const ScenarioOptions& o, const Scenario& s, co
 nlohmann::json policy_mode_json(const PolicyModeResult& r) {
   const Scenario& s = r.scenario;
   nlohmann::json out;
-  out["scenario"] = {{"model", s.target.name},
-                     {"hardware", s.hardware.name},
-                     {"engine", s.engine.name},
-                     {"drafter", s.drafter ? s.drafter->name : "none"},
-                     {"method", method_name(s.plan.method)},
-                     {"max_depth", s.plan.k},
-                     {"batch", r.batches.size() == 1 ? nlohmann::json(r.batches.front()) : nlohmann::json(r.batches)},
-                     {"tp", s.workload.tp},
-                     {"dp_attention", s.workload.dp_attention},
-                     {"ep", s.workload.ep},
-                     {"parallelism", describe_parallelism(parallelism_of(s.workload))},
-                     {"prompt_len", s.workload.prompt_len},
-                     {"output_len", s.workload.output_len},
-                     {"acceptance", s.acceptance ? s.acceptance->describe() : "none"}};
+  // The scenario as a prediction states it, with the method, its ceiling and every batch size priced.
+  out["scenario"] = scenario_json(s);
+  out["scenario"]["method"] = method_name(s.plan.method);
+  out["scenario"]["max_depth"] = s.plan.k;
+  out["scenario"]["batch"] = r.batches.size() == 1 ? nlohmann::json(r.batches.front()) : nlohmann::json(r.batches);
   if (r.recommendation) {
     out["recommendation"] = policy_recommendation_json(*r.recommendation);
     return out;
