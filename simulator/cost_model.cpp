@@ -168,10 +168,13 @@ double operator_time(const Operator& op, const HardwareSpec& hw, double peak_flo
   if (op.gemm_rows > 0) compute /= gemm_efficiency(hw, op.gemm_rows, op.gemm_cols, op.gemm_depth, rate);
   const double memory = op.bytes / (hw.memory_bandwidth_bytes_per_s * hw.memory_efficiency);
   const double body = overlapped(compute, memory, hw.overlap_exponent);
-  const double floor = std::max(hw.kernel_floor_s, launch_floor_s);
+  // Every kernel of the operator takes at least the floor (and, launched from the host, its launch).
+  const double kernel_floor = hw.kernel_floor_s * op.kernels;
+  const double launch = launch_floor_s * op.kernels;
+  const double floor = std::max(kernel_floor, launch);
   if (bound)
-    *bound = launch_floor_s > std::max(body, hw.kernel_floor_s) ? "launch"
-             : hw.kernel_floor_s > body                          ? "floor"
+    *bound = launch > std::max(body, kernel_floor) ? "launch"
+             : kernel_floor > body                 ? "floor"
              : compute >= memory                                 ? "compute"
                                                                  : "memory";
   return std::max(body, floor);

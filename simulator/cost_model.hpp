@@ -1,8 +1,8 @@
 #pragma once
 // Roofline timing of operators on a device: an operator takes the longest of its compute time
 // (FLOPs at the achievable fraction of peak), its memory time (bytes at the achievable fraction
-// of bandwidth) and the per-kernel floor; a collective takes a latency plus its bytes over the
-// interconnect.
+// of bandwidth) and the per-kernel floor times the kernels it launches (Operator::kernels); a
+// collective takes a latency plus its bytes over the interconnect.
 #include <string>
 #include <vector>
 

@@ -192,7 +192,8 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     const auto& k = j.at("kernels");
     const std::string s = source + " (kernels)";
     if (!k.is_object()) throw Error(s + ": must be an object {cuda_graphs, launch_s, per_operator}");
-    check_known_fields(k, {"cuda_graphs", "launch_s", "per_operator"}, s);
+    check_known_fields(k, {"cuda_graphs", "launch_s", "per_operator", "fusion"}, s);
+    if (has_field(k, "fusion")) e.fusion = parse_kernel_fusion(k.at("fusion"), source);
     e.cuda_graphs = get_bool_or(k, "cuda_graphs", true, s);
     e.kernel_launch_s = get_number_or(k, "launch_s", 0.0, s);
     require_in_range(e.kernel_launch_s, "launch_s", s, 0.0, kMaxHostSeconds, true, "s");
@@ -252,6 +253,7 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
                            {"per_level_s", e.tree_cost.per_level_s},
                            {"per_node_s", e.tree_cost.per_node_s}};
   j["kernels"] = {{"cuda_graphs", e.cuda_graphs}, {"launch_s", e.kernel_launch_s}, {"per_operator", e.kernels_per_operator}};
+  if (!(e.fusion == KernelFusion{})) j["kernels"]["fusion"] = kernel_fusion_to_json(e.fusion);
   if (!e.methods.empty()) {
     j["methods"] = nlohmann::json::array();
     for (Method m : e.methods) j["methods"].push_back(method_name(m));

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "simulator/kernel_fusion.hpp"
 #include "simulator/method.hpp"
 
 namespace specdec::sim {
@@ -73,6 +74,8 @@ struct EngineSpec {
   bool cuda_graphs = true;
   double kernel_launch_s = 0;
   double kernels_per_operator = 1;  // kernels an eager framework launches per modelled operator
+  // How the engine fuses a layer's kernels (kernels.fusion; simulator/kernel_fusion.hpp).
+  KernelFusion fusion;
   // What it runs: the methods (empty = all) and whether it verifies draft trees, and how: in one
   // forward over all nodes with a tree attention mask, or flattened into one sequence per
   // root-to-leaf path (an engine without tree masks: leaves × (depth + 1) tokens, shared prefixes

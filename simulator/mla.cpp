@@ -52,16 +52,28 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
 
   // Down-projections, replicated on every device: x: (rows, in) -> q_c: (rows, Q),
   // kv_c: (rows, Dl), k_pe: (rows, Dr); then the query's heads, split across devices.
+  // The RMSNorms over q_c and kv_c: one grouped kernel where the engine fuses them.
+  const bool grouped_norms = Q > 0 && p.fusion.grouped_mla_norms;
   if (Q > 0) {
     append_linear(ops, "mla.qkv_a_proj", in, Q + Dl + Dr, rows, p, phase, layers, WeightClass::attention);  // q_a_proj + kv_a_proj_with_mqa
-    append_elementwise(ops, "mla.q_a_norm", Q, 1, 4, p, phase, layers);
+    if (grouped_norms) append_elementwise(ops, "mla.qkv_a_norms", Q + Dl, 1, 4, p, phase, layers);
+    else append_elementwise(ops, "mla.q_a_norm", Q, 1, 4, p, phase, layers);
     append_linear(ops, "mla.q_b_proj", Q, nh * (Dn + Dr), rows, p, phase, layers, WeightClass::attention);  // q: (rows, nh, Dn + Dr)
   } else {
     append_linear(ops, "mla.kv_a_proj", in, Dl + Dr, rows, p, phase, layers, WeightClass::attention);
     append_linear(ops, "mla.q_proj", in, nh * (Dn + Dr), rows, p, phase, layers, WeightClass::attention);  // q: (rows, nh, Dn + Dr)
   }
-  append_elementwise(ops, "mla.kv_a_norm", Dl, 1, 4, p, phase, layers);
+  if (!grouped_norms) append_elementwise(ops, "mla.kv_a_norm", Dl, 1, 4, p, phase, layers);
   append_elementwise(ops, "mla.rope", (nh + 1) * Dr, 1, 6, p, phase, layers);  // q_pe: (rows, nh, Dr), k_pe: (rows, Dr)
+  if (p.fusion.mla_cache_write_kernel) {
+    // The new tokens' [kv_c; k_pe] written into the latent cache by a kernel of its own.
+    Operator w;
+    w.name = "mla.cache_write";
+    w.phase = phase;
+    w.count = layers;
+    w.bytes = rows * (Dl + Dr) * (a + kv);
+    ops.push_back(w);
+  }
 
   // Each new token attends to the cached context and, causally, to the new tokens before it
   // ((T + 1) / 2 of them on average), as grouped-query attention does.
@@ -79,6 +91,7 @@ void append_mla_attention(std::vector<Operator>& ops, const ModelShape& m, doubl
     at.flops = 2.0 * rows * keys * nh * ((Dl + Dr) + Dl);       // QKᵀ and PV
     at.kv_bytes = p.batch * cached * (Dl + Dr) * kv;            // the latent, read once per sequence for all heads
     at.bytes = at.kv_bytes + rows * nh * ((Dl + Dr) + Dl) * a;  // queries in, latent outputs out
+    at.kernels = p.fusion.mla_attention_kernels;                 // split-KV attention and the combine
     ops.push_back(at);
     // o_c: (nh, rows, Dl) · W_UV: (nh, Dl, Dv) -> o: (nh, rows, Dv).
     ops.push_back(per_head_product("mla.w_uv", rows, nh, Dl, Dv, p, phase, layers));

@@ -48,6 +48,14 @@ Operator collective_of(const char* name, double comm_bytes, const char* phase, d
   return op;
 }
 
+// The routed experts' kernels (kernels.fusion.moe_expert_kernels), with a quantisation of the
+// activations before each of the two grouped products over block-scaled FP8 experts.
+void set_expert_kernels(Operator& ex, const ForwardParams& p) {
+  ex.kernels = p.fusion.moe_expert_kernels;
+  const double w = p.weights[WeightClass::routed_experts];
+  if (p.fusion.fp8_activation_quant && w >= 1.0 && w < 1.01) ex.kernels += 2;
+}
+
 // The routed experts of `layers` MoE layers under data-parallel attention or expert parallelism
 // (simulator/parallelism.hpp), with the collectives that bring the tokens to them and back: `full`
 // is the whole replica's forward, `group` one attention group's.
@@ -83,6 +91,7 @@ void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, do
     ex.gemm_cols = touched * 2.0 * Ie;
     ex.weight_bytes = touched * 3.0 * H * Ie * eb;
     ex.bytes = ex.weight_bytes + rows_all * k * (2.0 * H + 3.0 * Ie) * a;
+    set_expert_kernels(ex, full);
     ops.push_back(ex);
     ops.push_back(collective_of("moe.reduce_scatter.dp", rows_all * H * a * (N - 1.0) / N, phase, layers));
     return;
@@ -106,6 +115,7 @@ void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, do
   ex.gemm_cols = load.touched * 2.0 * Ie;
   ex.weight_bytes = load.touched * 3.0 * H * Ie * eb;
   ex.bytes = ex.weight_bytes + load.rows * (2.0 * H + 3.0 * Ie) * a;
+  set_expert_kernels(ex, full);
   ops.push_back(ex);
   if (dispatch) {
     ops.push_back(collective_of("moe.combine", a2a, phase, layers));
@@ -115,6 +125,18 @@ void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, do
 }
 
 }  // namespace
+
+void add_fp8_activation_quant(Operator& op, const ForwardParams& p) {
+  // The router's product runs unquantised in the engines (SGLang's MoEGate, vLLM's gate: quant_config None).
+  if (!p.fusion.fp8_activation_quant || op.weight_class == WeightClass::count ||
+      op.weight_class == WeightClass::router || op.gemm_rows <= 0)
+    return;
+  // Block-scaled FP8 weights are stored at 1 byte plus an fp32 scale per 128 × 128 block.
+  const double w = p.weights[op.weight_class];
+  if (!(w >= 1.0 && w < 1.01)) return;
+  op.kernels += 1;  // per_token_group_quant_fp8: reads the 16-bit input, writes FP8 and the scales
+  op.bytes += op.gemm_rows * op.gemm_depth * (p.act_bytes + 1.0);
+}
 
 ForwardParams attention_group_params(const ForwardParams& p) {
   ForwardParams g = p;
@@ -163,6 +185,7 @@ void append_linear(std::vector<Operator>& ops, const char* name, double in, doub
   op.weight_class = cls;
   op.weight_bytes = in * out * p.weights[cls];
   op.bytes = op.weight_bytes + rows * (in + out) * p.act_bytes;
+  add_fp8_activation_quant(op, p);
   ops.push_back(op);
 }
 
@@ -188,7 +211,9 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
   const double kv_heads = ceil_div(m.num_kv_heads, tp);  // replicated when tp > nkv
   const double rows = p.batch * p.tokens;
 
-  ops.push_back(elementwise("input_norm", H, 1, 4, p, phase, layers));
+  // Fused into the previous layer's last all-reduce (kernels.fusion.allreduce_norm) under TP.
+  const bool ar_norm = p.fusion.allreduce_norm && p.tp > 1;
+  if (!ar_norm) ops.push_back(elementwise("input_norm", H, 1, 4, p, phase, layers));
   if (m.is_mla()) {
     append_mla_attention(ops, m, layers, qkv_in, p, phase);  // up to the heads' outputs
   } else {
@@ -222,7 +247,7 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
   append_linear(ops, "o_proj", heads * (m.is_mla() ? m.v_head_dim : hd), H, rows, p, phase, layers,
                 WeightClass::attention);
   if (p.tp > 1) ops.push_back(collective("all_reduce.attn", rows * H * p.act_bytes, 2.0, p, phase, layers));
-  ops.push_back(elementwise("post_attention_norm", H, 2, 5, p, phase, layers));  // residual add + norm
+  if (!ar_norm) ops.push_back(elementwise("post_attention_norm", H, 2, 5, p, phase, layers));  // residual add + norm
 
   if (!m.is_moe()) {
     const double I = ceil_div(m.intermediate_size, tp);
@@ -235,6 +260,14 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
     const double Ie = ceil_div(m.expert_intermediate_size, tp);
     const double eb = p.weights[WeightClass::routed_experts];
     append_linear(ops, "moe.router", H, E, rows, p, phase, layers, WeightClass::router);
+    if (p.fusion.moe_routing_kernels > 0) {
+      // The top-k over the router's logits (DeepSeek-V3: sigmoid, bias, group-limited top-k,
+      // normalisation), as the engine's routing kernels run it: the logits read, the ids and weights written.
+      Operator topk = elementwise("moe.topk", E, 0, 4, p, phase, layers);
+      topk.bytes = rows * E * 4.0 + rows * k * 8.0;
+      topk.kernels = p.fusion.moe_routing_kernels;
+      ops.push_back(topk);
+    }
     if (full.dp > 1 || full.ep > 1) {
       append_parallel_experts(ops, m, layers, full, p, phase);
     } else {
@@ -251,16 +284,20 @@ void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, doub
       ex.weight_class = WeightClass::routed_experts;
       ex.weight_bytes = touched * 3.0 * H * Ie * eb;
       ex.bytes = ex.weight_bytes + rows * k * (2.0 * H + 3.0 * Ie) * p.act_bytes;
+      set_expert_kernels(ex, p);
       ops.push_back(ex);
     }
     if (m.shared_expert_intermediate_size > 0) {
       const double Is = ceil_div(m.shared_expert_intermediate_size, tp);
       append_linear(ops, "moe.shared_gate_up", H, 2 * Is, rows, p, phase, layers, WeightClass::shared_experts);
+      // SiLU(gate) · up between the two products, a kernel of its own as the dense MLP's act_mul.
+      ops.push_back(elementwise("moe.shared_act_mul", Is, 2, 5, p, phase, layers));
       append_linear(ops, "moe.shared_down", Is, H, rows, p, phase, layers, WeightClass::shared_experts);
     }
   }
   if (p.tp > 1) ops.push_back(collective("all_reduce.mlp", rows * H * p.act_bytes, 2.0, p, phase, layers));
-  ops.push_back(elementwise("residual_add", H, 2, 1, p, phase, layers));
+  // The residual add runs inside the next RMSNorm where the engine fuses them (fused_add_rms_norm).
+  if (!p.fusion.add_norm && !ar_norm) ops.push_back(elementwise("residual_add", H, 2, 1, p, phase, layers));
 }
 
 void append_lm_head(std::vector<Operator>& ops, int hidden, int vocab, const ForwardParams& p,

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "simulator/kernel_fusion.hpp"
 #include "simulator/model_shape.hpp"
 
 namespace specdec::sim {
@@ -15,6 +16,7 @@ struct Operator {
   const char* name = "";   // e.g. "attention", "mlp.down_proj"
   const char* phase = "";  // "draft", "verify", "decode", "prefill"
   double count = 1;       // runs per step (layers × forwards)
+  double kernels = 1;     // dependent kernels one run launches (each takes at least the per-kernel floor)
   double flops = 0;       // per run, per device
   double bytes = 0;       // per run, per device: weights + activations + KV cache
   double weight_bytes = 0;  // part of bytes
@@ -45,6 +47,7 @@ struct ForwardParams {
   double act_bytes = 2;     // bytes per activation element
   double kv_bytes = 0;      // bytes per KV-cache element; 0 = act_bytes
   bool prefill = false;     // a prompt's forward (engines run multi-head latent attention unabsorbed)
+  KernelFusion fusion;      // the engine's kernel fusions (simulator/kernel_fusion.hpp)
 };
 
 // The forward as one attention group runs it (simulator/parallelism.hpp): ⌈batch / dp⌉ sequences
@@ -70,6 +73,10 @@ double expected_experts_touched(double experts, double per_token, double batch, 
 // operators from simulator/mla.hpp), MLP (dense or MoE) and TP collectives.
 void append_decoder_layers(std::vector<Operator>& ops, const ModelShape& m, double layers, int qkv_in,
                            const ForwardParams& p, const char* phase);
+// An engine that quantises activations per token group before products over block-scaled FP8
+// weights (kernels.fusion.fp8_activation_quant) launches one more kernel per such product, which
+// reads the 16-bit input and writes it at 8 bits: added to `op` when its weights are of that kind.
+void add_fp8_activation_quant(Operator& op, const ForwardParams& p);
 // A linear layer applied to every new token (e.g. EAGLE's fc), replicated on every device; its
 // weights are of class `cls`.
 void append_linear(std::vector<Operator>& ops, const char* name, double in, double out,

@@ -37,6 +37,7 @@ ForwardParams base_params(const Scenario& s) {
   p.tp = s.workload.tp;
   p.dp = s.workload.dp_attention;
   p.ep = s.workload.ep;
+  p.fusion = s.engine.fusion;
   return p;
 }
 
