@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 #include "reference/core/format.hpp"
 #include "simulator/capacity_planning.hpp"
@@ -214,23 +215,31 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     if (speculative) out << std::setw(44) << std::left << cell_text(spec_best, !s.plan.tree, target_ms);
     out << cell_text(seq, false, target_ms) << "\n";
   }
-  // Why a configuration could not be planned: once per layout and reason, with the Ks it holds for.
-  for (const auto* list : {&r.configs, &r.sequential_configs}) {
-    std::vector<bool> said(list->size(), false);
-    for (size_t i = 0; i < list->size(); ++i) {
-      const PlannedConfig& c = (*list)[i];
-      if (c.why_not.empty() || said[i]) continue;
-      std::vector<int> ks;
-      for (size_t j = i; j < list->size(); ++j) {
-        const PlannedConfig& d = (*list)[j];
-        if (same_layout(d, c.layout()) && d.why_not == c.why_not && d.tree == c.tree) {
-          said[j] = true;
-          if (d.k > 0) ks.push_back(d.k);
-        }
-      }
-      const std::string shape = !c.tree.empty() ? ", tree " + c.tree : ks.empty() ? std::string() : (ks.size() == 1 ? ", K " : ", Ks ") + list_text(ks);
-      out << "  not planned: " << layout_label(c) << shape << ": " << c.why_not << "\n";
+  // Why a configuration could not be planned: once per layout, shape and reason, with the Ks (and
+  // sequential decoding) it holds for.
+  std::vector<std::pair<const PlannedConfig*, bool>> unplanned;  // and whether it is sequential decoding's
+  for (const auto& c : r.configs)
+    if (!c.why_not.empty()) unplanned.push_back({&c, false});
+  for (const auto& c : r.sequential_configs)
+    if (!c.why_not.empty()) unplanned.push_back({&c, true});
+  std::vector<bool> said(unplanned.size(), false);
+  for (size_t i = 0; i < unplanned.size(); ++i) {
+    if (said[i]) continue;
+    const PlannedConfig& c = *unplanned[i].first;
+    std::vector<int> ks;
+    bool sequential = false;
+    for (size_t j = i; j < unplanned.size(); ++j) {
+      const PlannedConfig& d = *unplanned[j].first;
+      if (!same_layout(d, c.layout()) || d.why_not != c.why_not || d.tree != c.tree) continue;
+      said[j] = true;
+      if (unplanned[j].second)
+        sequential = true;
+      else if (d.k > 0)
+        ks.push_back(d.k);
     }
+    std::string which = !c.tree.empty() ? "tree " + c.tree : ks.empty() ? "" : (ks.size() == 1 ? "K " : "Ks ") + list_text(ks);
+    if (sequential && speculative) which += which.empty() ? "sequential decoding" : " and sequential decoding";
+    out << "  not planned: " << layout_label(c) << (which.empty() ? "" : ", " + which) << ": " << c.why_not << "\n";
   }
   if (!band.is_null())
     out << "\n  prediction error: on " << band["results"].get<size_t>() << " published results it was never fitted to, the simulator is "

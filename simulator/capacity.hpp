@@ -153,9 +153,10 @@ struct CapacitySearch {
 };
 
 // A search plans at most this many configurations (layouts × shapes, sequential decoding's layouts
-// included): each plans up to 11 batch sizes (1..1024) and the replicas of each, a few milliseconds
-// per configuration, so the largest default search (every layout of an MoE model on a 64-device
-// instance, K = 1..8: 495) answers within seconds. A larger one is refused, saying how to narrow it.
+// included): each prices up to 11 batch sizes (1..1024) and the replicas of each, about a
+// millisecond per configuration on one core, so the largest default search (every layout of a
+// mixture-of-experts model on a 64-device instance, K = 1..8: 495 configurations) answers in under a
+// second and the bound in a few. A larger one is refused, saying how to narrow it.
 inline constexpr long long kMaxCapacityConfigurations = 2048;
 
 // The configurations a search of `layouts` × `shapes` plans: every speculative one and sequential

@@ -191,14 +191,15 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
   const size_t shapes = trees ? plan.trees.size() : plan.ks.size();
   const long long configurations = capacity_configurations(plan.layouts.size(), shapes);
   if (configurations > kMaxCapacityConfigurations) {
+    const std::string one_and_eight = sp.assign == " " ? "1,8" : "[1, 8]";  // a list as the caller writes one
     std::ostringstream e;
     e << "capacity planning: the search would plan " << configurations << " configurations (" << plan.layouts.size()
       << " layouts over " << sp("tp") << " x " << shapes << (trees ? " trees" : " Ks")
       << ", and sequential decoding at each layout), more than the " << kMaxCapacityConfigurations
       << " one search plans (each prices up to 11 batch sizes and their replicas); narrow it with " << sp("tp")
       << " (e.g. " << sp("tp", "8") << "), " << sp("dp-attention") << " and " << sp("ep") << " (e.g. "
-      << sp("dp-attention", "1,8") << " " << sp("ep", "1,8") << "), "
-      << (trees ? "a smaller " + sp("best-tree") + " grid" : sp("k") + " or " + sp("best-k"));
+      << sp("dp-attention", one_and_eight) << " " << sp("ep", one_and_eight) << "), "
+      << (trees ? "or a smaller " + sp("best-tree") + " grid" : "or " + sp("k") + " or " + sp("best-k"));
     throw Error(e.str());
   }
   plan.search = trees ? search_capacity_trees_layouts(s, req, plan.layouts, plan.trees)
