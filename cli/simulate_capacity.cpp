@@ -1,7 +1,9 @@
 #include "cli/simulate_capacity.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 #include "reference/core/format.hpp"
 #include "simulator/capacity_planning.hpp"
@@ -36,6 +38,34 @@ std::string cell_text(const PlannedConfig* c, bool speculative, double tpot_targ
   const std::string shape = !c->tree.empty() ? "tree " + c->tree + ", " : speculative ? "K " + std::to_string(c->k) + ", " : "";
   return shape + "batch " + std::to_string(c->plan.batch) + ": " +
          std::to_string(c->plan.devices) + (c->plan.devices == 1 ? " device (" : " devices (") + fixed(c->plan.load.tpot_s * 1e3, 1) + " ms)";
+}
+
+// Whether a search planned any layout but plain TP: then the tables show each row's layout.
+bool layered(const std::vector<Parallelism>& layouts) {
+  return std::any_of(layouts.begin(), layouts.end(), [](const Parallelism& l) { return !l.plain(); });
+}
+
+// "TP 8" or "TP 8, DP 8, EP 8".
+std::string layout_label(const PlannedConfig& c) {
+  const std::string tp = "TP " + std::to_string(c.tp);
+  return c.layout().plain() ? tp : tp + ", DP " + std::to_string(c.dp_attention) + ", EP " + std::to_string(c.ep);
+}
+
+// "TP 1; TP 2 with attention DP 1, 2 and EP 1, 2; ...": the layouts searched at each TP.
+std::string layouts_text(const std::vector<Parallelism>& layouts) {
+  std::string out;
+  for (size_t i = 0; i < layouts.size();) {
+    const int tp = layouts[i].ranks;
+    std::vector<int> ds, ps;
+    for (; i < layouts.size() && layouts[i].ranks == tp; ++i) {
+      if (std::find(ds.begin(), ds.end(), layouts[i].dp_attention) == ds.end()) ds.push_back(layouts[i].dp_attention);
+      if (std::find(ps.begin(), ps.end(), layouts[i].ep) == ps.end()) ps.push_back(layouts[i].ep);
+    }
+    out += (out.empty() ? "" : "; ") + ("TP " + std::to_string(tp));
+    if (ds != std::vector<int>{1} || ps != std::vector<int>{1})
+      out += " with attention DP " + list_text(ds) + " and EP " + list_text(ps);
+  }
+  return out;
 }
 
 }  // namespace
@@ -73,8 +103,15 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     out << " x " << (!trees.empty() ? "trees " + trees + " (total tokens/depth/top-k)" : s.plan.tree ? "the tree given" : "K " + list_text(ks));
   }
   out << " x batch 1, 2, 4, ... (while the KV cache fits)\n";
+  const bool layouts = layered(plan.layouts);
+  if (layouts) out << "  layouts (" << plan.layouts.size() << "): " << layouts_text(plan.layouts) << "\n";
+  out << "  cost: " << r.configs.size() + r.sequential_configs.size() << " configurations planned";
+  if (speculative) out << " (" << r.configs.size() << " + " << r.sequential_configs.size() << " sequential)";
+  out << ", " << r.batches_priced << " batch sizes priced\n";
   for (const auto& k : r.skipped) out << "  not evaluated: " << k.setting << ": " << k.reason << "\n";
-  out << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(4) << "TP" << std::setw(4) << "K" << std::setw(7)
+  out << "\n  " << std::left << std::setw(22) << "" << std::right << std::setw(4) << "TP";
+  if (layouts) out << std::setw(4) << "DP" << std::setw(4) << "EP";
+  out << std::setw(4) << "K" << std::setw(7)
       << "batch" << std::setw(10) << "TPOT ms" << std::setw(10) << "replicas" << std::setw(9) << "devices" << std::setw(10) << "$/hour"
       << std::setw(16) << "$/M out tokens" << "\n";
   auto row = [&](const std::string& name, const std::optional<PlannedConfig>& c, bool with_k) {
@@ -83,7 +120,9 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
       out << "  no configuration meets the targets within memory\n";
       return;
     }
-    out << std::setw(4) << c->tp << std::setw(4) << (with_k ? std::to_string(c->k) : "-") << std::setw(7) << c->plan.batch
+    out << std::setw(4) << c->tp;
+    if (layouts) out << std::setw(4) << c->dp_attention << std::setw(4) << c->ep;
+    out << std::setw(4) << (with_k ? std::to_string(c->k) : "-") << std::setw(7) << c->plan.batch
         << std::setw(10) << fixed(c->plan.load.tpot_s * 1e3, 2) << std::setw(10) << c->plan.replicas << std::setw(9)
         << c->plan.devices << std::setw(10) << fixed(c->plan.cost_per_hour, 2) << std::setw(16)
         << fixed(c->plan.cost_per_million_output_tokens, 3) << "\n";
@@ -155,26 +194,53 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     if (speculative) set_by(method_title(s.plan.method), r.best);
     set_by("sequential decoding", r.sequential);
   }
-  out << "\n  per TP (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
+  out << "\n  per " << (layouts ? "layout" : "TP") << " (the cheapest K and batch of each):\n  " << std::left << std::setw(5) << "TP";
+  if (layouts) out << std::setw(4) << "DP" << std::setw(4) << "EP";
   if (speculative) out << std::setw(44) << method_title(s.plan.method);
   out << "sequential\n";
-  for (const int tp : tps) {
+  const auto same_layout = [](const PlannedConfig& c, const Parallelism& l) {
+    return c.tp == l.ranks && c.dp_attention == l.dp_attention && c.ep == l.ep;
+  };
+  for (const Parallelism& l : plan.layouts) {
     const PlannedConfig* spec_best = nullptr;
     for (const auto& c : r.configs) {
-      if (c.tp != tp) continue;
+      if (!same_layout(c, l)) continue;
       if (!spec_best || (c.plan.feasible && (!spec_best->plan.feasible || cheaper_config(c, *spec_best)))) spec_best = &c;
     }
     const PlannedConfig* seq = nullptr;
     for (const auto& c : r.sequential_configs)
-      if (c.tp == tp) seq = &c;
-    out << "  " << std::left << std::setw(5) << tp;
+      if (same_layout(c, l)) seq = &c;
+    out << "  " << std::left << std::setw(5) << l.ranks;
+    if (layouts) out << std::setw(4) << l.dp_attention << std::setw(4) << l.ep;
     if (speculative) out << std::setw(44) << std::left << cell_text(spec_best, !s.plan.tree, target_ms);
     out << cell_text(seq, false, target_ms) << "\n";
   }
-  for (const auto* list : {&r.configs, &r.sequential_configs})
-    for (const auto& c : *list)
-      if (!c.why_not.empty())
-        out << "  not planned: TP " << c.tp << (c.k > 0 ? ", K " + std::to_string(c.k) : std::string()) << ": " << c.why_not << "\n";
+  // Why a configuration could not be planned: once per layout, shape and reason, with the Ks (and
+  // sequential decoding) it holds for.
+  std::vector<std::pair<const PlannedConfig*, bool>> unplanned;  // and whether it is sequential decoding's
+  for (const auto& c : r.configs)
+    if (!c.why_not.empty()) unplanned.push_back({&c, false});
+  for (const auto& c : r.sequential_configs)
+    if (!c.why_not.empty()) unplanned.push_back({&c, true});
+  std::vector<bool> said(unplanned.size(), false);
+  for (size_t i = 0; i < unplanned.size(); ++i) {
+    if (said[i]) continue;
+    const PlannedConfig& c = *unplanned[i].first;
+    std::vector<int> ks;
+    bool sequential = false;
+    for (size_t j = i; j < unplanned.size(); ++j) {
+      const PlannedConfig& d = *unplanned[j].first;
+      if (!same_layout(d, c.layout()) || d.why_not != c.why_not || d.tree != c.tree) continue;
+      said[j] = true;
+      if (unplanned[j].second)
+        sequential = true;
+      else if (d.k > 0)
+        ks.push_back(d.k);
+    }
+    std::string which = !c.tree.empty() ? "tree " + c.tree : ks.empty() ? "" : (ks.size() == 1 ? "K " : "Ks ") + list_text(ks);
+    if (sequential && speculative) which += which.empty() ? "sequential decoding" : " and sequential decoding";
+    out << "  not planned: " << layout_label(c) << (which.empty() ? "" : ", " + which) << ": " << c.why_not << "\n";
+  }
   if (!band.is_null())
     out << "\n  prediction error: on " << band["results"].get<size_t>() << " published results it was never fitted to, the simulator is "
         << fixed(100 * band["mean_abs_relative_error"].get<double>(), 0) << "% off on average (largest "
@@ -183,8 +249,12 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
 }
 
 void print_capacity_comparison(const CapacityComparison& c, std::ostream& out) {
-  out << "methods compared (each drafter planned over TP x K x batch with its acceptance):\n  " << std::left << std::setw(28)
-      << "drafter" << std::setw(9) << "method" << std::right << std::setw(4) << "TP" << std::setw(6) << "K" << std::setw(7) << "batch"
+  const bool layouts = std::any_of(c.drafters.begin(), c.drafters.end(),
+                                   [](const DrafterCapacity& d) { return d.planning && layered(d.planning->layouts); });
+  out << "methods compared (each drafter planned over TP x " << (layouts ? "layout x " : "") << "K x batch with its acceptance):\n  "
+      << std::left << std::setw(28) << "drafter" << std::setw(9) << "method" << std::right << std::setw(4) << "TP";
+  if (layouts) out << std::setw(4) << "DP" << std::setw(4) << "EP";
+  out << std::setw(6) << "K" << std::setw(7) << "batch"
       << std::setw(10) << "TPOT ms" << std::setw(9) << "devices" << "   acceptance\n";
   for (size_t i = 0; i < c.drafters.size(); ++i) {
     const DrafterCapacity& d = c.drafters[i];
@@ -193,7 +263,9 @@ void print_capacity_comparison(const CapacityComparison& c, std::ostream& out) {
     if (d.planning && d.planning->search.best) {
       const PlannedConfig& b = *d.planning->search.best;
       const bool chain = !d.built->scenario.plan.tree;
-      out << std::setw(4) << b.tp << std::setw(6) << (chain ? std::to_string(b.k) : "tree") << std::setw(7) << b.plan.batch
+      out << std::setw(4) << b.tp;
+      if (layouts) out << std::setw(4) << b.dp_attention << std::setw(4) << b.ep;
+      out << std::setw(6) << (chain ? std::to_string(b.k) : "tree") << std::setw(7) << b.plan.batch
           << std::setw(10) << fixed(b.plan.load.tpot_s * 1e3, 2) << std::setw(9) << b.plan.devices << "   "
           << acceptance_source(*d.built) << "\n";
     } else {

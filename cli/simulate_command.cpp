@@ -120,6 +120,9 @@ ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
     c.ttft_target_ms = vm["ttft-target-ms"].as<double>();
     if (vm.count("price")) c.price = vm["price"].as<double>();
     if (!vm["tp"].defaulted()) c.tp = parse_int_list(vm["tp"].as<std::string>(), "tp", kMaxTensorParallel);
+    // The layouts searched at each TP: lists, as --tp is here.
+    if (vm.count("dp-attention")) c.dp_attention = parse_int_list(vm["dp-attention"].as<std::string>(), "dp-attention", kMaxTensorParallel);
+    if (vm.count("ep")) c.ep = parse_int_list(vm["ep"].as<std::string>(), "ep", kMaxTensorParallel);
     if (vm.count("max-utilization")) c.max_utilization = vm["max-utilization"].as<double>();
     if (vm.count("output-len-cv")) c.output_len_cv = vm["output-len-cv"].as<double>();
     if (vm.count("ttft-percentile")) c.ttft_percentile = vm["ttft-percentile"].as<double>();
@@ -129,9 +132,9 @@ ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
       if (vm.count(option))
         throw Error(std::string("--") + option + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
     o.tp = parse_int(vm["tp"].as<std::string>(), "tp");
+    if (vm.count("dp-attention")) o.dp_attention = parse_int(vm["dp-attention"].as<std::string>(), "dp-attention");
+    if (vm.count("ep")) o.ep = parse_int(vm["ep"].as<std::string>(), "ep");
   }
-  if (vm.count("dp-attention")) o.dp_attention = parse_int(vm["dp-attention"].as<std::string>(), "dp-attention");
-  if (vm.count("ep")) o.ep = parse_int(vm["ep"].as<std::string>(), "ep");
   return o;
 }
 
@@ -546,8 +549,8 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("batch", po::value<std::string>()->default_value("1"), "batch size (with --batching continuous: concurrency); sweep and --policy: list")
     ("batching", po::value<std::string>(), "static (the batch runs until its slowest sequence is done) or continuous (finished requests replaced at once; their prefills share the steps): throughput and per-request TPOT with ragged acceptance")
     ("tp", po::value<std::string>()->default_value("1"), "tensor-parallel degree; sweep and capacity planning: list (capacity planning searches 1, 2, 4, ... up to one instance unless given)")
-    ("dp-attention", po::value<std::string>(), "data-parallel attention over the --tp devices: D groups, each running attention, dense MLPs and the LM head for its own sequences at TP tp/D with its own KV cache (SGLang --enable-dp-attention --dp D, vLLM --data-parallel-size D); default 1")
-    ("ep", po::value<std::string>(), "expert parallelism: 1 (routed experts column-split, the default) or --tp (each device holds E/tp whole experts; tokens dispatched and combined by all-to-all under --dp-attention)")
+    ("dp-attention", po::value<std::string>(), "data-parallel attention over the --tp devices: D groups, each running attention, dense MLPs and the LM head for its own sequences at TP tp/D with its own KV cache (SGLang --enable-dp-attention --dp D, vLLM --data-parallel-size D); default 1; capacity planning: the list of Ds searched (default every divisor of each TP on a MoE model, 1 on a dense one)")
+    ("ep", po::value<std::string>(), "expert parallelism: 1 (routed experts column-split, the default) or --tp (each device holds E/tp whole experts; tokens dispatched and combined by all-to-all under --dp-attention); capacity planning: the list of EP degrees searched, each at the TP equal to it (default 1 and each TP on a MoE model)")
     ("prompt-len", po::value<std::string>()->default_value("512"), "prompt tokens; sweep: list")
     ("output-len", po::value<std::string>()->default_value("256"), "output tokens; sweep: list")
     ("dtype", po::value<std::string>(), "weights/KV dtype (bf16, fp16, fp32, fp8); default: the model's")

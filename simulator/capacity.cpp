@@ -13,6 +13,12 @@ namespace specdec::sim {
 
 namespace {
 
+// "TP 8" plain, "TP 8, DP 8, EP 8" otherwise: a configuration's layout in the search's messages.
+std::string layout_label(const Parallelism& p) {
+  if (p.plain()) return "TP " + std::to_string(p.ranks);
+  return "TP " + std::to_string(p.ranks) + ", DP " + std::to_string(p.dp_attention) + ", EP " + std::to_string(p.ep);
+}
+
 void check_request(const CapacityRequest& req) {
   // Written so that NaN fails too; an infinite load or target has no plan.
   if (!(req.requests_per_s > 0 && std::isfinite(req.requests_per_s)))
@@ -166,7 +172,7 @@ std::string because_of_prefill(const CapacityOption& o, const Scenario& s, const
   e << "one prompt of " << s.workload.prompt_len << " tokens takes " << format_double(o.prefill_s_per_prompt * 1e3) << " ms "
     << (s.engine.interleaves_prefill ? "of prefill interleaved into the decode steps" : "of prefill between decode steps (engine '" +
                                                                                           s.engine.name + "' does not interleave prefill)")
-    << " at TP " << s.workload.tp << ", so " << most << " replicas of batch " << o.batch << " spend "
+    << " at " << layout_label(parallelism_of(s.workload)) << ", so " << most << " replicas of batch " << o.batch << " spend "
     << format_double(at_most.prefill_share) << " of their time on prompts";
   if (at_most.keeps_up)
     e << " and decode at a TPOT of " << format_double(at_most.step_s / o.prediction.tokens_per_step * 1e3) << " ms, beyond the "
@@ -242,11 +248,15 @@ CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
   return plan;
 }
 
-PlannedConfig plan_one(Scenario s, const CapacityRequest& req, int tp, int k) {
+PlannedConfig plan_one(Scenario s, const CapacityRequest& req, const Parallelism& layout, int k) {
   PlannedConfig c;
-  c.tp = tp;
+  c.tp = layout.ranks;
+  c.dp_attention = layout.dp_attention;
+  c.ep = layout.ep;
   c.k = k;
-  s.workload.tp = tp;
+  s.workload.tp = layout.ranks;
+  s.workload.dp_attention = layout.dp_attention;
+  s.workload.ep = layout.ep;
   if (k > 0) s.plan.k = k;
   try {
     c.plan = plan_batches(s, req);
@@ -257,23 +267,25 @@ PlannedConfig plan_one(Scenario s, const CapacityRequest& req, int tp, int k) {
   return c;
 }
 
-// Sequential decoding planned at every TP, as a method is: the number the method is judged against.
-void plan_sequential(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps, CapacitySearch& out) {
+// Sequential decoding planned at every layout, as a method is: the number the method is judged against.
+void plan_sequential(const Scenario& s, const CapacityRequest& req, const std::vector<Parallelism>& layouts, CapacitySearch& out) {
   Scenario seq = s;
   seq.plan = DraftPlan{};
   seq.plan.method = Method::sequential;
   seq.drafter.reset();
   seq.acceptance.reset();
   seq.measured_tokens_per_step.reset();
-  for (const int tp : tps) {
-    out.sequential_configs.push_back(plan_one(seq, req, tp, 0));
+  for (const Parallelism& layout : layouts) {
+    out.sequential_configs.push_back(plan_one(seq, req, layout, 0));
     const PlannedConfig& c = out.sequential_configs.back();
+    out.batches_priced += (long long)c.plan.options.size();
     if (c.plan.feasible && (!out.sequential || cheaper_config(c, *out.sequential))) out.sequential = c;
   }
 }
 
 // Keeps `c` among the search's configurations and as its answer when it is the cheapest so far.
 void keep(PlannedConfig c, CapacitySearch& out) {
+  out.batches_priced += (long long)c.plan.options.size();
   out.configs.push_back(std::move(c));
   const PlannedConfig& kept = out.configs.back();
   if (kept.plan.feasible && (!out.best || cheaper_config(kept, *out.best))) out.best = kept;
@@ -285,8 +297,18 @@ void throw_when_unanswered(const CapacitySearch& out, const std::vector<PlannedC
   for (const auto& c : searched)
     if (c.plan.needs_too_many_devices) throw Error(c.why_not);
   if (std::all_of(searched.begin(), searched.end(), [](const PlannedConfig& c) { return !c.why_not.empty(); }))
-    throw Error("capacity planning: no configuration can be planned: TP " + std::to_string(searched.front().tp) + ": " +
+    throw Error("capacity planning: no configuration can be planned: " + layout_label(searched.front().layout()) + ": " +
                 searched.front().why_not);
+}
+
+void check_layouts(const std::vector<Parallelism>& layouts, size_t shapes) {
+  if (layouts.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
+  const long long n = capacity_configurations(layouts.size(), shapes);
+  if (n > kMaxCapacityConfigurations)
+    throw Error("capacity planning: the search would plan " + std::to_string(n) + " configurations (" +
+                std::to_string(layouts.size()) + " layouts x " + std::to_string(shapes) +
+                " draft shapes, and sequential decoding at each layout), more than the " +
+                std::to_string(kMaxCapacityConfigurations) + " one search plans; narrow the layouts or the shapes");
 }
 
 }  // namespace
@@ -351,10 +373,45 @@ std::vector<int> default_tensor_parallel_degrees(const HardwareSpec& hw) {
 }
 
 
+long long capacity_configurations(size_t layouts, size_t shapes) { return (long long)layouts * ((long long)shapes + 1); }
+
+std::vector<Parallelism> plain_layouts(const std::vector<int>& tps) {
+  std::vector<Parallelism> out;
+  for (const int tp : tps) out.push_back(Parallelism{tp, 1, 1});
+  return out;
+}
+
+std::vector<Parallelism> capacity_layouts(const std::vector<int>& tps, const ModelShape& target,
+                                          const std::optional<std::vector<int>>& dp_attention,
+                                          const std::optional<std::vector<int>>& ep) {
+  const bool moe = target.is_moe();
+  auto listed = [](const std::optional<std::vector<int>>& list, int v) {
+    return std::find(list->begin(), list->end(), v) != list->end();
+  };
+  std::vector<Parallelism> out;
+  for (const int tp : tps) {
+    std::vector<int> ds, ps;
+    for (int d = 1; d <= tp; ++d) {
+      if (tp % d != 0) continue;
+      if (dp_attention ? listed(dp_attention, d) : (moe || d == 1)) ds.push_back(d);
+    }
+    for (const int p : tp == 1 ? std::vector<int>{1} : std::vector<int>{1, tp})
+      if (ep ? listed(ep, p) : (moe || p == 1)) ps.push_back(p);
+    for (const int d : ds)
+      for (const int p : ps) out.push_back(Parallelism{tp, d, p});
+  }
+  return out;
+}
+
 CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                const std::vector<int>& ks) {
+  return search_capacity_layouts(s, req, plain_layouts(tps), ks);
+}
+
+CapacitySearch search_capacity_layouts(const Scenario& s, const CapacityRequest& req, const std::vector<Parallelism>& layouts,
+                                       const std::vector<int>& ks) {
   check_request(req);
-  if (tps.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
+  if (layouts.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
   CapacitySearch out;
   const bool speculative = s.plan.method != Method::sequential;
   std::vector<int> chain_ks;  // the Ks the scenario's acceptance answers
@@ -370,9 +427,10 @@ CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, co
     if (chain_ks.empty())
       throw Error("capacity planning: none of the Ks asked for can be evaluated: " + out.skipped.front().reason);
   }
-  for (const int tp : tps)
-    for (const int k : chain_ks) keep(plan_one(s, req, tp, k), out);
-  plan_sequential(s, req, tps, out);
+  check_layouts(layouts, chain_ks.size());
+  for (const Parallelism& layout : layouts)
+    for (const int k : chain_ks) keep(plan_one(s, req, layout, k), out);
+  plan_sequential(s, req, layouts, out);
   if (!speculative) out.best = out.sequential;
   throw_when_unanswered(out, speculative ? out.configs : out.sequential_configs);
   return out;
@@ -384,22 +442,34 @@ std::string tree_setting_text(const DynamicTreeSetting& t) {
 
 CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                      const std::vector<DynamicTreeSetting>& trees) {
+  return search_capacity_trees_layouts(s, req, plain_layouts(tps), trees);
+}
+
+CapacitySearch search_capacity_trees_layouts(const Scenario& s, const CapacityRequest& req,
+                                             const std::vector<Parallelism>& layouts,
+                                             const std::vector<DynamicTreeSetting>& trees) {
   check_request(req);
-  if (tps.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
+  if (layouts.empty()) throw Error("capacity planning: no tensor-parallel degree to search");
   if (trees.empty()) throw Error("capacity planning: no tree to search");
   if (!s.acceptance) throw Error("capacity planning: searching trees needs an acceptance model to draft them from");
+  check_layouts(layouts, trees.size());
   CapacitySearch out;
   for (const DynamicTreeSetting& t : trees) {
     Scenario v = s;
     try {
       set_dynamic_tree(v.plan, *s.acceptance, t.total_tokens, t.depth, t.top_k);
-      validate_scenario(v);
+      // The tree alone: whether a layout can run it is that configuration's to say.
+      Scenario tree_only = v;
+      tree_only.workload.tp = 1;
+      tree_only.workload.dp_attention = 1;
+      tree_only.workload.ep = 1;
+      validate_scenario(tree_only);
     } catch (const Error& e) {
       out.skipped.push_back({"tree " + tree_setting_text(t), e.what()});
       continue;
     }
-    for (const int tp : tps) {
-      PlannedConfig c = plan_one(v, req, tp, v.plan.k);
+    for (const Parallelism& layout : layouts) {
+      PlannedConfig c = plan_one(v, req, layout, v.plan.k);
       c.tree = tree_setting_text(t);
       keep(std::move(c), out);
     }
@@ -407,7 +477,7 @@ CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& r
   if (out.configs.empty())
     throw Error("capacity planning: none of the trees asked for can be drafted: " + out.skipped.front().reason);
   // Sequential decoding does not depend on the tree: planned once.
-  plan_sequential(s, req, tps, out);
+  plan_sequential(s, req, layouts, out);
   throw_when_unanswered(out, out.configs);
   return out;
 }

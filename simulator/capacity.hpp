@@ -1,7 +1,8 @@
 #pragma once
 // Capacity planning: for a request rate, prompt and output lengths and latency targets, the batch
 // size per replica, the replicas needed and the cost per million output tokens; and the planner
-// that searches tensor-parallel degree × draft length × batch for the cheapest configuration,
+// that searches tensor-parallel degree × parallel layout (data-parallel attention, expert
+// parallelism: simulator/parallelism.hpp) × draft length × batch for the cheapest configuration,
 // with sequential decoding planned the same way beside it.
 //
 // Each replica carries its share of the load, λ = rate / replicas requests/s, and every request's
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "simulator/batching.hpp"
+#include "simulator/parallelism.hpp"
 #include "simulator/predictor.hpp"
 #include "simulator/queueing.hpp"
 #include "simulator/search.hpp"
@@ -127,37 +129,74 @@ struct ReplicaCheck {
 };
 ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas);
 
-// One (TP, K) of a search, planned over batch sizes.
+// One (layout, K) of a search, planned over batch sizes.
 struct PlannedConfig {
   int tp = 1;
+  int dp_attention = 1; // the layout over the tp devices (simulator/parallelism.hpp); 1 and 1: plain TP
+  int ep = 1;
   int k = 0;            // 0: sequential decoding (or the scenario's tree / measured shape)
   std::string tree;     // an EAGLE-2 tree searched: "total/depth/top_k" (empty: a chain of K or the one shape)
   CapacityPlan plan;    // its cheapest batch (plan.feasible false: none meets the targets)
   std::string why_not;  // set when the configuration could not be planned at all
+  Parallelism layout() const { return Parallelism{tp, dp_attention, ep}; }
 };
 
 struct CapacitySearch {
   std::optional<PlannedConfig> best;        // the cheapest feasible: fewest devices, then the lowest TPOT
   std::optional<PlannedConfig> sequential;  // sequential decoding's cheapest (none: not feasible)
-  std::vector<PlannedConfig> configs;       // every speculative (TP, K), in search order
-  std::vector<PlannedConfig> sequential_configs;  // every sequential TP
+  std::vector<PlannedConfig> configs;       // every speculative (layout, K), in search order
+  std::vector<PlannedConfig> sequential_configs;  // every sequential layout
   std::vector<SkippedSetting> skipped;      // settings not evaluated (K the acceptance cannot answer)
+  // The search's cost: batch sizes priced over every configuration, speculative and sequential (each
+  // a prediction of the decode step and one of a prompt's prefill).
+  long long batches_priced = 0;
 };
 
-// Plans `s` at every TP of `tps` and, for a speculative chain, every K of `ks` (a tree or a
-// measured AL keeps the scenario's one shape: pass its K alone), and sequential decoding at every
-// TP. The request is checked first (its errors are thrown); a (TP, K) that cannot be planned (TP
-// beyond the instance or not dividing the model's heads, more devices than specdec plans for) is
-// kept with its reason.
+// A search plans at most this many configurations (layouts × shapes, sequential decoding's layouts
+// included): each prices up to 11 batch sizes (1..1024) and the replicas of each, about a
+// millisecond per configuration on one core, so the largest default search (every layout of a
+// mixture-of-experts model on a 64-device instance, K = 1..8: 495 configurations) answers in under a
+// second and the bound in a few. A larger one is refused, saying how to narrow it.
+inline constexpr long long kMaxCapacityConfigurations = 2048;
+
+// The configurations a search of `layouts` × `shapes` plans: every speculative one and sequential
+// decoding at every layout (shapes 0: sequential decoding alone).
+long long capacity_configurations(size_t layouts, size_t shapes);
+
+// Plans `s` at every layout of `layouts` (each its TP's devices, attention DP and EP) and, for a
+// speculative chain, every K of `ks` (a tree or a measured AL keeps the scenario's one shape: pass
+// its K alone), and sequential decoding at every layout. The request is checked first (its errors
+// are thrown); a (layout, K) that cannot be planned (TP beyond the instance or not dividing the
+// model's heads, a layout the model cannot run, more devices than specdec plans for) is kept with
+// its reason. More than kMaxCapacityConfigurations configurations is an error.
+CapacitySearch search_capacity_layouts(const Scenario& s, const CapacityRequest& req, const std::vector<Parallelism>& layouts,
+                                       const std::vector<int>& ks);
+// search_capacity_layouts over plain tensor parallelism at every TP of `tps`.
 CapacitySearch search_capacity(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                const std::vector<int>& ks);
 
-// Plans `s` at every TP of `tps` and every EAGLE-2 tree of `trees`, each drafted from s.acceptance
-// (which must give per-rank probabilities, as --dynamic-tree asks), and sequential decoding at every
-// TP: the tree that is cheapest under the load, not the one that is fastest at batch 1. A setting
-// the method or the acceptance cannot draft is kept in `skipped` with its reason.
+// Plans `s` at every layout of `layouts` and every EAGLE-2 tree of `trees`, each drafted from
+// s.acceptance (which must give per-rank probabilities, as --dynamic-tree asks), and sequential
+// decoding at every layout: the tree that is cheapest under the load, not the one that is fastest at
+// batch 1. A setting the method or the acceptance cannot draft is kept in `skipped` with its reason.
+CapacitySearch search_capacity_trees_layouts(const Scenario& s, const CapacityRequest& req,
+                                             const std::vector<Parallelism>& layouts,
+                                             const std::vector<DynamicTreeSetting>& trees);
 CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& req, const std::vector<int>& tps,
                                      const std::vector<DynamicTreeSetting>& trees);
+
+// The layouts a search plans at each TP of `tps`, in order (TP, then attention DP, then EP, plain
+// TP first): attention DP D over the divisors of the TP and EP P in {1, TP} — on a
+// mixture-of-experts target every such layout, on a dense one plain TP alone — restricted to the
+// Ds of `dp_attention` and the Ps of `ep` when given (a D that does not divide a TP, or a P that is
+// neither 1 nor the TP, has no layout at that TP; a TP left with none is not searched). Whether a
+// layout can run (P dividing the experts, EP on a dense model, attention TP splitting the heads) is
+// the planning's to say (validate_scenario), kept with the configuration as its reason.
+std::vector<Parallelism> capacity_layouts(const std::vector<int>& tps, const ModelShape& target,
+                                          const std::optional<std::vector<int>>& dp_attention,
+                                          const std::optional<std::vector<int>>& ep);
+// Plain tensor parallelism at every TP of `tps`.
+std::vector<Parallelism> plain_layouts(const std::vector<int>& tps);
 
 // "60/7/10": a tree setting as the searches print it.
 std::string tree_setting_text(const DynamicTreeSetting& t);

@@ -1,6 +1,6 @@
 #pragma once
 // Capacity planning across methods: several drafters (each a method with its head, draft model or
-// lookup) planned for one load, each over TP × K × batch as simulator/capacity_planning plans one,
+// lookup) planned for one load, each over TP × layout × K × batch as simulator/capacity_planning plans one,
 // and the cheapest of them — fewest devices, then the lowest TPOT — beside sequential decoding.
 // `specdec simulate --capacity-rate R --tpot-target-ms T --drafter A,B,...` and Python's
 // specdec.plan_capacity(drafter=[A, B, ...]).

@@ -51,7 +51,12 @@ nlohmann::json error_band(const SpecLibrary& specs) {
 }
 
 nlohmann::json config_json(const PlannedConfig& c) {
-  nlohmann::json j = {{"tp", c.tp}, {"k", c.k}, {"feasible", c.plan.feasible}};
+  nlohmann::json j = {{"tp", c.tp},
+                      {"dp_attention", c.dp_attention},
+                      {"ep", c.ep},
+                      {"layout", describe_parallelism(c.layout())},
+                      {"k", c.k},
+                      {"feasible", c.plan.feasible}};
   if (!c.tree.empty()) j["tree"] = c.tree;
   if (!c.why_not.empty()) j["why_not"] = c.why_not;
   if (c.plan.feasible) {
@@ -106,6 +111,31 @@ std::vector<int> capacity_tensor_parallel_degrees(const std::optional<std::vecto
   return tps;
 }
 
+std::vector<Parallelism> capacity_search_layouts(const CapacityOptions& c, const ModelShape& target, const HardwareSpec& hw,
+                                                 const OptionSpelling& sp) {
+  const std::vector<int> tps = capacity_tensor_parallel_degrees(c.tp, hw, sp);
+  std::string tp_text;
+  for (const int tp : tps) tp_text += (tp_text.empty() ? "" : ",") + std::to_string(tp);
+  const auto check = [&](const std::optional<std::vector<int>>& list, const char* option, const char* what, auto fits) {
+    if (!list) return;
+    if (list->empty()) throw Error(sp(option) + ": no " + what + " given");
+    for (const int v : *list) {
+      if (v < 1) throw Error(sp(option, std::to_string(v)) + ": the " + what + " must be >= 1 (1: none)");
+      if (std::none_of(tps.begin(), tps.end(), [&](int tp) { return fits(v, tp); }))
+        throw Error(sp(option, std::to_string(v)) + " fits none of the tensor-parallel degrees searched (" + sp("tp", tp_text) +
+                    "): " + (std::string(option) == "ep" ? "EP is 1 or the replica's devices, its TP"
+                                                         : "attention DP must divide the replica's devices, its TP"));
+    }
+  };
+  check(c.dp_attention, "dp-attention", "attention data-parallel degree", [](int d, int tp) { return tp % d == 0; });
+  check(c.ep, "ep", "expert-parallel degree", [](int p, int tp) { return p == 1 || p == tp; });
+  const std::vector<Parallelism> layouts = capacity_layouts(tps, target, c.dp_attention, c.ep);
+  if (layouts.empty())
+    throw Error(sp("dp-attention") + " and " + sp("ep") + " leave no layout at any tensor-parallel degree searched (" +
+                sp("tp", tp_text) + "): EP other than 1 is searched only at the TP equal to it");
+  return layouts;
+}
+
 CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario& s, const SpecLibrary& specs,
                                        const OptionSpelling& sp) {
   const CapacityOptions c = o.capacity.value_or(CapacityOptions{});
@@ -144,18 +174,36 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
       throw Error(sp("ttft-percentile") + ": must be a number between 0 and 100 (exclusive), e.g. 99, got " +
                   format_double(req.ttft_percentile));
   }
-  plan.tps = capacity_tensor_parallel_degrees(c.tp, s.hardware, sp);
+  plan.layouts = capacity_search_layouts(c, s.target, s.hardware, sp);
+  for (const Parallelism& l : plan.layouts)
+    if (plan.tps.empty() || plan.tps.back() != l.ranks) plan.tps.push_back(l.ranks);
   // An EAGLE-2 tree grid (--best-tree) is searched under the load as K is, not fixed at batch 1's best.
-  if (o.best_tree && s.acceptance && !s.measured_tokens_per_step && s.plan.method != Method::sequential) {
+  const bool trees = o.best_tree && s.acceptance && !s.measured_tokens_per_step && s.plan.method != Method::sequential;
+  if (trees) {
     for (int total : o.best_tree->total_tokens)
       for (int depth : o.best_tree->depths)
         for (int top_k : o.best_tree->top_ks) plan.trees.push_back({total, depth, top_k});
     plan.ks = {s.plan.k};
-    plan.search = search_capacity_trees(s, req, plan.tps, plan.trees);
   } else {
     plan.ks = planned_ks(o, s);
-    plan.search = search_capacity(s, req, plan.tps, plan.ks);
   }
+  // The search's size, refused before any of it is planned when beyond what one search plans.
+  const size_t shapes = trees ? plan.trees.size() : plan.ks.size();
+  const long long configurations = capacity_configurations(plan.layouts.size(), shapes);
+  if (configurations > kMaxCapacityConfigurations) {
+    const std::string one_and_eight = sp.assign == " " ? "1,8" : "[1, 8]";  // a list as the caller writes one
+    std::ostringstream e;
+    e << "capacity planning: the search would plan " << configurations << " configurations (" << plan.layouts.size()
+      << " layouts over " << sp("tp") << " x " << shapes << (trees ? " trees" : " Ks")
+      << ", and sequential decoding at each layout), more than the " << kMaxCapacityConfigurations
+      << " one search plans (each prices up to 11 batch sizes and their replicas); narrow it with " << sp("tp")
+      << " (e.g. " << sp("tp", "8") << "), " << sp("dp-attention") << " and " << sp("ep") << " (e.g. "
+      << sp("dp-attention", one_and_eight) << " " << sp("ep", one_and_eight) << "), "
+      << (trees ? "or a smaller " + sp("best-tree") + " grid" : "or " + sp("k") + " or " + sp("best-k"));
+    throw Error(e.str());
+  }
+  plan.search = trees ? search_capacity_trees_layouts(s, req, plan.layouts, plan.trees)
+                      : search_capacity_layouts(s, req, plan.layouts, plan.ks);
   plan.error_band = error_band(specs);
   return plan;
 }
@@ -166,6 +214,12 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
   j["capacity"]["method"] = method_name(s.plan.method);
   j["capacity_sequential"] = r.sequential ? config_json(*r.sequential) : nlohmann::json{{"feasible", false}};
   j["capacity_search"] = {{"tp", plan.tps}, {"k", plan.ks}, {"configs", nlohmann::json::array()}, {"sequential", nlohmann::json::array()}};
+  nlohmann::json layouts = nlohmann::json::array();
+  for (const Parallelism& l : plan.layouts) layouts.push_back({{"tp", l.ranks}, {"dp_attention", l.dp_attention}, {"ep", l.ep}});
+  j["capacity_search"]["layouts"] = layouts;
+  // The search's cost: configurations planned (speculative and sequential) and batch sizes priced.
+  j["capacity_search"]["configurations"] = r.configs.size() + r.sequential_configs.size();
+  j["capacity_search"]["batches_priced"] = r.batches_priced;
   if (!plan.trees.empty()) {
     j["capacity_search"]["trees"] = nlohmann::json::array();
     for (const auto& t : plan.trees) j["capacity_search"]["trees"].push_back(tree_setting_text(t));

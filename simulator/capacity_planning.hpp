@@ -25,6 +25,7 @@ extern const char* const kCapacityQueueing;
 struct CapacityPlanning {
   CapacityRequest request;
   std::vector<int> tps, ks;  // searched (ks empty for sequential decoding)
+  std::vector<Parallelism> layouts;  // searched, over the tps (capacity_search_layouts)
   std::vector<DynamicTreeSetting> trees;  // the EAGLE-2 trees searched (--best-tree), else empty
   CapacitySearch search;
   nlohmann::json error_band;  // null when the bundled evaluation sets are absent
@@ -50,5 +51,13 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
 // once each, or (none given) every power of two up to one instance of the hardware.
 std::vector<int> capacity_tensor_parallel_degrees(const std::optional<std::vector<int>>& tps, const HardwareSpec& hw,
                                                   const OptionSpelling& spelling);
+
+// The layouts a capacity search plans: capacity_layouts (simulator/capacity.hpp) over the TPs of
+// capacity_tensor_parallel_degrees, restricted by `c.dp_attention` and `c.ep` when given. Each D
+// and P given must be >= 1, a D must divide one of the TPs searched and a P must be 1 or one of
+// them (else nothing would be searched with it: an error naming the option); TPs left without a
+// layout are not searched.
+std::vector<Parallelism> capacity_search_layouts(const CapacityOptions& c, const ModelShape& target, const HardwareSpec& hw,
+                                                 const OptionSpelling& spelling);
 
 }  // namespace specdec::sim

@@ -115,13 +115,17 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
   s.engine = specs.engine_for(o.engine.value_or(""), s.hardware);
   check_input_limit(sp("batch"), "the batch size", o.batch, kMaxSimulatedBatch);
   s.workload.batch = o.batch;
-  // Capacity planning searches a list of TPs (every power of two of the instance by default); the
-  // prediction given beside the plan is at the first.
+  // Capacity planning searches lists of TPs and layouts (every power of two of the instance by
+  // default, and on a mixture-of-experts target every layout of each); the prediction given beside
+  // the plan is at the first.
   if (o.capacity) {
     if (o.dp_attention != 1 || o.ep != 1)
-      throw Error("capacity planning searches tensor-parallel degrees only: " + sp("dp-attention") + " and " + sp("ep") +
-                  " price one layout, without " + sp("capacity-rate") + " and " + sp("tpot-target-ms"));
-    s.workload.tp = capacity_tensor_parallel_degrees(o.capacity->tp, s.hardware, sp).front();
+      throw Error("capacity planning searches the layouts: give " + sp("dp-attention") + " and " + sp("ep") +
+                  " as the capacity plan's lists of degrees to search");
+    const Parallelism first = capacity_search_layouts(*o.capacity, s.target, s.hardware, sp).front();
+    s.workload.tp = first.ranks;
+    s.workload.dp_attention = first.dp_attention;
+    s.workload.ep = first.ep;
   } else {
     check_input_limit(sp("tp"), "the tensor-parallel degree", o.tp, kMaxTensorParallel);
     s.workload.tp = o.tp;

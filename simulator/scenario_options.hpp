@@ -32,6 +32,10 @@ struct CapacityOptions {
   double ttft_target_ms = 0;             // 0: none
   std::optional<double> price;           // USD per device-hour; unset: the hardware spec's
   std::optional<std::vector<int>> tp;    // TPs searched; unset: powers of two up to one instance
+  // The layouts searched at each TP (simulator/capacity.hpp, capacity_layouts): attention DP degrees
+  // and EP degrees; unset: every one the TP allows on a mixture-of-experts target, plain TP on a
+  // dense one.
+  std::optional<std::vector<int>> dp_attention, ep;
   // The queueing estimate (simulator/capacity.hpp): each replica's utilisation cap, in (0, 1); the
   // output lengths' coefficient of variation, in [0, kMaxOutputLenCv] (0: every output is
   // output_len tokens); the percentile of TTFT + wait the TTFT target holds, in (0, 100) (unset:
@@ -45,7 +49,8 @@ struct ScenarioOptions {
   std::string model, hardware;                        // spec names or JSON paths
   std::optional<std::string> engine, drafter, method, dtype;
   int batch = 1, tp = 1, prompt_len = 512, output_len = 256;
-  int dp_attention = 1, ep = 1;                       // the layout over tp's devices (simulator/parallelism.hpp)
+  int dp_attention = 1, ep = 1;                       // the layout over tp's devices (simulator/parallelism.hpp);
+                                                      // capacity planning searches capacity's lists instead
   std::optional<int> k;                               // unset: kDefaultDraftLength (capacity planning then searches K)
 
   // The acceptance model: at most one of alpha ... al.

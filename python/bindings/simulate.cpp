@@ -96,6 +96,12 @@ const Keyword kKeywords[] = {
   {"tp", "list | int", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) { capacity(o).tp = integer_list(x, n); }},
   {"dp_attention", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.dp_attention = integer(x, n); }},
   {"ep", "int", {"1", nullptr, "1", "1"}, [](const py::handle& x, const std::string& n, Options& o) { o.ep = integer(x, n); }},
+  // plan_capacity searches the layouts: the lists of degrees searched (None: every one the TP allows
+  // on a mixture-of-experts model, plain TP on a dense one), as --dp-attention and --ep there.
+  {"dp_attention", "list | int", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
+     capacity(o).dp_attention = integer_list(x, n); }},
+  {"ep", "list | int", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
+     capacity(o).ep = integer_list(x, n); }},
   {"prompt_len", "int", {"512", "512", "512", "512"}, [](const py::handle& x, const std::string& n, Options& o) { o.prompt_len = integer(x, n); }},
   {"output_len", "int", {"256", "256", "256", "256"}, [](const py::handle& x, const std::string& n, Options& o) { o.output_len = integer(x, n); }},
   {"dtype", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.dtype = text(x, n); }},
@@ -232,10 +238,13 @@ specs_dirs: extra spec directories. Errors name the keyword.)";
 
 const char* const kPlanCapacityDoc = R"(
 Capacity planning, as `specdec simulate --capacity-rate R --tpot-target-ms T --json`: the cheapest
-tensor-parallel degree x K x batch that serves capacity_rate requests/s within tpot_target_ms (checked at
-the full batch, each replica's steps stretched by the prefill of its share of the prompts) and
+tensor-parallel degree x layout x K x batch that serves capacity_rate requests/s within tpot_target_ms (checked
+at the full batch, each replica's steps stretched by the prefill of its share of the prompts) and
 ttft_target_ms (0 = none, held by TTFT plus the queueing wait), with sequential decoding planned beside
-it. tp: the TPs searched (default every power of two up to one instance); k: the one K searched (default
+it over the same layouts. tp: the TPs searched (default every power of two up to one instance);
+dp_attention, ep: the attention data-parallel and expert-parallel degrees searched at each TP (a D
+dividing it; EP 1 or the TP; default every one on a mixture-of-experts model, plain TP on a dense one);
+k: the one K searched (default
 K = 1..8; best_k: those Ks; best_tree: (total_tokens, depths, top_ks), EAGLE-2 trees searched instead,
 each drafted from the acceptance model); price: USD per device-hour (default the hardware spec's).
 Each replica is planned as an M/G/c queue (Poisson arrivals, c = its batch slots): max_utilization, the
@@ -249,8 +258,9 @@ batch, 'tpot_at_mean_occupancy_ms', 'mean_occupancy', 'decode_tpot_ms', 'step_ms
 'prefill_ms_per_prompt', 'prefill_share', 'prompts_per_step', 'prefill_tokens_per_step',
 'replicas_set_by'; and its queue: 'utilization', 'p_wait', 'queue_wait_ms', 'ttft_with_wait_ms',
 'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms', 'service_s', 'service_scv'),
-'capacity_search' (with 'max_utilization', 'output_len_cv', 'ttft_checked_at', 'tpot_checked_at',
-'prefill'), 'capacity_queueing' and 'error_band'.
+'capacity_search' (with 'layouts', 'configurations' and 'batches_priced', the search's cost,
+'max_utilization', 'output_len_cv', 'ttft_checked_at', 'tpot_checked_at', 'prefill'; every configuration
+with its 'tp', 'dp_attention', 'ep' and 'layout'), 'capacity_queueing' and 'error_band'.
 drafter=[A, B, ...] compares methods: each drafter planned as above with the acceptance given (the same for
 all) or, with none, its spec's published default -> 'capacity_by_drafter' (per drafter: 'method',
 'acceptance', 'capacity' or 'why_not'), 'capacity_best_drafter', 'capacity_comparison_note' when one

@@ -148,6 +148,10 @@ QUESTION = dict(model="llama-3.1-70b", hardware="h200", drafter="eagle3-llama3.3
                 output_len=256, capacity_rate=20, tpot_target_ms=30)
 QUESTION_CLI = ["--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b", "--alpha", "0.75",
                 "--prompt-len", "1024", "--output-len", "256", "--capacity-rate", "20", "--tpot-target-ms", "30"]
+MOE = dict(model="deepseek-v3", hardware="h200", drafter="mtp-deepseek-v3", alpha=0.8, prompt_len=1024, output_len=4096,
+           tp=8, capacity_rate=10, tpot_target_ms=50)
+MOE_CLI = ["--model", "deepseek-v3", "--hardware", "h200", "--drafter", "mtp-deepseek-v3", "--alpha", "0.8",
+           "--prompt-len", "1024", "--output-len", "4096", "--tp", "8", "--capacity-rate", "10", "--tpot-target-ms", "50"]
 CAPACITY_CASES = [
     ("default-search", QUESTION_CLI, QUESTION),
     ("one-tp-one-k", QUESTION_CLI + ["--tp", "8", "--k", "4"], dict(QUESTION, tp=8, k=4)),
@@ -168,6 +172,10 @@ CAPACITY_CASES = [
     ("queueing", QUESTION_CLI + ["--ttft-target-ms", "800", "--max-utilization", "0.9", "--output-len-cv", "1",
                                  "--ttft-percentile", "95"],
      dict(QUESTION, ttft_target_ms=800, max_utilization=0.9, output_len_cv=1, ttft_percentile=95)),
+    # A mixture-of-experts model: every layout of each TP searched (attention DP, EP), or those asked for.
+    ("moe-layouts", MOE_CLI, MOE),
+    ("moe-layouts-restricted", MOE_CLI + ["--dp-attention", "1,8", "--ep", "1,8"], dict(MOE, dp_attention=[1, 8], ep=[1, 8])),
+    ("moe-one-layout", MOE_CLI + ["--dp-attention", "8", "--ep", "8"], dict(MOE, dp_attention=8, ep=8)),
 ]
 
 
@@ -176,6 +184,20 @@ def test_plan_capacity_equals_the_command_line(case, options, kw):
     got = specdec.plan_capacity(**kw)
     assert got == cli_json(options), case
     assert {"capacity", "capacity_sequential", "capacity_search", "capacity_queueing", "error_band"} <= set(got)
+
+
+def test_plan_capacity_searches_layouts():
+    # DeepSeek-V3 with MTP under a reasoning load: attention DP 8 x EP 8 on 24 devices, plain TP 8 on 56.
+    c = specdec.plan_capacity(**MOE)
+    assert (c["capacity"]["dp_attention"], c["capacity"]["ep"], c["capacity"]["devices"]) == (8, 8, 24), c["capacity"]
+    assert c["capacity_search"]["configurations"] == 72 and len(c["capacity_search"]["layouts"]) == 8
+    plain = specdec.plan_capacity(**MOE, dp_attention=1, ep=[1])
+    assert (plain["capacity"]["dp_attention"], plain["capacity"]["ep"], plain["capacity"]["devices"]) == (1, 1, 56)
+    assert "dp_attention=3 fits none of the tensor-parallel degrees searched (tp=8)" in error_of(
+        specdec.plan_capacity, **MOE, dp_attention=[1, 3])
+    assert "ep=4 fits none" in error_of(specdec.plan_capacity, **MOE, ep=4)
+    assert "dp_attention: list | int = None" in specdec.plan_capacity.__doc__.splitlines()[0]
+    assert "ep: list | int = None" in specdec.plan_capacity.__doc__.splitlines()[0]
 
 
 def test_plan_capacity_compares_drafters_as_the_command_line():

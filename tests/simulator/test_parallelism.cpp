@@ -320,7 +320,9 @@ TEST(Parallelism, RefusalsNameTheProblem) {
   plan.capacity->capacity_rate = 1;
   plan.capacity->tpot_target_ms = 50;
   plan.ep = 8;
-  EXPECT_NE(refused(plan).find("capacity planning searches tensor-parallel degrees only"), std::string::npos)
+  EXPECT_NE(refused(plan).find("capacity planning searches the layouts: give --dp-attention and --ep as the capacity plan's "
+                                "lists of degrees to search"),
+            std::string::npos)
       << refused(plan);
 }
 

@@ -282,6 +282,82 @@ TEST(SimulateCommand, SyntheticAcceptanceInTheEnginesForm) {
             std::string::npos);
 }
 
+// On a mixture-of-experts model the planner searches every layout of each TP (attention DP, EP):
+// DeepSeek-V3 with MTP under a reasoning load is planned on three replicas of attention DP 8 x EP 8
+// (24 devices) where plain TP 8 needs seven (56); the table and the JSON say each row's layout, the
+// search's cost is printed, --dp-attention and --ep restrict it, and a layout that cannot run is
+// listed with its reason once.
+TEST(SimulateCommand, CapacityPlannerSearchesLayouts) {
+  const std::vector<std::string> question = {"--model", "deepseek-v3", "--hardware", "h200", "--drafter", "mtp-deepseek-v3",
+                                             "--alpha", "0.8", "--prompt-len", "1024", "--output-len", "4096", "--tp", "8",
+                                             "--capacity-rate", "10", "--tpot-target-ms", "50"};
+  std::vector<std::string> args = question;
+  args.push_back("--json");
+  const CommandRun r = simulate(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j["capacity"];
+  EXPECT_EQ(c["tp"], 8) << c.dump();
+  EXPECT_EQ(c["dp_attention"], 8) << c.dump();
+  EXPECT_EQ(c["ep"], 8) << c.dump();
+  EXPECT_EQ(c["layout"], "8 devices: attention DP 8 x TP 1, experts EP 8");
+  EXPECT_EQ(c["k"], 3) << c.dump();
+  EXPECT_EQ(c["batch"], 512) << c.dump();
+  EXPECT_EQ(c["devices"], 24) << c.dump();
+  EXPECT_EQ(j["capacity_sequential"]["dp_attention"], 8) << j["capacity_sequential"].dump();
+  EXPECT_EQ(j["capacity_sequential"]["devices"], 40) << j["capacity_sequential"].dump();
+  EXPECT_EQ(j["capacity_search"]["layouts"].size(), 8u) << j["capacity_search"]["layouts"].dump();
+  EXPECT_EQ(j["capacity_search"]["configurations"], 72) << "8 layouts x (K 1..8 + sequential)";
+  EXPECT_EQ(j["capacity_search"]["configs"].size(), 64u);
+  EXPECT_EQ(j["capacity_search"]["sequential"].size(), 8u);
+  for (const auto& config : j["capacity_search"]["configs"])
+    EXPECT_TRUE(config.contains("dp_attention") && config.contains("ep") && config.contains("layout")) << config.dump();
+
+  const CommandRun text = simulate(question);
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* line : {"  layouts (8): TP 8 with attention DP 1, 2, 4, 8 and EP 1, 8\n",
+                           "  cost: 72 configurations planned (64 + 8 sequential), ",
+                           "                          TP  DP  EP   K  batch   TPOT ms  replicas  devices",
+                           "  cheapest: MTP            8   8   8   3    512 ",
+                           "  per layout (the cheapest K and batch of each):\n  TP   DP  EP  MTP",
+                           "  8    1   1   K 6, batch 128: 56 devices (15.8 ms)",
+                           "  8    8   8   K 3, batch 512: 24 devices (25.1 ms)"})
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
+
+  // Restricted to plain TP: the answer before layouts were searched, and the plain table.
+  args = question;
+  for (const char* a : {"--dp-attention", "1", "--ep", "1"}) args.push_back(a);
+  const CommandRun plain = simulate(args);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("  cheapest: MTP            8   6    128 "), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("  per TP (the cheapest K and batch of each):"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("layouts ("), std::string::npos) << plain.out;
+  args.push_back("--json");
+  EXPECT_EQ(nlohmann::json::parse(simulate(args).out)["capacity"]["devices"], 56);
+  args = question;
+  for (const char* a : {"--dp-attention", "1,3"}) args.push_back(a);
+  EXPECT_NE(sim::test::error_of([&] { simulate(args); }).find("--dp-attention 3 fits none of the tensor-parallel degrees searched (--tp 8)"),
+            std::string::npos);
+
+  // A layout that cannot run, said once with the configurations it holds for: 12 query heads (TP 8
+  // does not split them) and 60 experts (EP 8 does not divide them).
+  sim::test::TempDir dir;
+  nlohmann::json config = sim::read_json_file(sim::test::source_dir() / "simulator/specs/models/qwen3-30b-a3b.json");
+  config["name"] = "qwen3-12-heads-60-experts";
+  config["num_attention_heads"] = 12;
+  config["num_experts"] = 60;
+  std::ofstream(dir.path() / "model.json") << config.dump(2);
+  const CommandRun odd = simulate({"--model", (dir.path() / "model.json").string(), "--hardware", "h100-sxm", "--drafter",
+                                   "eagle3-qwen3-30b-a3b", "--alpha", "0.7", "--best-k", "2", "--tp", "4,8", "--capacity-rate",
+                                   "5", "--tpot-target-ms", "50"});
+  ASSERT_EQ(odd.code, 0) << odd.err;
+  for (const char* line : {"  not planned: TP 8, Ks 1, 2 and sequential decoding: tensor-parallel degree 8 does not split model",
+                           "  not planned: TP 8, DP 2, EP 8, Ks 1, 2 and sequential decoding: --ep 8 does not divide the 60 "
+                           "routed experts"})
+    EXPECT_NE(odd.out.find(line), std::string::npos) << line << " not in:\n" << odd.out;
+  EXPECT_NE(odd.out.find("  8    2   1   K 2, batch "), std::string::npos) << "attention TP 4 splits the heads:\n" << odd.out;
+}
+
 // --drafter A,B with capacity planning compares the methods: one line per drafter, the cheapest
 // starred and planned in full; --json gives capacity_by_drafter. Outside capacity planning (and
 // --sweep) a list is an error.
