@@ -320,7 +320,7 @@ TEST(SimulateCommand, CapacityPlannerSearchesLayouts) {
                            "                          TP  DP  EP   K  batch   TPOT ms  replicas  devices",
                            "  cheapest: MTP            8   8   8   3    512 ",
                            "  per layout (the cheapest K and batch of each):\n  TP   DP  EP  MTP",
-                           "  8    1   1   K 6, batch 128: 56 devices (15.8 ms)",
+                           "  8    1   1   K 6, batch 128: 48 devices (15.8 ms)",
                            "  8    8   8   K 3, batch 512: 24 devices (25.1 ms)"})
     EXPECT_NE(text.out.find(line), std::string::npos) << line << " not in:\n" << text.out;
 
@@ -333,7 +333,7 @@ TEST(SimulateCommand, CapacityPlannerSearchesLayouts) {
   EXPECT_NE(plain.out.find("  per TP (the cheapest K and batch of each):"), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find("layouts ("), std::string::npos) << plain.out;
   args.push_back("--json");
-  EXPECT_EQ(nlohmann::json::parse(simulate(args).out)["capacity"]["devices"], 56);
+  EXPECT_EQ(nlohmann::json::parse(simulate(args).out)["capacity"]["devices"], 48);
   args = question;
   for (const char* a : {"--dp-attention", "1,3"}) args.push_back(a);
   EXPECT_NE(sim::test::error_of([&] { simulate(args); }).find("--dp-attention 3 fits none of the tensor-parallel degrees searched (--tp 8)"),
