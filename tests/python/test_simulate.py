@@ -192,7 +192,7 @@ def test_plan_capacity_searches_layouts():
     assert (c["capacity"]["dp_attention"], c["capacity"]["ep"], c["capacity"]["devices"]) == (8, 8, 24), c["capacity"]
     assert c["capacity_search"]["configurations"] == 72 and len(c["capacity_search"]["layouts"]) == 8
     plain = specdec.plan_capacity(**MOE, dp_attention=1, ep=[1])
-    assert (plain["capacity"]["dp_attention"], plain["capacity"]["ep"], plain["capacity"]["devices"]) == (1, 1, 56)
+    assert (plain["capacity"]["dp_attention"], plain["capacity"]["ep"], plain["capacity"]["devices"]) == (1, 1, 48)
     assert "dp_attention=3 fits none of the tensor-parallel degrees searched (tp=8)" in error_of(
         specdec.plan_capacity, **MOE, dp_attention=[1, 3])
     assert "ep=4 fits none" in error_of(specdec.plan_capacity, **MOE, ep=4)
