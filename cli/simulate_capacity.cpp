@@ -142,7 +142,8 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
     out << "\n";
   }
   if (r.best || r.sequential) {
-    out << "\n  queueing per replica (M/G/c: Poisson arrivals, c = batch slots; "
+    out << "\n  queueing per replica (" << (req.arrival_cv == 1 ? std::string("M/G/c: Poisson arrivals") : "G/G/c: arrival cv " + format_double(req.arrival_cv))
+        << ", c = batch slots; "
         << (req.output_len_cv > 0 ? "output length cv " + format_double(req.output_len_cv) : std::string("every output ") +
                                                                                         std::to_string(s.workload.output_len) + " tokens, C_s^2 = 0")
         << "):\n  " << std::left << std::setw(22) << "" << std::right << std::setw(7) << "util" << std::setw(9) << "P(wait)"

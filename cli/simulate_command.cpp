@@ -125,10 +125,11 @@ ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
     if (vm.count("ep")) c.ep = parse_int_list(vm["ep"].as<std::string>(), "ep", kMaxTensorParallel);
     if (vm.count("max-utilization")) c.max_utilization = vm["max-utilization"].as<double>();
     if (vm.count("output-len-cv")) c.output_len_cv = vm["output-len-cv"].as<double>();
+    if (vm.count("arrival-cv")) c.arrival_cv = vm["arrival-cv"].as<double>();
     if (vm.count("ttft-percentile")) c.ttft_percentile = vm["ttft-percentile"].as<double>();
     o.capacity = c;
   } else {
-    for (const char* option : {"max-utilization", "output-len-cv", "ttft-percentile"})
+    for (const char* option : {"max-utilization", "output-len-cv", "arrival-cv", "ttft-percentile"})
       if (vm.count(option))
         throw Error(std::string("--") + option + " is a capacity planning option: give --capacity-rate and --tpot-target-ms too");
     o.tp = parse_int(vm["tp"].as<std::string>(), "tp");
@@ -567,6 +568,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("ttft-target-ms", po::value<double>()->default_value(0.0), "capacity planning: TTFT target (0 = none)")
     ("price", po::value<double>(), "capacity planning: USD per device-hour (default: the hardware spec's)")
     ("max-utilization", po::value<double>(), "capacity planning: the highest utilisation (busy share of a replica's batch slots) a plan runs at, > 0 and < 1 (default 0.85: stable with service times up to 18% longer than predicted)")
+    ("arrival-cv", po::value<double>(), "capacity planning: coefficient of variation of the interarrival times of the whole load, 0..4 (default 1: Poisson arrivals; above 1: bursty); each replica sees its random share")
     ("output-len-cv", po::value<double>(), "capacity planning: coefficient of variation of output lengths for the queueing estimate, 0..4 (default 0: every output is --output-len tokens; exponential lengths: 1)")
     ("ttft-percentile", po::value<double>(), "capacity planning: check --ttft-target-ms at this percentile of TTFT + queueing wait (0 < P < 100; the M/M/c tail shape) instead of at the mean")
     ("sweep", po::value<std::string>(), "sweep mode: write all combinations to OUT.csv, OUT.h5 or - (CSV to stdout)")

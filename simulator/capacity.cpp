@@ -36,6 +36,9 @@ void check_request(const CapacityRequest& req) {
   if (!(req.output_len_cv >= 0 && req.output_len_cv <= kMaxOutputLenCv))
     throw Error("capacity planning: the output length's coefficient of variation must be in [0, " + format_double(kMaxOutputLenCv) +
                 "], got " + format_double(req.output_len_cv));
+  if (!(req.arrival_cv >= 0 && req.arrival_cv <= kMaxArrivalCv))
+    throw Error("capacity planning: the interarrival times' coefficient of variation must be in [0, " + format_double(kMaxArrivalCv) +
+                "], got " + format_double(req.arrival_cv));
   if (!(req.ttft_percentile == 0 || (req.ttft_percentile > 0 && req.ttft_percentile < 100)))
     throw Error("capacity planning: the TTFT percentile must be 0 (the mean) or between 0 and 100 (exclusive), got " +
                 format_double(req.ttft_percentile));
@@ -342,7 +345,7 @@ ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const Ca
   const double service_s = o.prediction.ttft_s + decode_s;
   // Only the output length varies: Var(S) = (cv · output_len · TPOT)², so C_s² = (cv · decode / S)².
   const double scv = std::pow(req.output_len_cv * decode_s / service_s, 2);
-  r.queue = estimate_queue(lambda, service_s, o.batch, scv);
+  r.queue = estimate_queue(lambda, replica_arrival_scv(req.arrival_cv * req.arrival_cv, replicas), service_s, o.batch, scv);
   r.percentile = reported_percentile(req);
   r.wait_at_percentile_s = wait_at_percentile_s(r.queue, r.percentile);
   r.ttft_with_wait_s = o.prediction.ttft_s + r.queue.mean_wait_s;

@@ -42,6 +42,8 @@ inline constexpr double kDefaultMaxUtilization = 0.85;
 // Output lengths' coefficient of variation at most this: exponential lengths have 1; Allen–Cunneen
 // is a two-moment approximation, not to be trusted on tails far heavier.
 inline constexpr double kMaxOutputLenCv = 4;
+// Interarrival times' coefficient of variation at most this: the same two-moment limit.
+inline constexpr double kMaxArrivalCv = 4;
 
 struct CapacityRequest {
   double requests_per_s = 1;  // offered load
@@ -51,6 +53,7 @@ struct CapacityRequest {
   double price_per_device_hour = -1;  // < 0: the hardware spec's price
   double max_utilization = kDefaultMaxUtilization;  // per replica, in (0, 1)
   double output_len_cv = 0;   // output length's coefficient of variation; 0: every output is output_len
+  double arrival_cv = 1;      // interarrival times' coefficient of variation; 1: Poisson arrivals
   double ttft_percentile = 0; // 0: the TTFT target holds the mean wait; in (0, 100): the wait at it
 };
 

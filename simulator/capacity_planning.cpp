@@ -14,7 +14,8 @@
 namespace specdec::sim {
 
 const char* const kCapacityQueueing =
-    "each replica an M/G/c queue: Poisson arrivals at the rate / replicas, c = its batch slots, service = TTFT + "
+    "each replica a G/G/c queue: arrivals at the rate / replicas (Poisson unless an arrival CV is given; a bursty "
+    "stream split at random among the replicas, C^2 = 1 + (C_a^2 - 1) / replicas), c = its batch slots, service = TTFT + "
     "output_len x TPOT; Erlang C for P(wait), the Allen-Cunneen mean wait, an M/M/c-shaped tail for the percentile. "
     "TPOT includes the replica's prompts' prefill (interleaved into the steps, or between them where the engine does "
     "not interleave): step = decode step / (1 - rate x prefill per prompt). The TPOT target is checked at the full "
@@ -82,6 +83,7 @@ nlohmann::json config_json(const PlannedConfig& c) {
     for (const ReplicaLimit l : c.plan.replicas_set_by) j["replicas_set_by"].push_back(replica_limit_name(l));
     j["service_s"] = q.queue.service_s;
     j["service_scv"] = q.queue.service_scv;
+    j["arrival_scv"] = q.queue.arrival_scv;
     j["utilization"] = q.queue.utilization;
     j["p_wait"] = q.queue.p_wait;
     j["queue_wait_ms"] = q.queue.mean_wait_s * 1e3;
@@ -168,6 +170,10 @@ CapacityPlanning run_capacity_planning(const ScenarioOptions& o, const Scenario&
     throw Error(sp("output-len-cv") + ": the coefficient of variation of output lengths must be a number in [0, " +
                 format_double(kMaxOutputLenCv) + "] (0: every output is " + sp("output-len") + " tokens; exponential lengths: 1), got " +
                 format_double(req.output_len_cv));
+  req.arrival_cv = c.arrival_cv;
+  if (!(req.arrival_cv >= 0 && req.arrival_cv <= kMaxArrivalCv))
+    throw Error(sp("arrival-cv") + ": the coefficient of variation of interarrival times must be a number in [0, " +
+                format_double(kMaxArrivalCv) + "] (1: Poisson arrivals; above 1: bursty), got " + format_double(req.arrival_cv));
   if (c.ttft_percentile) {
     req.ttft_percentile = *c.ttft_percentile;
     if (!(req.ttft_percentile > 0 && req.ttft_percentile < 100))
@@ -230,6 +236,7 @@ void capacity_planning_json(const CapacityPlanning& plan, const Scenario& s, nlo
   const CapacityRequest& req = plan.request;
   j["capacity_search"]["max_utilization"] = req.max_utilization;
   j["capacity_search"]["output_len_cv"] = req.output_len_cv;
+  j["capacity_search"]["arrival_cv"] = req.arrival_cv;
   j["capacity_search"]["ttft_checked_at"] = req.ttft_percentile > 0 ? nlohmann::json(req.ttft_percentile) : nlohmann::json("mean");
   j["capacity_search"]["tpot_checked_at"] = "full_batch";
   j["capacity_search"]["prefill"] = s.engine.interleaves_prefill ? "interleaved" : "separate";

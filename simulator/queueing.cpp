@@ -40,8 +40,9 @@ double erlang_c(int servers, double offered_erlangs) {
   return servers * b / (servers - offered_erlangs * (1 - b));
 }
 
-QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int servers, double service_scv) {
+QueueEstimate estimate_queue(double arrivals_per_s, double arrival_scv, double service_s, int servers, double service_scv) {
   check_non_negative(arrivals_per_s, "the arrival rate (requests/s)");
+  check_non_negative(arrival_scv, "the interarrival times' squared coefficient of variation");
   if (!(service_s > 0 && std::isfinite(service_s)))
     throw Error("queueing: the mean service time must be a finite number > 0 seconds, got " + format_double(service_s));
   check_non_negative(service_scv, "the service time's squared coefficient of variation");
@@ -50,13 +51,21 @@ QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int server
   q.servers = servers;
   q.service_s = service_s;
   q.service_scv = service_scv;
+  q.arrival_scv = arrival_scv;
   q.offered_erlangs = arrivals_per_s * service_s;
   if (!std::isfinite(q.offered_erlangs)) throw Error("queueing: the offered load λ·S is not finite (" + format_double(arrivals_per_s) + " requests/s)");
   q.utilization = q.offered_erlangs / servers;
   q.p_wait = erlang_c(servers, q.offered_erlangs);
-  q.mean_wait_s = q.stable() ? q.p_wait * service_s / (servers - q.offered_erlangs) * (1 + service_scv) / 2
+  q.mean_wait_s = q.stable() ? q.p_wait * service_s / (servers - q.offered_erlangs) * (arrival_scv + service_scv) / 2
                              : std::numeric_limits<double>::infinity();
   return q;
+}
+
+double replica_arrival_scv(double arrival_scv, double replicas) {
+  check_non_negative(arrival_scv, "the interarrival times' squared coefficient of variation");
+  if (!(replicas >= 1 && std::isfinite(replicas)))
+    throw Error("queueing: the number of replicas must be a finite number >= 1, got " + format_double(replicas));
+  return 1 + (arrival_scv - 1) / replicas;
 }
 
 double wait_at_percentile_s(const QueueEstimate& q, double percentile) {
@@ -65,8 +74,10 @@ double wait_at_percentile_s(const QueueEstimate& q, double percentile) {
   if (!q.stable()) return std::numeric_limits<double>::infinity();
   const double beyond = 1 - percentile / 100;  // the share allowed to wait longer
   if (q.p_wait <= beyond) return 0;
-  // P(W > t) = C·exp(−θt), θ = C / W_q = (c − a) / (S·(1 + C_s²)/2): M/M/c's rate, scaled to the mean.
-  const double theta = (q.servers - q.offered_erlangs) / (q.service_s * (1 + q.service_scv) / 2);
+  // P(W > t) = C·exp(−θt), θ = C / W_q = (c − a) / (S·(C_a² + C_s²)/2): M/M/c's rate, scaled to the mean.
+  const double variability = (q.arrival_scv + q.service_scv) / 2;
+  if (!(variability > 0)) return 0;  // deterministic arrivals and service: nobody waits
+  const double theta = (q.servers - q.offered_erlangs) / (q.service_s * variability);
   return std::log(q.p_wait / beyond) / theta;
 }
 

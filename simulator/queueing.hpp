@@ -1,15 +1,17 @@
 #pragma once
 // Queueing at one serving replica: requests wait for one of its batch slots. A replica running
-// continuous batching is a multi-server queue, M/G/c: Poisson arrivals at rate λ, c servers (the
-// batch slots; a request holds one from admission to its last token), a general service time of
-// mean S and squared coefficient of variation C_s², first come first served, nobody gives up.
+// continuous batching is a multi-server queue, G/G/c: arrivals at rate λ whose interarrival times
+// have squared coefficient of variation C_a² (1: Poisson, the M/G/c queue; above 1: bursty), c
+// servers (the batch slots; a request holds one from admission to its last token), a general
+// service time of mean S and squared coefficient of variation C_s², first come first served,
+// nobody gives up.
 //
 //   a = λ·S                offered load (Erlangs); ρ = a / c the utilisation, stable only below 1
 //   P(wait) = ErlangC(c, a)  from the Erlang B recursion B(0) = 1, B(k) = a·B(k−1) / (k + a·B(k−1))
 //                          and C = c·B / (c − a·(1 − B)): every term in [0, 1], so no factorial and
 //                          no overflow for any c
-//   W_q ≈ C·S / (c − a) · (C_a² + C_s²) / 2, C_a² = 1 for Poisson arrivals   (Allen–Cunneen; exact
-//                          for M/M/c, where C_s² = 1)
+//   W_q ≈ C·S / (c − a) · (C_a² + C_s²) / 2   (Allen–Cunneen; exact for M/M/c, where C_a² = C_s² = 1;
+//                          P(wait) is kept at Erlang C, as the approximation does)
 //   P(W > t) ≈ C·exp(−C·t / W_q)   the M/M/c shape (the wait of those who wait is exponential, rate
 //                          cμ − λ = (c − a)/S), its rate scaled so that its mean is W_q; exact for M/M/c
 //
@@ -32,6 +34,7 @@ struct QueueEstimate {
   int servers = 1;
   double service_s = 0;         // S, mean
   double service_scv = 0;       // C_s²
+  double arrival_scv = 1;       // C_a² (1: Poisson)
   double offered_erlangs = 0;   // a = λ·S
   double utilization = 0;       // ρ = a / c
   double p_wait = 0;            // ErlangC(c, a)
@@ -39,9 +42,17 @@ struct QueueEstimate {
   bool stable() const { return utilization < 1; }
 };
 
-// The queue of `servers` slots fed `arrivals_per_s` (>= 0) requests of mean service `service_s`
+// The queue of `servers` slots fed `arrivals_per_s` (>= 0) requests with interarrival times of
+// squared coefficient of variation `arrival_scv` (>= 0; 1 for Poisson), of mean service `service_s`
 // (> 0) and squared coefficient of variation `service_scv` (>= 0); all finite.
-QueueEstimate estimate_queue(double arrivals_per_s, double service_s, int servers, double service_scv);
+QueueEstimate estimate_queue(double arrivals_per_s, double arrival_scv, double service_s, int servers, double service_scv);
+
+// The squared coefficient of variation of the arrivals one of `replicas` replicas sees when a
+// stream of interarrival SCV `arrival_scv` is split among them at random, each request to each
+// replica with probability 1 / replicas: C² = 1 + (C_a² − 1) / replicas (the thinning of a renewal
+// process). Splitting brings any stream towards Poisson; a balancer that deals requests in turn
+// smooths it further, so this is the burstier, cautious case.
+double replica_arrival_scv(double arrival_scv, double replicas);
 
 // The wait not exceeded by `percentile` percent of requests (0 < percentile < 100), from the tail
 // above: 0 when at least that share does not wait at all; infinite when the queue is unstable.

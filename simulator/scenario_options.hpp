@@ -42,6 +42,9 @@ struct CapacityOptions {
   // the mean).
   double max_utilization = kDefaultMaxUtilization;
   double output_len_cv = 0;
+  // The interarrival times' coefficient of variation of the whole load, in [0, kMaxArrivalCv]
+  // (1: Poisson; above 1: bursty); each replica sees its random share (replica_arrival_scv).
+  double arrival_cv = 1;
   std::optional<double> ttft_percentile;
 };
 

@@ -117,6 +117,8 @@ const Keyword kKeywords[] = {
      capacity(o).max_utilization = number(x, n); }},
   {"output_len_cv", "float", {nullptr, "0", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).output_len_cv = number(x, n); }},
+  {"arrival_cv", "float", {nullptr, "1", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
+     capacity(o).arrival_cv = number(x, n); }},
   {"ttft_percentile", "float", {nullptr, "None", nullptr, nullptr}, [](const py::handle& x, const std::string& n, Options& o) {
      capacity(o).ttft_percentile = number(x, n); }},
   {"breakdown", "bool", {"False", "False", nullptr, nullptr}, [](const py::handle& x, const std::string&, Options& o) { o.breakdown = truth(x); }},
@@ -247,19 +249,20 @@ dividing it; EP 1 or the TP; default every one on a mixture-of-experts model, pl
 k: the one K searched (default
 K = 1..8; best_k: those Ks; best_tree: (total_tokens, depths, top_ks), EAGLE-2 trees searched instead,
 each drafted from the acceptance model); price: USD per device-hour (default the hardware spec's).
-Each replica is planned as an M/G/c queue (Poisson arrivals, c = its batch slots): max_utilization, the
+Each replica is planned as a G/G/c queue (c = its batch slots): max_utilization, the
 highest busy share of a replica's slots a plan runs at, > 0 and < 1 (default 0.85); output_len_cv, the
 coefficient of variation of output lengths, 0..4 (default 0: every output is output_len tokens;
-exponential lengths: 1); ttft_percentile, 0 < P < 100: ttft_target_ms is checked at this percentile of
+exponential lengths: 1); arrival_cv, the coefficient of variation of the load's interarrival times, 0..4
+(default 1: Poisson; above 1: bursty; each replica sees its random share); ttft_percentile, 0 < P < 100: ttft_target_ms is checked at this percentile of
 TTFT + wait instead of at the mean (the wait is reported at it, else at 99).
 The other keywords are specdec.simulate's. Returns the command line's dict: 'scenario' and 'prediction'
 (at the first TP), 'capacity', 'capacity_sequential' (each with its TPOT under load: 'tpot_ms' at the full
 batch, 'tpot_at_mean_occupancy_ms', 'mean_occupancy', 'decode_tpot_ms', 'step_ms', 'decode_step_ms',
 'prefill_ms_per_prompt', 'prefill_share', 'prompts_per_step', 'prefill_tokens_per_step',
 'replicas_set_by'; and its queue: 'utilization', 'p_wait', 'queue_wait_ms', 'ttft_with_wait_ms',
-'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms', 'service_s', 'service_scv'),
+'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms', 'service_s', 'service_scv', 'arrival_scv'),
 'capacity_search' (with 'layouts', 'configurations' and 'batches_priced', the search's cost,
-'max_utilization', 'output_len_cv', 'ttft_checked_at', 'tpot_checked_at', 'prefill'; every configuration
+'max_utilization', 'output_len_cv', 'arrival_cv', 'ttft_checked_at', 'tpot_checked_at', 'prefill'; every configuration
 with its 'tp', 'dp_attention', 'ep' and 'layout'), 'capacity_queueing' and 'error_band'.
 drafter=[A, B, ...] compares methods: each drafter planned as above with the acceptance given (the same for
 all) or, with none, its spec's published default -> 'capacity_by_drafter' (per drafter: 'method',

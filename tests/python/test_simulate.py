@@ -172,6 +172,7 @@ CAPACITY_CASES = [
     ("queueing", QUESTION_CLI + ["--ttft-target-ms", "800", "--max-utilization", "0.9", "--output-len-cv", "1",
                                  "--ttft-percentile", "95"],
      dict(QUESTION, ttft_target_ms=800, max_utilization=0.9, output_len_cv=1, ttft_percentile=95)),
+    ("bursty-arrivals", QUESTION_CLI + ["--arrival-cv", "3"], dict(QUESTION, arrival_cv=3)),
     # A mixture-of-experts model: every layout of each TP searched (attention DP, EP), or those asked for.
     ("moe-layouts", MOE_CLI, MOE),
     ("moe-layouts-restricted", MOE_CLI + ["--dp-attention", "1,8", "--ep", "1,8"], dict(MOE, dp_attention=[1, 8], ep=[1, 8])),
@@ -311,6 +312,9 @@ def test_capacity_queueing_errors_name_the_keyword():
     cv = error_of(specdec.plan_capacity, **base, output_len_cv=5)
     assert "output_len_cv: the coefficient of variation of output lengths must be a number in [0, 4] " \
         "(0: every output is output_len tokens" in cv, cv
+    arrivals = error_of(specdec.plan_capacity, **base, arrival_cv=-1)
+    assert "arrival_cv: the coefficient of variation of interarrival times must be a number in [0, 4] " \
+        "(1: Poisson arrivals; above 1: bursty), got -1" in arrivals, arrivals
     for bad in (0, 100, float("inf")):
         assert "ttft_percentile: must be a number between 0 and 100 (exclusive)" in error_of(
             specdec.plan_capacity, **base, ttft_percentile=bad), bad

@@ -41,7 +41,8 @@ std::optional<QueueEstimate> queue_at(const CapacityOption& o, const Scenario& s
   if (!step.keeps_up) return std::nullopt;
   const double decode = s.workload.output_len * step.step_s / o.prediction.tokens_per_step;
   const double service = o.prediction.ttft_s + decode;
-  return estimate_queue(rate, service, o.batch, std::pow(req.output_len_cv * decode / service, 2));
+  return estimate_queue(rate, replica_arrival_scv(req.arrival_cv * req.arrival_cv, replicas), service, o.batch,
+                        std::pow(req.output_len_cv * decode / service, 2));
 }
 
 TEST(CapacityQueueing, NoReplicaIsPlannedAboveTheUtilisationCap) {
@@ -140,6 +141,33 @@ TEST(CapacityQueueing, VariableOutputLengthsWaitLonger) {
   EXPECT_GT(b.load.wait_at_percentile_s, a.load.wait_at_percentile_s);
 }
 
+// Bursty arrivals (interarrival CV 3, C_a² 9) wait longer than Poisson ones at the same plan; each
+// replica sees its random share, C² = 1 + (9 − 1) / replicas; smooth arrivals (CV 0) wait less.
+TEST(CapacityQueueing, BurstyArrivalsWaitLongerAndEachReplicaSeesItsShare) {
+  const Scenario s = seventy_b();
+  CapacityRequest poisson = twenty_per_s(), bursty = twenty_per_s(), smooth = twenty_per_s();
+  poisson.max_utilization = bursty.max_utilization = smooth.max_utilization = 0.96;
+  bursty.arrival_cv = 3;
+  smooth.arrival_cv = 0;
+  const CapacityPlan a = plan_capacity(s, poisson), b = plan_capacity(s, bursty), c = plan_capacity(s, smooth);
+  ASSERT_TRUE(a.feasible && b.feasible && c.feasible);
+  ASSERT_EQ(a.batch, b.batch);
+  ASSERT_EQ(a.replicas, b.replicas) << "without a TTFT target the arrivals change the wait, not the replicas";
+  EXPECT_EQ(a.load.queue.arrival_scv, 1.0) << "Poisson stays Poisson when split";
+  EXPECT_DOUBLE_EQ(b.load.queue.arrival_scv, 1 + 8.0 / b.replicas) << "replicas " << b.replicas;
+  EXPECT_DOUBLE_EQ(c.load.queue.arrival_scv, 1 - 1.0 / c.replicas) << "replicas " << c.replicas;
+  // Allen–Cunneen: the wait scales with (C_a² + C_s²) / 2; the service is deterministic here.
+  EXPECT_NEAR(b.load.queue.mean_wait_s / a.load.queue.mean_wait_s, b.load.queue.arrival_scv, 1e-9);
+  EXPECT_GT(b.load.wait_at_percentile_s, a.load.wait_at_percentile_s);
+  EXPECT_LT(c.load.queue.mean_wait_s, a.load.queue.mean_wait_s);
+  for (const CapacityOption& o : b.options)
+    if (o.batch == b.batch) {
+      const std::optional<QueueEstimate> q = queue_at(o, s, bursty, b.replicas);
+      ASSERT_TRUE(q);
+      EXPECT_DOUBLE_EQ(q->mean_wait_s, b.load.queue.mean_wait_s) << "the plan's queue from its parts, batch " << o.batch;
+    }
+}
+
 TEST(CapacityQueueing, BadQueueingSettingsAreErrorsNamingTheSetting) {
   const Scenario s = seventy_b();
   const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
@@ -152,6 +180,13 @@ TEST(CapacityQueueing, BadQueueingSettingsAreErrorsNamingTheSetting) {
     CapacityRequest req = twenty_per_s();
     req.output_len_cv = cv;
     EXPECT_NE(error_of([&] { search_capacity(s, req, {2}, {1}); }).find("the output length's coefficient of variation must be in [0, 4]"),
+              std::string::npos)
+        << cv;
+  }
+  for (const double cv : {-0.5, 4.5, inf, nan}) {
+    CapacityRequest req = twenty_per_s();
+    req.arrival_cv = cv;
+    EXPECT_NE(error_of([&] { plan_capacity(s, req); }).find("the interarrival times' coefficient of variation must be in [0, 4]"),
               std::string::npos)
         << cv;
   }

@@ -107,7 +107,7 @@ TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
   EXPECT_EQ(j["capacity_search"]["ttft_checked_at"], "mean");
   EXPECT_EQ(j["capacity_search"]["tpot_checked_at"], "full_batch");
   EXPECT_EQ(j["capacity_search"]["prefill"], "interleaved");
-  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("M/G/c"), std::string::npos) << j["capacity_queueing"];
+  EXPECT_NE(j["capacity_queueing"].get<std::string>().find("G/G/c"), std::string::npos) << j["capacity_queueing"];
   EXPECT_NE(j["capacity_queueing"].get<std::string>().find("TPOT target is checked at the full batch"), std::string::npos)
       << j["capacity_queueing"];
   ASSERT_TRUE(j["error_band"].is_object());
@@ -120,7 +120,7 @@ TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
                            "EAGLE-3 needs 10 devices where sequential decoding needs 12 devices: 2 fewer (17%)",
                            "queueing per replica (M/G/c: Poisson arrivals, c = batch slots; every output 256 tokens, C_s^2 = 0)",
                            "P(wait)", "p99 wait", "TTFT+wait", "p99 TTFT", "does not fit in memory", "prediction error: on ",
-                           "queueing: each replica an M/G/c queue",
+                           "queueing: each replica a G/G/c queue",
                            "TPOT under load per replica (ms; the TPOT target is checked at the full batch;\n"
                            "   vllm interleaves each prompt's prefill into the decode steps):",
                            "TPOT alone", "mean batch", "TPOT mean",
