@@ -22,7 +22,7 @@ namespace {
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
-                                             "tree", "dynamic_tree", "match_rate"};
+                                             "tree", "dynamic_tree", "match_rate", "engine_version"};
 
 constexpr double kMinMeasuredMs = 1e-6, kMaxMeasuredMs = 1e6;
 // Where a fit of the per-row host time's saturation starts when the engine gives none: 256 rows
@@ -54,6 +54,10 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   s.plan.method = parse_method(get_string_or(r, "method", "sequential", where), where);
   s.target = specs.model(get_string(r, "model", where));
   s.workload = parse_measured_workload(r, where);
+  // The engine's release the row was measured on, where the source names it (the engine itself is
+  // the set's: calibration fits one engine's terms).
+  s.engine_version = get_string_or(r, "engine_version", "", where);
+  if (!s.engine_version.empty()) parse_engine_version(s.engine_version, where + " 'engine_version'");
   row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
   require_in_range(row.context, "context", where, 0.0, double(kMaxPositions), true, "cached tokens");
   if (s.plan.method != Method::sequential) row.tokens_per_step = parse_measured_plan(r, where, specs, s);
@@ -104,10 +108,11 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   if (!engine.cuda_graphs) p.push_back("kernel_launch_s");
   bool tp = false;
   std::set<std::string> methods;
-  std::set<int> batches;
+  std::set<int> batches, plain_batches, spec_batches;
   for (const auto& r : set.rows) {
     tp = tp || r.scenario.workload.tp > 1;
     batches.insert(r.scenario.workload.batch);
+    (r.scenario.plan.method == Method::sequential ? plain_batches : spec_batches).insert(r.scenario.workload.batch);
     if (r.scenario.plan.method != Method::sequential) methods.insert(method_name(r.scenario.plan.method));
   }
   if (tp) {
@@ -119,6 +124,10 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   if (batches.size() > 1) p.push_back("sampling_s_per_row");
   // Where it saturates is a second parameter of the same curve: three batch sizes at least.
   if (batches.size() > 2) p.push_back("sampling_saturation_rows");
+  // Host work per running request grows with the batch as the per-row term does, but a speculative
+  // step verifies K + 1 rows per request where a plain step verifies one: plain and speculative rows
+  // each at several batch sizes tell the two apart.
+  if (plain_batches.size() > 1 && spec_batches.size() > 1) p.push_back("request_overhead_s");
   // Dynamic trees of several sizes separate a tree's per-node host time from its per-step time.
   std::set<int> dynamic_sizes;
   for (const auto& r : set.rows)
@@ -135,7 +144,7 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
 }
 
 bool is_engine_parameter(const std::string& name) {
-  return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
+  return name == "step_overhead_s" || name == "request_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
          name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" ||
          name == "tree_node_s" ||
          name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
@@ -178,6 +187,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   if (name == "comm_latency_s") return h.comm_latency_s;
   if (name == "overlap_exponent") return h.overlap_exponent;
   if (name == "step_overhead_s") return p.engine.step_overhead_s;
+  if (name == "request_overhead_s") return p.engine.request_overhead_s;
   if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
   if (name == "sampling_saturation_rows") return p.engine.sampling_saturation_rows;
   if (name == "tree_step_s") return p.engine.tree_cost.per_step_s;
@@ -190,7 +200,8 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   }
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
-              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, sampling_s_per_row, "
+              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, request_overhead_s, kernel_launch_s, "
+              "sampling_s_per_row, "
               "sampling_saturation_rows, tree_step_s, tree_level_s, tree_node_s, "
               "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
@@ -205,6 +216,7 @@ void set_parameter(Platform& p, const std::string& name, double value) {
   else if (name == "comm_latency_s") h.comm_latency_s = value;
   else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
   else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
+  else if (name == "request_overhead_s") p.engine.request_overhead_s = value;
   else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
   else if (name == "sampling_saturation_rows") p.engine.sampling_saturation_rows = value;
   else if (name == "tree_step_s") p.engine.tree_cost.per_step_s = value;

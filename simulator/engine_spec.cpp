@@ -119,7 +119,95 @@ std::map<std::string, double> parse_method_map(const nlohmann::json& j, const st
   return out;
 }
 
+HostOverlap parse_overlap_flags(const nlohmann::json& v, const std::string& where) {
+  HostOverlap o;
+  for (const char* f : {"sequential", "speculative"})
+    if (!has_field(v, f))
+      throw Error(where + ": field '" + f + "' is missing (true: the engine hides its per-step host work behind the "
+                  "device in " + (std::string(f) == "sequential" ? "plain" : "speculative") + " decoding)");
+  o.sequential = get_bool_or(v, "sequential", false, where);
+  o.speculative = get_bool_or(v, "speculative", false, where);
+  return o;
+}
+
+std::string required_source(const nlohmann::json& v, const std::string& where) {
+  if (!has_field(v, "source") || !v.at("source").is_string() || v.at("source").get<std::string>().empty())
+    throw Error(where + ": field 'source' is missing (where the behaviour is documented: a release note, PR or code)");
+  return v.at("source").get<std::string>();
+}
+
+// host_overlap: {"current": {sequential, speculative, source},
+//                "versions": [{from?, until?, sequential, speculative, source}, ...]}
+void parse_host_overlap(const nlohmann::json& j, const std::string& source, EngineSpec& e) {
+  const std::string where = source + " (host_overlap)";
+  if (!j.is_object()) throw Error(where + ": must be an object {current, versions}");
+  check_known_fields(j, {"current", "versions"}, where);
+  if (!has_field(j, "current"))
+    throw Error(where + ": field 'current' is missing (the behaviour of the current release, used when no version is named)");
+  const auto& c = j.at("current");
+  if (!c.is_object()) throw Error(where + ": field 'current' must be an object {sequential, speculative, source}");
+  check_known_fields(c, {"sequential", "speculative", "source"}, where + " current");
+  e.current_overlap = parse_overlap_flags(c, where + " current");
+  e.current_overlap_source = required_source(c, where + " current");
+  if (!has_field(j, "versions")) return;
+  const auto& v = j.at("versions");
+  if (!v.is_array()) throw Error(where + ": field 'versions' must be a list of {from, until, sequential, speculative, source}");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string w = where + " versions[" + std::to_string(i) + "]";
+    const auto& r = v[i];
+    if (!r.is_object()) throw Error(w + ": must be an object {from, until, sequential, speculative, source}");
+    check_known_fields(r, {"from", "until", "sequential", "speculative", "source"}, w);
+    HostOverlapEra era;
+    era.from = get_string_or(r, "from", "", w);
+    era.until = get_string_or(r, "until", "", w);
+    if (era.from.empty() && era.until.empty())
+      throw Error(w + ": give 'from' or 'until' (a range of versions; the current release's behaviour is 'current')");
+    if (!era.from.empty()) parse_engine_version(era.from, w + " 'from'");
+    if (!era.until.empty()) parse_engine_version(era.until, w + " 'until'");
+    if (!era.from.empty() && !era.until.empty() && compare_engine_versions(era.from, era.until) >= 0)
+      throw Error(w + ": 'from' " + era.from + " is not older than 'until' " + era.until + " (the range is [from, until))");
+    era.overlap = parse_overlap_flags(r, w);
+    era.source = required_source(r, w);
+    for (size_t k = 0; k < e.overlap_eras.size(); ++k) {
+      const HostOverlapEra& o = e.overlap_eras[k];
+      // [a, b) and [c, d) intersect unless b <= c or d <= a (an empty bound is open).
+      const bool before = !era.until.empty() && !o.from.empty() && compare_engine_versions(era.until, o.from) <= 0;
+      const bool after = !o.until.empty() && !era.from.empty() && compare_engine_versions(o.until, era.from) <= 0;
+      if (!before && !after)
+        throw Error(w + ": its versions overlap those of versions[" + std::to_string(k) + "] (each version in one range)");
+    }
+    e.overlap_eras.push_back(era);
+  }
+}
+
 }  // namespace
+
+std::vector<int> parse_engine_version(const std::string& version, const std::string& where) {
+  std::string v = version;
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
+  std::vector<int> out;
+  size_t i = 0;
+  while (i <= v.size()) {
+    size_t j = i;
+    while (j < v.size() && v[j] >= '0' && v[j] <= '9') ++j;
+    if (j == i || j - i > 6 || (j < v.size() && v[j] != '.'))
+      throw Error(where + ": engine version '" + version + "' is not a dotted version number such as 0.4.4 or v0.14.0");
+    out.push_back(std::stoi(v.substr(i, j - i)));
+    i = j + 1;
+    if (j == v.size()) break;
+  }
+  if (out.size() > 4) throw Error(where + ": engine version '" + version + "' has more than 4 components");
+  return out;
+}
+
+int compare_engine_versions(const std::string& a, const std::string& b) {
+  const std::vector<int> x = parse_engine_version(a, "engine version"), y = parse_engine_version(b, "engine version");
+  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    const int p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
+    if (p != q) return p < q ? -1 : 1;
+  }
+  return 0;
+}
 
 TreeCost parse_tree_cost(const nlohmann::json& v, const std::string& where) {
   if (!v.is_object()) throw Error(where + ": must be an object {per_step_s, per_level_s, per_node_s} (seconds)");
@@ -153,6 +241,19 @@ double EngineSpec::sampling_seconds(double rows) const {
   return sampling_saturation_rows > 0 ? linear / (1.0 + rows / sampling_saturation_rows) : linear;
 }
 
+double EngineSpec::host_seconds(int batch) const {
+  return step_overhead_s + request_overhead_s * std::max(batch, 0);
+}
+
+HostOverlap EngineSpec::overlap_for(const std::string& version) const {
+  if (version.empty()) return current_overlap;
+  for (const HostOverlapEra& era : overlap_eras)
+    if ((era.from.empty() || compare_engine_versions(version, era.from) >= 0) &&
+        (era.until.empty() || compare_engine_versions(version, era.until) < 0))
+      return era.overlap;
+  return current_overlap;
+}
+
 double EngineSpec::draft_step_overhead(const std::string& method) const {
   return lookup_method(draft_step_overhead_s, method);
 }
@@ -163,7 +264,7 @@ double EngineSpec::spec_step_overhead(const std::string& method) const {
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": an engine spec must be a JSON object");
   check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees", "tree_verification", "pads_attention_heads",
-                         "interleaves_prefill"},
+                         "interleaves_prefill", "host_overlap"},
                      source);
   EngineSpec e;
   e.name = get_string(j, "name", source);
@@ -173,11 +274,13 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
     const std::string s = source + " (overhead)";
     if (!o.is_object()) throw Error(s + ": must be an object {step_s, draft_step_s, spec_step_s, sampling_s_per_row, lookup}");
     check_known_fields(o,
-                       {"step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row", "sampling_saturation_rows",
-                        "lookup", "tree"},
+                       {"step_s", "request_s", "draft_step_s", "spec_step_s", "sampling_s_per_row",
+                        "sampling_saturation_rows", "lookup", "tree"},
                        s);
     e.step_overhead_s = get_number_or(o, "step_s", 0.0, s);
     require_in_range(e.step_overhead_s, "step_s", s, 0.0, kMaxHostSeconds, true, "s");
+    e.request_overhead_s = get_number_or(o, "request_s", 0.0, s);
+    require_in_range(e.request_overhead_s, "request_s", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_s_per_row = get_number_or(o, "sampling_s_per_row", 0.0, s);
     require_in_range(e.sampling_s_per_row, "sampling_s_per_row", s, 0.0, kMaxHostSeconds, true, "s");
     e.sampling_saturation_rows = get_number_or(o, "sampling_saturation_rows", 0.0, s);
@@ -222,6 +325,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
   e.flatten_trees = tv == "flattened";
   e.pads_attention_heads = get_bool_or(j, "pads_attention_heads", false, source);
   e.interleaves_prefill = get_bool_or(j, "interleaves_prefill", true, source);
+  if (has_field(j, "host_overlap")) parse_host_overlap(j.at("host_overlap"), source, e);
   return e;
 }
 
@@ -234,6 +338,7 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   j["name"] = e.name;
   j["description"] = e.description;
   j["overhead"] = {{"step_s", e.step_overhead_s},
+                   {"request_s", e.request_overhead_s},
                    {"draft_step_s", e.draft_step_overhead_s},
                    {"spec_step_s", e.spec_step_overhead_s},
                    {"sampling_s_per_row", e.sampling_s_per_row},
@@ -260,6 +365,20 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   if (e.trees) j["tree_verification"] = e.flatten_trees ? "flattened" : "tree_attention";
   if (e.pads_attention_heads) j["pads_attention_heads"] = true;
   j["interleaves_prefill"] = e.interleaves_prefill;
+  if (!e.current_overlap_source.empty()) {
+    nlohmann::json h;
+    h["current"] = {{"sequential", e.current_overlap.sequential},
+                    {"speculative", e.current_overlap.speculative},
+                    {"source", e.current_overlap_source}};
+    h["versions"] = nlohmann::json::array();
+    for (const HostOverlapEra& era : e.overlap_eras) {
+      nlohmann::json r = {{"sequential", era.overlap.sequential}, {"speculative", era.overlap.speculative}, {"source", era.source}};
+      if (!era.from.empty()) r["from"] = era.from;
+      if (!era.until.empty()) r["until"] = era.until;
+      h["versions"].push_back(r);
+    }
+    j["host_overlap"] = h;
+  }
   if (!sources.is_null()) j["sources"] = sources;
   return j;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "simulator/method.hpp"
 
@@ -45,6 +46,31 @@ struct TreeCost {
   bool operator==(const TreeCost&) const = default;
 };
 
+// Whether the engine hides its per-step host work (scheduling the next batch, preparing its
+// metadata, processing the previous step's outputs) behind the device's forward, as an overlap
+// ("zero-overhead") scheduler does, in plain decoding and in speculative decoding. Hidden work
+// costs nothing while it is shorter than the device's step and its excess beyond; work that is not
+// hidden adds to the step in full.
+struct HostOverlap {
+  bool sequential = false;
+  bool speculative = false;
+  bool operator==(const HostOverlap&) const = default;
+};
+
+// The overlap behaviour of a range of engine versions [from, until): either bound may be empty
+// (open). Versions are dotted numbers ("0.4.4", "v0.14.0").
+struct HostOverlapEra {
+  std::string from, until;
+  HostOverlap overlap;
+  std::string source;
+  bool operator==(const HostOverlapEra&) const = default;
+};
+
+// A version's numeric components ("v0.4.4" -> {0, 4, 4}); throws naming `where` on anything else.
+std::vector<int> parse_engine_version(const std::string& version, const std::string& where);
+// <0, 0, >0 as a is older than, the same as, newer than b (missing components count as 0).
+int compare_engine_versions(const std::string& a, const std::string& b);
+
 struct EngineSpec {
   std::string name = "ideal";  // no overheads, every method, trees
   std::string description = "no host overheads: the device's time alone";
@@ -63,6 +89,19 @@ struct EngineSpec {
   double sampling_saturation_rows = 0;
   // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences).
   double sampling_seconds(double rows) const;
+  // Host work per running request and step (the scheduler's per-request bookkeeping, appending the
+  // step's tokens, stop checks, handing outputs to the detokeniser): with step_overhead_s, the
+  // step's host work, which an overlap scheduler hides behind the device (host_overlap).
+  double request_overhead_s = 0;
+  // The step's host work for `batch` running requests: step_overhead_s + request_overhead_s · batch.
+  double host_seconds(int batch) const;
+  // Whether the host work is hidden: the current release's behaviour (`current_overlap`, used when
+  // no version is named) and, by version range, older releases' (`overlap_eras`; a version in no
+  // range behaves as the current release).
+  HostOverlap current_overlap;
+  std::string current_overlap_source;
+  std::vector<HostOverlapEra> overlap_eras;
+  HostOverlap overlap_for(const std::string& version) const;
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;
