@@ -33,6 +33,9 @@ struct MeasuredConfig {
 struct Platform {
   HardwareSpec hardware;
   EngineSpec engine;
+  // The engine release whose host-work range "request_overhead_s" reads and sets (empty: the
+  // current release's); calibrate() takes it from the set's rows.
+  std::string engine_version;
 };
 
 struct CalibrationSet {

@@ -17,12 +17,7 @@ void check_engine_defaults(const nlohmann::json& d, const std::string& source) {
   check_known_fields(d, {"overhead"}, source);
   const auto& o = d.at("overhead");
   const std::string where = source + " (overhead)";
-  check_known_fields(o, {"draft_step_s", "spec_step_s", "request_s", "tree"}, where);
-  if (has_field(o, "request_s")) {
-    if (!o.at("request_s").is_number())
-      throw Error(where + ": field 'request_s' must be a number of seconds per running request, got " + o.at("request_s").dump());
-    require_in_range(o.at("request_s").get<double>(), "request_s", where, 0.0, 1.0, true, "s");
-  }
+  check_known_fields(o, {"draft_step_s", "spec_step_s", "tree"}, where);
   if (has_field(o, "tree")) parse_tree_cost(o.at("tree"), source + " (overhead.tree)");
   for (const char* key : kMethodMaps) {
     if (!has_field(o, key)) continue;
@@ -45,8 +40,6 @@ nlohmann::json with_engine_defaults(nlohmann::json engine, const nlohmann::json&
     nlohmann::json& m = o[key];
     if (m.is_object() && !m.contains("default")) m["default"] = d.at(key);
   }
-  // So is the host work per running request.
-  if (has_field(d, "request_s") && !has_field(o, "request_s")) o["request_s"] = d.at("request_s");
   // A tree term the engine leaves out is the shared one.
   if (has_field(d, "tree")) {
     if (!has_field(o, "tree")) o["tree"] = nlohmann::json::object();

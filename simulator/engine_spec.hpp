@@ -46,24 +46,27 @@ struct TreeCost {
   bool operator==(const TreeCost&) const = default;
 };
 
-// Whether the engine hides its per-step host work (scheduling the next batch, preparing its
-// metadata, processing the previous step's outputs) behind the device's forward, as an overlap
-// ("zero-overhead") scheduler does, in plain decoding and in speculative decoding. Hidden work
-// costs nothing while it is shorter than the device's step and its excess beyond; work that is not
-// hidden adds to the step in full.
-struct HostOverlap {
-  bool sequential = false;
-  bool speculative = false;
-  bool operator==(const HostOverlap&) const = default;
+// The engine's per-step host work in one release range (scheduling the next batch, preparing its
+// metadata, processing the previous step's outputs): its size (step_s, the engine's overhead.step_s
+// unless the range gives its own, plus request_s per running request) and whether it is hidden
+// behind the device's forward, as an overlap ("zero-overhead") scheduler does, in plain and in
+// speculative decoding. Hidden work costs nothing while it is shorter than the device's step and
+// its excess beyond; work that is not hidden adds to the step in full.
+struct HostWork {
+  bool sequential = false;   // hidden in plain decoding
+  bool speculative = false;  // hidden in speculative decoding
+  double request_s = 0;      // seconds per running request and step
+  double step_s = -1;        // seconds per step; < 0: the engine's overhead.step_s
+  std::string source;        // where the range's behaviour and figures come from
+  bool operator==(const HostWork&) const = default;
 };
 
-// The overlap behaviour of a range of engine versions [from, until): either bound may be empty
-// (open). Versions are dotted numbers ("0.4.4", "v0.14.0").
-struct HostOverlapEra {
+// The host work of a range of engine versions [from, until): either bound may be empty (open).
+// Versions are dotted numbers ("0.4.4", "v0.14.0").
+struct HostWorkEra {
   std::string from, until;
-  HostOverlap overlap;
-  std::string source;
-  bool operator==(const HostOverlapEra&) const = default;
+  HostWork work;
+  bool operator==(const HostWorkEra&) const = default;
 };
 
 // A version's numeric components ("v0.4.4" -> {0, 4, 4}); throws naming `where` on anything else.
@@ -89,19 +92,16 @@ struct EngineSpec {
   double sampling_saturation_rows = 0;
   // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences).
   double sampling_seconds(double rows) const;
-  // Host work per running request and step (the scheduler's per-request bookkeeping, appending the
-  // step's tokens, stop checks, handing outputs to the detokeniser): with step_overhead_s, the
-  // step's host work, which an overlap scheduler hides behind the device (host_overlap).
-  double request_overhead_s = 0;
-  // The step's host work for `batch` running requests: step_overhead_s + request_overhead_s · batch.
-  double host_seconds(int batch) const;
-  // Whether the host work is hidden: the current release's behaviour (`current_overlap`, used when
-  // no version is named) and, by version range, older releases' (`overlap_eras`; a version in no
-  // range behaves as the current release).
-  HostOverlap current_overlap;
-  std::string current_overlap_source;
-  std::vector<HostOverlapEra> overlap_eras;
-  HostOverlap overlap_for(const std::string& version) const;
+  // The per-step host work by release (the spec's host_work): the current release's (`host_work`,
+  // used when no version is named; without host_work in the spec none per request and nothing
+  // hidden) and, by version range, older releases' (`host_work_eras`; a version in no range behaves
+  // as the current release).
+  HostWork host_work;
+  std::vector<HostWorkEra> host_work_eras;
+  const HostWork& host_work_for(const std::string& version) const;
+  HostWork& host_work_for(const std::string& version);
+  // The step's host work for `batch` running requests on `version`: step_s + request_s · batch.
+  double host_seconds(const std::string& version, int batch) const;
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;

@@ -312,15 +312,15 @@ static StepShape step_shape(const DraftPlan& plan) {
 // decoding pays only what exceeds everything else the step costs (its forwards and the per-forward,
 // per-row and per-iteration terms, which run inside the device's step); otherwise it pays it in full.
 static void charge_host_work(Accumulator& acc, const Scenario& s, bool speculative) {
-  const HostOverlap o = s.engine.overlap_for(s.engine_version);
-  const bool hidden = speculative ? o.speculative : o.sequential;
+  const HostWork& h = s.engine.host_work_for(s.engine_version);
+  const bool hidden = speculative ? h.speculative : h.sequential;
   const int batch = s.workload.batch;
   if (!hidden) {
-    acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
-    acc.overhead("request_overhead", "overhead", batch, s.engine.request_overhead_s);
+    acc.overhead("step_overhead", "overhead", 1, h.step_s >= 0 ? h.step_s : s.engine.step_overhead_s);
+    acc.overhead("request_overhead", "overhead", batch, h.request_s);
     return;
   }
-  const double exposed = s.engine.host_seconds(batch) - acc.step.total_s();
+  const double exposed = s.engine.host_seconds(s.engine_version, batch) - acc.step.total_s();
   acc.overhead("host_exposed", "overhead", 1, exposed);  // nothing when the device's step is longer
 }
 

@@ -52,7 +52,7 @@ struct Scenario {
   HardwareSpec hardware;
   EngineSpec engine;               // default: "ideal" (no host overheads)
   // The engine's release the scenario runs (e.g. "0.4.4"): selects whether it hides its per-step host
-  // work (EngineSpec::overlap_for); empty = the current release.
+  // work and its size (EngineSpec::host_work_for); empty = the current release.
   std::string engine_version;
   Workload workload;
   DraftPlan plan;

@@ -5,6 +5,8 @@
 // computation, the busiest expert device, the MTP module under the layout, and every refusal.
 #include <gtest/gtest.h>
 
+#include <ios>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -48,7 +50,9 @@ Prediction predict_options(const ScenarioOptions& o) {
 }
 
 // The simulator's predictions of these scenarios before data-parallel attention and expert
-// parallelism were priced (`specdec simulate ... --json` of the commit before them), exact: tpot_ms,
+// parallelism were priced (`specdec simulate ... --json` of the commit before them), exact, except
+// tpot_ms and sequential_tpot_ms, updated since: the current sglang and vllm releases hide their
+// step's host work behind the device (host_work), which takes their fixed step_s off both. tpot_ms,
 // ttft_ms, sequential_tpot_ms, draft_flops_per_device, draft_weight_bytes_per_device,
 // weight_bytes_per_device, kv_bytes_per_device, verify_flop_per_byte.
 TEST(Parallelism, PlainLayoutPredictsBitForBitAsBefore) {
@@ -60,25 +64,25 @@ TEST(Parallelism, PlainLayoutPredictsBitForBitAsBefore) {
   ds_mtp.engine = "sglang";
   const std::vector<std::pair<Case, std::vector<double>>> cases = {
       {{"deepseek-v3 TP 8 batch 1", ds},
-       {0x1.66f9e6f1e5345p+2, 0x1.b7b948c9764a3p+4, 0x1.66f9e6f1e5345p+2, 0x0.0p+0, 0x0.0p+0, 0x1.3a5cfe724b800p+36,
+       {0x1.26f9e6f1e5345p+2, 0x1.b7b948c9764a3p+4, 0x1.26f9e6f1e5345p+2, 0x0.0p+0, 0x0.0p+0, 0x1.3a5cfe724b800p+36,
         0x1.9bc0000000000p+24, 0x1.fe26a08a88dd5p+0}},
       {{"deepseek-v3 MTP TP 8 batch 16", ds_mtp},
-       {0x1.5cfe3faf5b8e6p+3, 0x1.1a37c244d82e0p+5, 0x1.b5aa2646a5a9fp+3, 0x1.d333ac0a3d70bp+33, 0x1.277eb0ccf4e11p+30,
+       {0x1.4bb224026279ap+3, 0x1.1a37c244d82e0p+5, 0x1.95aa2646a5a9fp+3, 0x1.d333ac0a3d70bp+33, 0x1.277eb0ccf4e11p+30,
         0x1.3fc55c1abe000p+36, 0x1.9bc0000000000p+29, 0x1.b9ed8f494c2fdp+2}},
       {{"qwen3-30b-a3b EAGLE-3 TP 2 batch 8", with_drafter(opts("qwen3-30b-a3b", "h100-sxm", 2, 8), "eagle3-qwen3-30b-a3b", 4, 0.7)},
-       {0x1.1351a3a33dd1ap+2, 0x1.e70581ae47fa5p+3, 0x1.ab541374e2231p+2, 0x1.65f056a212fa6p+32, 0x1.0900000000000p+29,
+       {0x1.f87ae64ea2692p+1, 0x1.e70581ae47fa5p+3, 0x1.6b541374e2231p+2, 0x1.65f056a212fa6p+32, 0x1.0900000000000p+29,
         0x1.c940c20000000p+34, 0x1.2000000000000p+28, 0x1.8f4aaa62783e2p+2}},
       {{"gpt-oss-120b P-EAGLE TP 4 batch 32", with_drafter(opts("gpt-oss-120b", "h100-sxm", 4, 32), "peagle-gpt-oss-120b", 4, 0.6)},
-       {0x1.4354dd5263d82p+2, 0x1.6b8b67fefac9bp+3, 0x1.c6466e9be4a97p+2, 0x1.c96f32b4c294ep+35, 0x1.acbb000000000p+28,
+       {0x1.2792b03297024p+2, 0x1.6b8b67fefac9bp+3, 0x1.86466e9be4a97p+2, 0x1.c96f32b4c294ep+35, 0x1.acbb000000000p+28,
         0x1.ea90b55000000p+33, 0x1.b000000000000p+28, 0x1.85b845859e26cp+4}},
       {{"llama-3.1-70b EAGLE-3 TP 4 batch 4", with_drafter(opts("llama-3.1-70b", "a100-80gb-sxm", 4, 4), "eagle3-llama3.3-70b", 5, 0.75)},
-       {0x1.3d9c82a5c36cep+3, 0x1.a2daf6fb2e290p+6, 0x1.c51dd5b5468d4p+4, 0x1.4470c4ab71000p+34, 0x1.9620000000000p+31,
+       {0x1.33e1175dc2d13p+3, 0x1.a2daf6fb2e290p+6, 0x1.b51dd5b5468d4p+4, 0x1.4470c4ab71000p+34, 0x1.9620000000000p+31,
         0x1.0c4f420000000p+35, 0x1.e000000000000p+27, 0x1.7b8b94f1bfec8p+4}},
       {{"vicuna-13b Medusa TP 2 batch 2", with_drafter(opts("vicuna-13b", "h100-sxm", 2, 2), "medusa-vicuna-13b", 3, 0.6)},
-       {0x1.e690368beb9bap+1, 0x1.cba08e53eb8a5p+3, 0x1.d08538313ea9cp+2, 0x1.35a3f80000000p+30, 0x1.3563c00000000p+29,
+       {0x1.abbd63b918c8ep+1, 0x1.cba08e53eb8a5p+3, 0x1.908538313ea9cp+2, 0x1.35a3f80000000p+30, 0x1.3563c00000000p+29,
         0x1.a4218e0000000p+33, 0x1.2c00000000000p+29, 0x1.f2dc6f7b25248p+2}},
       {{"glm-4.5 MTP TP 8 batch 4", with_drafter(opts("glm-4.5", "h200", 8, 4), "mtp-glm-4.5", 2, 0.8)},
-       {0x1.c102b16d6b39dp+2, 0x1.2c68cd75bf97dp+5, 0x1.37bc25183c2c0p+3, 0x1.fe099710cb296p+31, 0x1.24b204509422cp+30,
+       {0x1.a6c7f060d424dp+2, 0x1.2c68cd75bf97dp+5, 0x1.17bc25183c2cp+3, 0x1.fe099710cb296p+31, 0x1.24b204509422cp+30,
         0x1.4c4860c000000p+36, 0x1.1400000000000p+27, 0x1.355f371036179p+1}},
   };
   const char* keys[] = {"tpot_ms", "ttft_ms", "sequential_tpot_ms", "draft_flops_per_device",
@@ -87,7 +91,8 @@ TEST(Parallelism, PlainLayoutPredictsBitForBitAsBefore) {
   for (const auto& [c, golden] : cases) {
     const nlohmann::json j = prediction_json(predict_options(c.options), false);
     for (size_t i = 0; i < golden.size(); ++i)
-      EXPECT_EQ(j.at(keys[i]).get<double>(), golden[i]) << c.name << ": " << keys[i] << " moved";
+      EXPECT_EQ(j.at(keys[i]).get<double>(), golden[i])
+          << c.name << ": " << keys[i] << " moved (now " << std::hexfloat << j.at(keys[i]).get<double>() << ")";
   }
 }
 

@@ -298,7 +298,8 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   EXPECT_EQ(r.sequential->plan.devices, 12) << "sequential decoding: three TP-4 replicas";
   EXPECT_FALSE(r.configs.front().plan.feasible) << "TP 1 does not fit";
   // Allowed 0.96 the answer is the same: four TP-2 replicas would each carry 5 requests/s, whose
-  // prompts take 60% of the replica, stretching TPOT to 25 ms and the service to 6.5 s: rho 1.02.
+  // prompts take 60% of the replica: rho 0.98 on the current vLLM (its step's host work hidden by
+  // async scheduling), above the 0.96 allowed.
   CapacityRequest loose = req;
   loose.max_utilization = 0.96;
   const CapacitySearch l = search_capacity(s, loose, {1, 2, 4, 8}, {1, 2, 3, 4});
@@ -313,7 +314,7 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
     return one;
   }(), loose, 4);
   ASSERT_EQ(l.best->plan.options[5].batch, 32);
-  EXPECT_GT(four.load.queue.utilization, 1.0) << "four replicas' queues grow without bound";
+  EXPECT_GT(four.load.queue.utilization, loose.max_utilization) << "four replicas run above the utilisation allowed";
 
   // A table answering K <= 2 only: K = 3 and 4 are listed as skipped, never extrapolated.
   s.acceptance = table_acceptance({{1, 1.7}, {2, 2.3}});
