@@ -22,7 +22,7 @@ namespace {
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
                                              "batch", "prompt_len", "output_len", "context", "tp",
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
-                                             "tree", "dynamic_tree", "match_rate"};
+                                             "tree", "dynamic_tree", "match_rate", "engine_version"};
 
 constexpr double kMinMeasuredMs = 1e-6, kMaxMeasuredMs = 1e6;
 // Where a fit of the per-row host time's saturation starts when the engine gives none: 256 rows
@@ -54,6 +54,10 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
   s.plan.method = parse_method(get_string_or(r, "method", "sequential", where), where);
   s.target = specs.model(get_string(r, "model", where));
   s.workload = parse_measured_workload(r, where);
+  // The engine's release the row was measured on, where the source names it (the engine itself is
+  // the set's: calibration fits one engine's terms).
+  s.engine_version = get_string_or(r, "engine_version", "", where);
+  if (!s.engine_version.empty()) parse_engine_version(s.engine_version, where + " 'engine_version'");
   row.context = get_number_or(r, "context", s.workload.prompt_len + 0.5 * s.workload.output_len, where);
   require_in_range(row.context, "context", where, 0.0, double(kMaxPositions), true, "cached tokens");
   if (s.plan.method != Method::sequential) row.tokens_per_step = parse_measured_plan(r, where, specs, s);
@@ -99,15 +103,27 @@ Transform transform_for(const std::string& name) {
 
 }  // namespace
 
+// Whether every row of `set` runs in the same host-work range of `engine` (its engine_version).
+static bool one_host_work_range(const CalibrationSet& set, const EngineSpec& engine) {
+  const HostWork* first = nullptr;
+  for (const auto& r : set.rows) {
+    const HostWork* h = &engine.host_work_for(r.scenario.engine_version);
+    if (first && h != first) return false;
+    first = h;
+  }
+  return true;
+}
+
 std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine) {
   std::vector<std::string> p = {"memory_efficiency", "compute_efficiency", "kernel_floor_s", "step_overhead_s"};
   if (!engine.cuda_graphs) p.push_back("kernel_launch_s");
   bool tp = false;
   std::set<std::string> methods;
-  std::set<int> batches;
+  std::set<int> batches, plain_batches, spec_batches;
   for (const auto& r : set.rows) {
     tp = tp || r.scenario.workload.tp > 1;
     batches.insert(r.scenario.workload.batch);
+    (r.scenario.plan.method == Method::sequential ? plain_batches : spec_batches).insert(r.scenario.workload.batch);
     if (r.scenario.plan.method != Method::sequential) methods.insert(method_name(r.scenario.plan.method));
   }
   if (tp) {
@@ -119,6 +135,13 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
   if (batches.size() > 1) p.push_back("sampling_s_per_row");
   // Where it saturates is a second parameter of the same curve: three batch sizes at least.
   if (batches.size() > 2) p.push_back("sampling_saturation_rows");
+  // Host work per running request grows with the batch as the per-row term does, but a speculative
+  // step verifies K + 1 rows per request where a plain step verifies one: plain and speculative rows
+  // each at several batch sizes tell the two apart.
+  // It is a term of the release the rows ran: fitted by default only where they all ran in one
+  // host-work range of the engine.
+  if (plain_batches.size() > 1 && spec_batches.size() > 1 && one_host_work_range(set, engine))
+    p.push_back("request_overhead_s");
   // Dynamic trees of several sizes separate a tree's per-node host time from its per-step time.
   std::set<int> dynamic_sizes;
   for (const auto& r : set.rows)
@@ -135,7 +158,7 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
 }
 
 bool is_engine_parameter(const std::string& name) {
-  return name == "step_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
+  return name == "step_overhead_s" || name == "request_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
          name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" ||
          name == "tree_node_s" ||
          name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
@@ -178,6 +201,7 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   if (name == "comm_latency_s") return h.comm_latency_s;
   if (name == "overlap_exponent") return h.overlap_exponent;
   if (name == "step_overhead_s") return p.engine.step_overhead_s;
+  if (name == "request_overhead_s") return p.engine.host_work_for(p.engine_version).request_s;
   if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
   if (name == "sampling_saturation_rows") return p.engine.sampling_saturation_rows;
   if (name == "tree_step_s") return p.engine.tree_cost.per_step_s;
@@ -190,7 +214,8 @@ double get_parameter(const Platform& p_in, const std::string& name) {
   }
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
-              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, kernel_launch_s, sampling_s_per_row, "
+              "comm_latency_s, overlap_exponent or (engine) step_overhead_s, request_overhead_s, kernel_launch_s, "
+              "sampling_s_per_row, "
               "sampling_saturation_rows, tree_step_s, tree_level_s, tree_node_s, "
               "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
 }
@@ -205,6 +230,7 @@ void set_parameter(Platform& p, const std::string& name, double value) {
   else if (name == "comm_latency_s") h.comm_latency_s = value;
   else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
   else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
+  else if (name == "request_overhead_s") p.engine.host_work_for(p.engine_version).request_s = value;
   else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
   else if (name == "sampling_saturation_rows") p.engine.sampling_saturation_rows = value;
   else if (name == "tree_step_s") p.engine.tree_cost.per_step_s = value;
@@ -399,7 +425,15 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
   if (set.rows.empty()) throw Error("calibration: no measured configurations");
   if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set, start.engine) : set.fit;
   params = expand_fit_groups(params, set, start.engine);
-  const Platform p0 = start;
+  Platform p0 = start;
+  // The per-request host work is a term of one release range: the rows' (they must share one).
+  if (std::find(params.begin(), params.end(), "request_overhead_s") != params.end()) {
+    if (!one_host_work_range(set, start.engine))
+      throw Error("calibration of " + set.source + ": request_overhead_s is a term of one release range of engine " +
+                  start.engine.name + " (its host_work), but the rows' engine_version fall in several; fit the "
+                  "releases' rows separately");
+    p0.engine_version = set.rows.front().scenario.engine_version;
+  }
   // Overheads that start at zero get a small positive start so the log transform can move them.
   std::vector<double> x0;
   for (const auto& p : params) {
@@ -440,7 +474,7 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
   CalibrationResult r = evaluate_calibration(set, fitted);
   r.parameters = params;
   for (size_t i = 0; i < params.size(); ++i) {
-    r.before.push_back(get_parameter(start, params[i]));
+    r.before.push_back(get_parameter(p0, params[i]));
     r.after.push_back(get_parameter(fitted, params[i]));
     // Every term is an efficiency, an exponent or a time: a fit outside [0, inf) fitted nothing.
     if (!(std::isfinite(r.after[i]) && r.after[i] >= 0)) {

@@ -33,6 +33,9 @@ struct MeasuredConfig {
 struct Platform {
   HardwareSpec hardware;
   EngineSpec engine;
+  // The engine release whose host-work range "request_overhead_s" reads and sets (empty: the
+  // current release's); calibrate() takes it from the set's rows.
+  std::string engine_version;
 };
 
 struct CalibrationSet {
@@ -44,7 +47,7 @@ struct CalibrationSet {
 };
 
 // Parameter names. Hardware: "compute_efficiency", "memory_efficiency", "interconnect_efficiency",
-// "kernel_floor_s", "comm_latency_s", "overlap_exponent". Engine: "step_overhead_s",
+// "kernel_floor_s", "comm_latency_s", "overlap_exponent". Engine: "step_overhead_s", "request_overhead_s",
 // "kernel_launch_s", "sampling_s_per_row", "sampling_saturation_rows", "tree_step_s", "tree_level_s",
 // "tree_node_s", "draft_step_overhead_s.<method>",
 // "spec_step_overhead_s.<method>".

@@ -1,6 +1,7 @@
 #include "simulator/engine_spec.hpp"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "reference/core/error.hpp"
@@ -119,7 +120,104 @@ std::map<std::string, double> parse_method_map(const nlohmann::json& j, const st
   return out;
 }
 
+// One range of host_work: {sequential, speculative, request_s, step_s?, source} (and from/until in
+// `versions`).
+HostWork parse_host_work_range(const nlohmann::json& v, const std::string& where) {
+  HostWork h;
+  for (const char* f : {"sequential", "speculative"})
+    if (!has_field(v, f))
+      throw Error(where + ": field '" + f + "' is missing (true: the engine hides its per-step host work behind the "
+                  "device in " + (std::string(f) == "sequential" ? "plain" : "speculative") + " decoding)");
+  h.sequential = get_bool_or(v, "sequential", false, where);
+  h.speculative = get_bool_or(v, "speculative", false, where);
+  if (!has_field(v, "request_s"))
+    throw Error(where + ": field 'request_s' is missing (seconds of host work per running request and step in these "
+                "releases, with its source)");
+  h.request_s = get_number_or(v, "request_s", 0.0, where);
+  require_in_range(h.request_s, "request_s", where, 0.0, kMaxHostSeconds, true, "s");
+  if (has_field(v, "step_s")) {
+    h.step_s = get_number_or(v, "step_s", 0.0, where);
+    require_in_range(h.step_s, "step_s", where, 0.0, kMaxHostSeconds, true, "s");
+  }
+  if (!has_field(v, "source") || !v.at("source").is_string() || v.at("source").get<std::string>().empty())
+    throw Error(where + ": field 'source' is missing (where the behaviour and the figures come from: a release note, "
+                "PR, code or measurement)");
+  h.source = v.at("source").get<std::string>();
+  return h;
+}
+
+// host_work: {"current": {sequential, speculative, request_s, step_s?, source},
+//             "versions": [{from?, until?, sequential, speculative, request_s, step_s?, source}, ...]}
+void parse_host_work(const nlohmann::json& j, const std::string& source, EngineSpec& e) {
+  const std::string where = source + " (host_work)";
+  if (!j.is_object()) throw Error(where + ": must be an object {current, versions}");
+  check_known_fields(j, {"current", "versions"}, where);
+  if (!has_field(j, "current"))
+    throw Error(where + ": field 'current' is missing (the current release's host work, used when no version is named)");
+  const auto& c = j.at("current");
+  if (!c.is_object())
+    throw Error(where + ": field 'current' must be an object {sequential, speculative, request_s, step_s, source}");
+  check_known_fields(c, {"sequential", "speculative", "request_s", "step_s", "source"}, where + " current");
+  e.host_work = parse_host_work_range(c, where + " current");
+  if (!has_field(j, "versions")) return;
+  const auto& v = j.at("versions");
+  if (!v.is_array())
+    throw Error(where + ": field 'versions' must be a list of {from, until, sequential, speculative, request_s, source}");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string w = where + " versions[" + std::to_string(i) + "]";
+    const auto& r = v[i];
+    if (!r.is_object()) throw Error(w + ": must be an object {from, until, sequential, speculative, request_s, source}");
+    check_known_fields(r, {"from", "until", "sequential", "speculative", "request_s", "step_s", "source"}, w);
+    HostWorkEra era;
+    era.from = get_string_or(r, "from", "", w);
+    era.until = get_string_or(r, "until", "", w);
+    if (era.from.empty() && era.until.empty())
+      throw Error(w + ": give 'from' or 'until' (a range of versions; the current release's host work is 'current')");
+    if (!era.from.empty()) parse_engine_version(era.from, w + " 'from'");
+    if (!era.until.empty()) parse_engine_version(era.until, w + " 'until'");
+    if (!era.from.empty() && !era.until.empty() && compare_engine_versions(era.from, era.until) >= 0)
+      throw Error(w + ": 'from' " + era.from + " is not older than 'until' " + era.until + " (the range is [from, until))");
+    era.work = parse_host_work_range(r, w);
+    for (size_t k = 0; k < e.host_work_eras.size(); ++k) {
+      const HostWorkEra& o = e.host_work_eras[k];
+      // [a, b) and [c, d) intersect unless b <= c or d <= a (an empty bound is open).
+      const bool before = !era.until.empty() && !o.from.empty() && compare_engine_versions(era.until, o.from) <= 0;
+      const bool after = !o.until.empty() && !era.from.empty() && compare_engine_versions(o.until, era.from) <= 0;
+      if (!before && !after)
+        throw Error(w + ": its versions overlap those of versions[" + std::to_string(k) + "] (each version in one range)");
+    }
+    e.host_work_eras.push_back(era);
+  }
+}
+
 }  // namespace
+
+std::vector<int> parse_engine_version(const std::string& version, const std::string& where) {
+  std::string v = version;
+  if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v = v.substr(1);
+  std::vector<int> out;
+  size_t i = 0;
+  while (i <= v.size()) {
+    size_t j = i;
+    while (j < v.size() && v[j] >= '0' && v[j] <= '9') ++j;
+    if (j == i || j - i > 6 || (j < v.size() && v[j] != '.'))
+      throw Error(where + ": engine version '" + version + "' is not a dotted version number such as 0.4.4 or v0.14.0");
+    out.push_back(std::stoi(v.substr(i, j - i)));
+    i = j + 1;
+    if (j == v.size()) break;
+  }
+  if (out.size() > 4) throw Error(where + ": engine version '" + version + "' has more than 4 components");
+  return out;
+}
+
+int compare_engine_versions(const std::string& a, const std::string& b) {
+  const std::vector<int> x = parse_engine_version(a, "engine version"), y = parse_engine_version(b, "engine version");
+  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    const int p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
+    if (p != q) return p < q ? -1 : 1;
+  }
+  return 0;
+}
 
 TreeCost parse_tree_cost(const nlohmann::json& v, const std::string& where) {
   if (!v.is_object()) throw Error(where + ": must be an object {per_step_s, per_level_s, per_node_s} (seconds)");
@@ -153,6 +251,24 @@ double EngineSpec::sampling_seconds(double rows) const {
   return sampling_saturation_rows > 0 ? linear / (1.0 + rows / sampling_saturation_rows) : linear;
 }
 
+const HostWork& EngineSpec::host_work_for(const std::string& version) const {
+  if (version.empty()) return host_work;
+  for (const HostWorkEra& era : host_work_eras)
+    if ((era.from.empty() || compare_engine_versions(version, era.from) >= 0) &&
+        (era.until.empty() || compare_engine_versions(version, era.until) < 0))
+      return era.work;
+  return host_work;
+}
+
+HostWork& EngineSpec::host_work_for(const std::string& version) {
+  return const_cast<HostWork&>(std::as_const(*this).host_work_for(version));
+}
+
+double EngineSpec::host_seconds(const std::string& version, int batch) const {
+  const HostWork& h = host_work_for(version);
+  return (h.step_s >= 0 ? h.step_s : step_overhead_s) + h.request_s * std::max(batch, 0);
+}
+
 double EngineSpec::draft_step_overhead(const std::string& method) const {
   return lookup_method(draft_step_overhead_s, method);
 }
@@ -163,7 +279,7 @@ double EngineSpec::spec_step_overhead(const std::string& method) const {
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source + ": an engine spec must be a JSON object");
   check_known_fields(j, {"name", "overhead", "kernels", "methods", "trees", "tree_verification", "pads_attention_heads",
-                         "interleaves_prefill"},
+                         "interleaves_prefill", "host_work"},
                      source);
   EngineSpec e;
   e.name = get_string(j, "name", source);
@@ -223,6 +339,7 @@ EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source)
   e.flatten_trees = tv == "flattened";
   e.pads_attention_heads = get_bool_or(j, "pads_attention_heads", false, source);
   e.interleaves_prefill = get_bool_or(j, "interleaves_prefill", true, source);
+  if (has_field(j, "host_work")) parse_host_work(j.at("host_work"), source, e);
   return e;
 }
 
@@ -262,6 +379,24 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
   if (e.trees) j["tree_verification"] = e.flatten_trees ? "flattened" : "tree_attention";
   if (e.pads_attention_heads) j["pads_attention_heads"] = true;
   j["interleaves_prefill"] = e.interleaves_prefill;
+  if (!e.host_work.source.empty()) {
+    auto range = [](const HostWork& w) {
+      nlohmann::json r = {{"sequential", w.sequential}, {"speculative", w.speculative}, {"request_s", w.request_s},
+                          {"source", w.source}};
+      if (w.step_s >= 0) r["step_s"] = w.step_s;
+      return r;
+    };
+    nlohmann::json h;
+    h["current"] = range(e.host_work);
+    h["versions"] = nlohmann::json::array();
+    for (const HostWorkEra& era : e.host_work_eras) {
+      nlohmann::json r = range(era.work);
+      if (!era.from.empty()) r["from"] = era.from;
+      if (!era.until.empty()) r["until"] = era.until;
+      h["versions"].push_back(r);
+    }
+    j["host_work"] = h;
+  }
   if (!sources.is_null()) j["sources"] = sources;
   return j;
 }

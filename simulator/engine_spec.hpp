@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "simulator/kernel_fusion.hpp"
 #include "simulator/method.hpp"
@@ -46,6 +47,34 @@ struct TreeCost {
   bool operator==(const TreeCost&) const = default;
 };
 
+// The engine's per-step host work in one release range (scheduling the next batch, preparing its
+// metadata, processing the previous step's outputs): its size (step_s, the engine's overhead.step_s
+// unless the range gives its own, plus request_s per running request) and whether it is hidden
+// behind the device's forward, as an overlap ("zero-overhead") scheduler does, in plain and in
+// speculative decoding. Hidden work costs nothing while it is shorter than the device's step and
+// its excess beyond; work that is not hidden adds to the step in full.
+struct HostWork {
+  bool sequential = false;   // hidden in plain decoding
+  bool speculative = false;  // hidden in speculative decoding
+  double request_s = 0;      // seconds per running request and step
+  double step_s = -1;        // seconds per step; < 0: the engine's overhead.step_s
+  std::string source;        // where the range's behaviour and figures come from
+  bool operator==(const HostWork&) const = default;
+};
+
+// The host work of a range of engine versions [from, until): either bound may be empty (open).
+// Versions are dotted numbers ("0.4.4", "v0.14.0").
+struct HostWorkEra {
+  std::string from, until;
+  HostWork work;
+  bool operator==(const HostWorkEra&) const = default;
+};
+
+// A version's numeric components ("v0.4.4" -> {0, 4, 4}); throws naming `where` on anything else.
+std::vector<int> parse_engine_version(const std::string& version, const std::string& where);
+// <0, 0, >0 as a is older than, the same as, newer than b (missing components count as 0).
+int compare_engine_versions(const std::string& a, const std::string& b);
+
 struct EngineSpec {
   std::string name = "ideal";  // no overheads, every method, trees
   std::string description = "no host overheads: the device's time alone";
@@ -64,6 +93,16 @@ struct EngineSpec {
   double sampling_saturation_rows = 0;
   // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences).
   double sampling_seconds(double rows) const;
+  // The per-step host work by release (the spec's host_work): the current release's (`host_work`,
+  // used when no version is named; without host_work in the spec none per request and nothing
+  // hidden) and, by version range, older releases' (`host_work_eras`; a version in no range behaves
+  // as the current release).
+  HostWork host_work;
+  std::vector<HostWorkEra> host_work_eras;
+  const HostWork& host_work_for(const std::string& version) const;
+  HostWork& host_work_for(const std::string& version);
+  // The step's host work for `batch` running requests on `version`: step_s + request_s · batch.
+  double host_seconds(const std::string& version, int batch) const;
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;

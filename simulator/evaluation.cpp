@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kRowFields = {
     "label",    "model",      "drafter",    "method", "k",     "tree",     "dynamic_tree",
-    "batch",    "prompt_len", "output_len", "tp",     "dtype", "hardware", "engine",
+    "batch",    "prompt_len", "output_len", "tp",     "dtype", "hardware", "engine", "engine_version",
     "acceptance_length", "speedup", "throughput", "baseline_throughput", "versus", "quote", "missing_spec", "match_rate"};
 
 // The speculative configuration of `r` into `s`, whose target, hardware, engine and workload are
@@ -38,6 +38,9 @@ PublishedResult parse_row(const nlohmann::json& r, const std::string& where, con
   if (hw.empty()) throw Error(where + ": no hardware: name it in the row or the set ('hardware'), or give " + sp("hardware"));
   s.hardware = specs.hardware(hw);
   s.engine = specs.engine_for(engine.empty() ? get_string_or(r, "engine", "", where) : engine, s.hardware);
+  // The release the source ran, where it names one (selects the engine's overlap behaviour then).
+  s.engine_version = get_string_or(r, "engine_version", "", where);
+  if (!s.engine_version.empty()) parse_engine_version(s.engine_version, where + " 'engine_version'");
   s.target = specs.model(get_string(r, "model", where));
   s.workload = parse_measured_workload(r, where);
   if (has_field(r, "versus")) {

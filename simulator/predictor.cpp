@@ -184,6 +184,7 @@ void validate_scenario(const Scenario& s) {
   if (w.prompt_len < 1) throw Error("prompt length must be >= 1, got " + std::to_string(w.prompt_len));
   if (w.output_len < 1) throw Error("output length must be >= 1, got " + std::to_string(w.output_len));
   if (w.tp < 1) throw Error("tensor-parallel degree must be >= 1, got " + std::to_string(w.tp));
+  if (!s.engine_version.empty()) parse_engine_version(s.engine_version, "engine " + s.engine.name);
   // The same bounds as the decoder's (positions, draft depth) and the command line's.
   check_input_limit("simulator", "batch size", w.batch, kMaxSimulatedBatch);
   check_input_limit("simulator", "tensor-parallel degree", w.tp, kMaxTensorParallel);
@@ -307,6 +308,23 @@ static StepShape step_shape(const DraftPlan& plan) {
   return shape;
 }
 
+// The step's host work (step_s + request_s per running request: scheduling, metadata, output
+// processing), charged last. An engine that overlaps it with the device's forward in this kind of
+// decoding pays only what exceeds everything else the step costs (its forwards and the per-forward,
+// per-row and per-iteration terms, which run inside the device's step); otherwise it pays it in full.
+static void charge_host_work(Accumulator& acc, const Scenario& s, bool speculative) {
+  const HostWork& h = s.engine.host_work_for(s.engine_version);
+  const bool hidden = speculative ? h.speculative : h.sequential;
+  const int batch = s.workload.batch;
+  if (!hidden) {
+    acc.overhead("step_overhead", "overhead", 1, h.step_s >= 0 ? h.step_s : s.engine.step_overhead_s);
+    acc.overhead("request_overhead", "overhead", batch, h.request_s);
+    return;
+  }
+  const double exposed = s.engine.host_seconds(s.engine_version, batch) - acc.step.total_s();
+  acc.overhead("host_exposed", "overhead", 1, exposed);  // nothing when the device's step is longer
+}
+
 // One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
 // the scenario).
 static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double context, double tokens_per_step,
@@ -336,10 +354,12 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     acc.add(model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify"), &acc.step.verify_s);
   }
   acc.step.verify_tokens = verify_tokens;
-  acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
   const double rows = double(s.workload.batch) * verify_tokens;  // per-row host time, saturating with rows
   acc.overhead("sampling", "overhead", rows, rows > 0 ? s.engine.sampling_seconds(rows) / rows : 0.0);
-  if (m == Method::sequential) return acc.step;
+  if (m == Method::sequential) {
+    charge_host_work(acc, s, false);
+    return acc.step;
+  }
   const std::string mname = method_name(m);
   if (lookup) {
     // No drafter forward (the registry's schedule is empty): the engine's host lookup instead, and
@@ -348,6 +368,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     acc.overhead("draft_lookup", "overhead", 1, t);
     acc.step.lookup_s = t > 0 ? t : 0;
     acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
+    charge_host_work(acc, s, true);
     return acc.step;
   }
 
@@ -398,6 +419,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     if (dynamic) acc.overhead("tree_build", "overhead", 1, s.engine.tree_cost.seconds(0, plan.tree->size(), true));
   }
   acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
+  charge_host_work(acc, s, true);
   return acc.step;
 }
 

@@ -51,6 +51,9 @@ struct Scenario {
   std::optional<Drafter> drafter;  // required unless sequential or draft-free (then optional: no model)
   HardwareSpec hardware;
   EngineSpec engine;               // default: "ideal" (no host overheads)
+  // The engine's release the scenario runs (e.g. "0.4.4"): selects whether it hides its per-step host
+  // work and its size (EngineSpec::host_work_for); empty = the current release.
+  std::string engine_version;
   Workload workload;
   DraftPlan plan;
   AcceptancePtr acceptance;        // required unless sequential or measured_tokens_per_step is set

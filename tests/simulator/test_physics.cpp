@@ -82,30 +82,48 @@ TEST(Physics, VerifyCostIsMonotoneInTokens) {
 
 // For fixed acceptance, the speedup does not rise with batch once the verification forward
 // (batch × (K + 1) tokens) fills a tensor-core tile: beyond that point extra sequences only make
-// the K + 1-token forward dearer relative to the one-token one.
+// the K + 1-token forward dearer relative to the one-token one. Stated while speculation pays
+// (speedup >= 1 at the smaller batch), with the engines' host work as released and with it off
+// (no per-request work, step_s paid in full). Beyond that point the property does not hold
+// exactly: besides the forwards a step pays the per-row sampling time, which saturates with rows,
+// and a step of K + 1 rows per sequence gains more from that saturation; once no fixed per-step
+// cost is large enough to outweigh it (a current release hides its step_s; the vLLM engine fitted
+// to issue 20780 as a V1 release keeps 0.57 ms), a speedup already below 1 creeps up by a
+// fraction of a percent (K = 7, batch 512 -> 1024: 0.5902 -> 0.5903). No one speculates there.
 TEST(Physics, SpeedupIsNonIncreasingInBatchBeyondTheKnee) {
   const std::vector<std::pair<std::string, std::string>> pairs = {
       {"llama-3.1-8b", "eagle3-llama3.1-8b"}, {"llama-3.1-8b", "draft-llama-3.2-1b"},
       {"vicuna-7b", "eagle1-vicuna-7b"}, {"llama-3.1-8b", "peagle-llama3.1-8b"}};
-  for (const auto& [model, drafter] : pairs) {
-    for (int k : {2, 4, 7}) {
-      for (const auto& pl : platforms()) {
-        if (pl.hardware.kind != "gpu") continue;
-        const Scenario base = test::scenario(model, "h100-sxm", drafter, k, 0.8);
-        if (!pl.engine.runs(base.plan.method)) continue;
-        const int knee = std::max(1, pl.hardware.gemm_tile_rows / (k + 1));
-        double prev = 0;
-        for (int batch = knee; batch <= 1024; batch *= 2) {
-          const double speedup = predict(on(base, pl, batch)).speedup;
-          if (batch > knee) {
-            EXPECT_LE(speedup, prev * (1 + 1e-9))
-                << drafter << " K=" << k << " on " << name(pl) << ": batch " << batch << " vs " << batch / 2;
+  int checked = 0;
+  for (const bool hidden : {false, true}) {
+    for (const auto& [model, drafter] : pairs) {
+      for (int k : {2, 4, 7}) {
+        for (const auto& pl : platforms()) {
+          if (pl.hardware.kind != "gpu") continue;
+          Scenario base = test::scenario(model, "h100-sxm", drafter, k, 0.8);
+          if (!pl.engine.runs(base.plan.method)) continue;
+          const int knee = std::max(1, pl.hardware.gemm_tile_rows / (k + 1));
+          double prev = 0;
+          for (int batch = knee; batch <= 1024; batch *= 2) {
+            Scenario s = on(base, pl, batch);
+            if (!hidden) {  // no per-request host work, step_s paid in full (the model before host_work)
+              s.engine.host_work = HostWork{};
+              s.engine.host_work_eras.clear();
+            }
+            const double speedup = predict(s).speedup;
+            if (batch > knee && prev >= 1.0) {
+              ++checked;
+              EXPECT_LE(speedup, prev * (1 + 1e-9)) << drafter << " K=" << k << " on " << name(pl) << ", host work "
+                                                    << (hidden ? "as released" : "off") << ": batch "
+                                                    << batch << " vs " << batch / 2;
+            }
+            prev = speedup;
           }
-          prev = speedup;
         }
       }
     }
   }
+  EXPECT_GT(checked, 100) << "steps checked where speculation pays: " << checked;
 }
 
 // Overheads that only speculation pays (per drafter forward, per speculative iteration) never

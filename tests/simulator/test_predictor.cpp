@@ -298,8 +298,9 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   EXPECT_EQ(r.sequential->plan.devices, 12) << "sequential decoding: three TP-4 replicas";
   EXPECT_FALSE(r.configs.front().plan.feasible) << "TP 1 does not fit";
   // Allowed 0.96 the answer is the same: four TP-2 replicas would each carry 5 requests/s, whose
-  // prompts take 60% of the replica: rho 0.996 (1.02 before vLLM's fused residual add took one
-  // kernel per layer off the step), above the 0.96 allowed.
+  // prompts take 60% of the replica: rho 0.9603, just above the 0.96 allowed (1.02 before vLLM's
+  // fused residual add took one kernel per layer off the step, 0.996 before the current release hid
+  // its step's host work behind the device).
   CapacityRequest loose = req;
   loose.max_utilization = 0.96;
   const CapacitySearch l = search_capacity(s, loose, {1, 2, 4, 8}, {1, 2, 3, 4});
@@ -315,7 +316,7 @@ TEST(Capacity, SearchTakesTheFewestDevicesThenTheLowestTpot) {
   }(), loose, 4);
   ASSERT_EQ(l.best->plan.options[5].batch, 32);
   EXPECT_GT(four.load.queue.utilization, loose.max_utilization) << "four replicas exceed the utilisation allowed";
-  EXPECT_NEAR(four.load.queue.utilization, 0.996, 0.001) << "four replicas' utilisation";
+  EXPECT_NEAR(four.load.queue.utilization, 0.9603, 0.0001) << "four replicas' utilisation";
 
   // A table answering K <= 2 only: K = 3 and 4 are listed as skipped, never extrapolated.
   s.acceptance = table_acceptance({{1, 1.7}, {2, 2.3}});
