@@ -59,8 +59,8 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
 // steps (vllm interleaves prefill): 71 ms each at TP 4, so one TP-4 replica cannot keep up, and 120
 // ms each at TP 2. Searching TP × K × batch with every replica at utilisation <= 0.85 (the default)
 // finds ten devices, five TP-2 replicas with a K-3 chain at batch 32, each spending 48% of its time
-// on prompts; sequential decoding needs twelve (three TP-4 replicas). Allowed 0.96 the answer is
-// the same: four replicas would each run at rho 1.02.
+// on prompts; sequential decoding needs twelve (three TP-4 replicas). Allowed 0.96 the devices are
+// the same: four replicas would each run at rho 0.9603.
 TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
   const std::vector<std::string> question = {"--model", "llama-3.1-70b", "--hardware", "h200", "--drafter", "eagle3-llama3.3-70b",
                                              "--alpha", "0.75", "--prompt-len", "1024", "--output-len", "256",
