@@ -58,7 +58,7 @@ TEST(SimulateCommand, JsonBestKAndCapacity) {
 // on H200. Every replica prefills its share of the 20 prompts/s of 1024 tokens inside its decode
 // steps (vllm interleaves prefill): 71 ms each at TP 4, so one TP-4 replica cannot keep up, and 120
 // ms each at TP 2. Searching TP × K × batch with every replica at utilisation <= 0.85 (the default)
-// finds ten devices, five TP-2 replicas with a K-3 chain at batch 32, each spending 48% of its time
+// finds ten devices, five TP-2 replicas with a K-3 chain at batch 32, each spending 47% of its time
 // on prompts; sequential decoding needs twelve (three TP-4 replicas). Allowed 0.96 the devices are
 // the same: four replicas would each run at rho 0.9603.
 TEST(SimulateCommand, CapacityPlannerFindsTheCheaperTensorParallelDegree) {
