@@ -71,28 +71,28 @@ std::vector<double> numbers(const py::handle& x, const std::string& name) {
   return number_list(x, name);
 }
 
-std::vector<int> integer_list(const py::handle& x, const std::string& name) {
-  if (!is_list(x)) return {integer(x, name)};
-  std::vector<int> v;
-  for (py::handle e : x.cast<py::sequence>()) v.push_back(integer(e, name));
+namespace {
+
+// One value, or a non-empty list of them, each read by `element` (which names the keyword in its errors).
+template <typename T, typename Element>
+std::vector<T> one_or_list(const py::handle& x, const std::string& name, Element element) {
+  if (!is_list(x)) return {element(x, name)};
+  std::vector<T> v;
+  for (py::handle e : x.cast<py::sequence>()) v.push_back(element(e, name));
   if (v.empty()) throw Error(name + " is empty");
   return v;
 }
 
+}  // namespace
+
+std::vector<int> integer_list(const py::handle& x, const std::string& name) { return one_or_list<int>(x, name, integer); }
+
 std::vector<std::string> text_list(const py::handle& x, const std::string& name) {
-  if (!is_list(x)) return {text(x, name)};
-  std::vector<std::string> v;
-  for (py::handle e : x.cast<py::sequence>()) v.push_back(text(e, name));
-  if (v.empty()) throw Error(name + " is empty");
-  return v;
+  return one_or_list<std::string>(x, name, text);
 }
 
 std::vector<std::string> path_list(const py::handle& x, const std::string& name) {
-  if (!is_list(x)) return {path_text(x, name)};
-  std::vector<std::string> v;
-  for (py::handle e : x.cast<py::sequence>()) v.push_back(path_text(e, name));
-  if (v.empty()) throw Error(name + " is empty");
-  return v;
+  return one_or_list<std::string>(x, name, path_text);
 }
 
 std::string json_text(const py::handle& x, const std::string& name, const std::string& expected) {
