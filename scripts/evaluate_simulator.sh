@@ -23,12 +23,15 @@ rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp/fitted/hardware" "$OUT.tmp/fitted/engines"
 
 : > "$OUT.tmp/calibration.txt"
-# The first set on a device fits its hardware and engine terms; a later set on the same device
-# starts from that fitted hardware and fits its engine's terms alone (--fit engine). Hardware terms
-# come from a set of dense single-GPU rows where there is one (the largest such): rows across
-# tensor-parallel degrees or of mixture-of-experts targets add collective and routing costs that
-# the hardware terms cannot tell from engine overhead. Then the largest sets first.
-sets=$(/usr/bin/python3 - <<'PY'
+# Sets of one engine on one device are fitted together (--calibrate a.json,b.json): each release's
+# host terms from all its rows (terms are scoped to the rows' engine_version; rows naming none fit
+# the engine's own terms), each source held out in turn. The first group on a device fits its
+# hardware and engine terms; a later group on the same device starts from that fitted hardware and
+# fits its engine's terms alone (--fit engine). Hardware terms come from a group of dense single-GPU
+# rows where there is one (the largest such): rows across tensor-parallel degrees or of
+# mixture-of-experts targets add collective and routing costs that the hardware terms cannot tell
+# from engine overhead. Then the largest groups first.
+groups=$(/usr/bin/python3 - <<'PY'
 import glob, json, os
 def is_moe(model):
     path = os.path.join("simulator/specs/models", model + ".json")
@@ -36,34 +39,37 @@ def is_moe(model):
         return False
     spec = json.load(open(path))
     return any(spec.get(k, 0) for k in ("num_experts", "num_local_experts", "n_routed_experts"))
-rows = []
-for f in glob.glob("simulator/calibration/*.json"):
+groups = {}
+for f in sorted(glob.glob("simulator/calibration/*.json")):
     j = json.load(open(f))
     d = j.get("defaults", {})
     dense_single = all(int(r.get("tp", d.get("tp", 1))) == 1 and not is_moe(r.get("model", d.get("model", "")))
                        for r in j["rows"])
-    rows.append((0 if dense_single else 1, -len(j["rows"]), f, j["hardware"], j.get("engine", "-")))
-for _, n, f, hw, engine in sorted(rows):
-    print(f, hw, engine)
+    g = groups.setdefault((j["hardware"], j.get("engine", "-")), {"files": [], "rows": 0, "dense_single": True})
+    g["files"].append(f)
+    g["rows"] += len(j["rows"])
+    g["dense_single"] = g["dense_single"] and dense_single
+for (hw, engine), g in sorted(groups.items(), key=lambda kv: (0 if kv[1]["dense_single"] else 1, -kv[1]["rows"], kv[1]["files"])):
+    print(",".join(g["files"]), hw, engine)
 PY
 )
-while read -r set hw engine; do
-  if [[ "$engine" == "-" ]]; then echo "error: $set names no engine" >&2; exit 1; fi
-  echo "== $set" >> "$OUT.tmp/calibration.txt"
+while read -r sets hw engine; do
+  if [[ "$engine" == "-" ]]; then echo "error: $sets names no engine" >&2; exit 1; fi
+  echo "== $sets" >> "$OUT.tmp/calibration.txt"
   fitted_hw="$OUT.tmp/fitted/hardware/$hw.json"
-  args=(--calibrate "$set" --cross-validate --engine-output "$OUT.tmp/fitted/engines/$engine.json")
+  args=(--calibrate "$sets" --cross-validate --engine-output "$OUT.tmp/fitted/engines/$engine.json")
   if [[ -e "$fitted_hw" ]]; then
-    echo "(hardware $hw as fitted by an earlier set; this set fits engine $engine alone)" >> "$OUT.tmp/calibration.txt"
+    echo "(hardware $hw as fitted by an earlier group; this group fits engine $engine alone)" >> "$OUT.tmp/calibration.txt"
     args+=(--hardware "$fitted_hw" --fit engine)
   else
     args+=(--output "$fitted_hw")
   fi
   if [[ -e "$OUT.tmp/fitted/engines/$engine.json" ]]; then
-    echo "(engine $engine was fitted by an earlier set too; this set's fit replaces it)" >> "$OUT.tmp/calibration.txt"
+    echo "(engine $engine was fitted on other hardware by an earlier group too; this group's fit replaces it)" >> "$OUT.tmp/calibration.txt"
   fi
   "$SPECDEC" simulate "${args[@]}" >> "$OUT.tmp/calibration.txt"
   echo >> "$OUT.tmp/calibration.txt"
-done <<< "$sets"
+done <<< "$groups"
 
 "$SPECDEC" simulate --evaluate simulator/evaluation > "$OUT.tmp/evaluation_priors.txt"
 "$SPECDEC" simulate --evaluate simulator/evaluation --json > "$OUT.tmp/evaluation_priors.json"

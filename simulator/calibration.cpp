@@ -85,7 +85,7 @@ MeasuredConfig parse_row(const nlohmann::json& r, const std::string& where, cons
 
 struct Transform {
   bool logistic;  // efficiencies in (0, 1]; overheads positive
-  double offset;  // the overlap exponent: offset + a positive number
+  double offset;  // terms bounded below (the overlap exponent, a saturation point): offset + a positive number
   double to_x(double v) const {
     if (logistic) {
       v = std::clamp(v, 1e-6, 1.0 - 1e-9);
@@ -98,50 +98,46 @@ struct Transform {
 };
 
 Transform transform_for(const std::string& name) {
-  return {name.find("efficiency") != std::string::npos, name == "overlap_exponent" ? 1.0 : 0.0};
+  const std::string base = name.substr(0, name.find('@'));  // a release's term moves as the engine's
+  // Terms bounded below by 1 (an exponent, a saturation point in rows) move above it.
+  const bool from_one = base == "overlap_exponent" || base == "sampling_saturation_rows";
+  return {base.find("efficiency") != std::string::npos, from_one ? 1.0 : 0.0};
 }
 
 }  // namespace
 
-// Whether every row of `set` runs in the same host-work range of `engine` (its engine_version).
-static bool one_host_work_range(const CalibrationSet& set, const EngineSpec& engine) {
-  const HostWork* first = nullptr;
+// The release scope of a row: "" where it names no engine version (it fits the engine's own host
+// terms, overhead.*), else the version of the first row of the set in the same host_work range of
+// `engine` (it fits that range's terms: a release's scheduler, drafting loop and sampler are its
+// own, and a term fitted to one release must not price another).
+static std::vector<std::string> release_scopes(const CalibrationSet& set, const EngineSpec& engine) {
+  std::vector<std::string> scopes;
+  std::map<const HostWork*, std::string> first;
   for (const auto& r : set.rows) {
-    const HostWork* h = &engine.host_work_for(r.scenario.engine_version);
-    if (first && h != first) return false;
-    first = h;
+    const std::string& v = r.scenario.engine_version;
+    if (v.empty()) {
+      scopes.push_back("");
+      continue;
+    }
+    const HostWork* range = &engine.host_work_for(v);
+    scopes.push_back(first.emplace(range, v).first->second);
   }
-  return true;
+  return scopes;
+}
+
+static std::string scoped(const std::string& name, const std::string& scope) {
+  return scope.empty() ? name : name + "@" + scope;
 }
 
 std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine) {
-  std::vector<std::string> p = {"memory_efficiency", "compute_efficiency", "kernel_floor_s", "step_overhead_s"};
+  std::vector<std::string> p = {"memory_efficiency", "compute_efficiency", "kernel_floor_s"};
   if (!engine.cuda_graphs) p.push_back("kernel_launch_s");
   bool tp = false;
-  std::set<std::string> methods;
-  std::set<int> batches, plain_batches, spec_batches;
-  for (const auto& r : set.rows) {
-    tp = tp || r.scenario.workload.tp > 1;
-    batches.insert(r.scenario.workload.batch);
-    (r.scenario.plan.method == Method::sequential ? plain_batches : spec_batches).insert(r.scenario.workload.batch);
-    if (r.scenario.plan.method != Method::sequential) methods.insert(method_name(r.scenario.plan.method));
-  }
+  for (const auto& r : set.rows) tp = tp || r.scenario.workload.tp > 1;
   if (tp) {
     p.push_back("comm_latency_s");
     p.push_back("interconnect_efficiency");
   }
-  // Host time per verified row of each sequence (sampling, the acceptance test) grows with the
-  // batch while the per-step terms do not: only rows at several batch sizes can tell them apart.
-  if (batches.size() > 1) p.push_back("sampling_s_per_row");
-  // Where it saturates is a second parameter of the same curve: three batch sizes at least.
-  if (batches.size() > 2) p.push_back("sampling_saturation_rows");
-  // Host work per running request grows with the batch as the per-row term does, but a speculative
-  // step verifies K + 1 rows per request where a plain step verifies one: plain and speculative rows
-  // each at several batch sizes tell the two apart.
-  // It is a term of the release the rows ran: fitted by default only where they all ran in one
-  // host-work range of the engine.
-  if (plain_batches.size() > 1 && spec_batches.size() > 1 && one_host_work_range(set, engine))
-    p.push_back("request_overhead_s");
   // Dynamic trees of several sizes separate a tree's per-node host time from its per-step time.
   std::set<int> dynamic_sizes;
   for (const auto& r : set.rows)
@@ -150,18 +146,64 @@ std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const
     p.push_back("tree_step_s");
     p.push_back("tree_node_s");
   }
-  for (const auto& m : methods) {
-    p.push_back("draft_step_overhead_s." + m);
-    p.push_back("spec_step_overhead_s." + m);
+  // The host terms, once per release scope, each from that scope's rows alone.
+  const std::vector<std::string> scope_of = release_scopes(set, engine);
+  std::vector<std::string> scopes;
+  for (const auto& sc : scope_of)
+    if (std::find(scopes.begin(), scopes.end(), sc) == scopes.end()) scopes.push_back(sc);
+  std::set<const HostWork*> request_ranges;
+  for (const auto& scope : scopes) {
+    std::set<std::string> methods;
+    std::set<int> batches, plain_batches, spec_batches;
+    for (size_t i = 0; i < set.rows.size(); ++i) {
+      if (scope_of[i] != scope) continue;
+      const Scenario& r = set.rows[i].scenario;
+      if (r.plan.method != Method::sequential) methods.insert(method_name(r.plan.method));
+      // The batch-dependent host terms below are told apart by dense targets' rows alone: a
+      // mixture-of-experts target's step also grows with the batch through the experts it covers
+      // (simulator/expert_popularity.hpp), which a per-request or per-row host term would absorb.
+      if (r.target.is_moe()) continue;
+      batches.insert(r.workload.batch);
+      (r.plan.method == Method::sequential ? plain_batches : spec_batches).insert(r.workload.batch);
+    }
+    p.push_back(scoped("step_overhead_s", scope));
+    // Host time per verified row of each sequence (sampling, the acceptance test) grows with the
+    // batch while the per-step terms do not: only (dense) rows at several batch sizes tell them apart.
+    if (batches.size() > 1) p.push_back(scoped("sampling_s_per_row", scope));
+    // Where it saturates is a second parameter of the same curve: three batch sizes at least.
+    if (batches.size() > 2) p.push_back(scoped("sampling_saturation_rows", scope));
+    // Host work per running request grows with the batch as the per-row term does, but a speculative
+    // step verifies K + 1 rows per request where a plain step verifies one: plain and speculative
+    // rows each at several batch sizes tell the two apart. It is always a term of a release range
+    // (rows naming no version: the current release's), fitted once per range.
+    if (plain_batches.size() > 1 && spec_batches.size() > 1 && request_ranges.insert(&engine.host_work_for(scope)).second)
+      p.push_back(scoped("request_overhead_s", scope));
+    for (const auto& m : methods) {
+      p.push_back(scoped("draft_step_overhead_s." + m, scope));
+      p.push_back(scoped("spec_step_overhead_s." + m, scope));
+    }
   }
   return p;
 }
 
+// A parameter name and its release scope ("step_overhead_s@0.4.4": the range holding 0.4.4).
+static std::pair<std::string, std::string> split_scope(const std::string& name) {
+  const size_t at = name.find('@');
+  if (at == std::string::npos) return {name, ""};
+  return {name.substr(0, at), name.substr(at + 1)};
+}
+
+// Host terms a release range may give its own (simulator/engine_spec.hpp, HostWork).
+static bool is_release_term(const std::string& base) {
+  return base == "step_overhead_s" || base == "request_overhead_s" || base == "sampling_s_per_row" ||
+         base == "sampling_saturation_rows" || base.rfind("draft_step_overhead_s.", 0) == 0 ||
+         base.rfind("spec_step_overhead_s.", 0) == 0;
+}
+
 bool is_engine_parameter(const std::string& name) {
-  return name == "step_overhead_s" || name == "request_overhead_s" || name == "kernel_launch_s" || name == "sampling_s_per_row" ||
-         name == "sampling_saturation_rows" || name == "tree_step_s" || name == "tree_level_s" ||
-         name == "tree_node_s" ||
-         name.rfind("draft_step_overhead_s.", 0) == 0 || name.rfind("spec_step_overhead_s.", 0) == 0;
+  const std::string base = split_scope(name).first;
+  return is_release_term(base) || base == "kernel_launch_s" || base == "tree_step_s" || base == "tree_level_s" ||
+         base == "tree_node_s";
 }
 
 std::vector<std::string> expand_fit_groups(const std::vector<std::string>& params, const CalibrationSet& set,
@@ -191,55 +233,85 @@ static std::map<std::string, double>* method_map(EngineSpec& e, const std::strin
   return nullptr;
 }
 
+// The release a scoped name reads and sets (validated), or "" for an unscoped one.
+static std::string scope_version(const std::string& name) {
+  const auto [base, version] = split_scope(name);
+  if (name.find('@') == std::string::npos) return "";
+  if (!is_release_term(base))
+    throw Error("calibration parameter '" + name + "': '" + base + "' is not a term of a release (only step_overhead_s, "
+                "request_overhead_s, sampling_s_per_row, sampling_saturation_rows, draft_step_overhead_s.<method> "
+                "and spec_step_overhead_s.<method> take '@<engine version>')");
+  if (version.empty())
+    throw Error("calibration parameter '" + name + "': no engine version after '@' (e.g. " + base + "@0.4.4)");
+  parse_engine_version(version, "calibration parameter '" + name + "'");
+  return version;
+}
+
 double get_parameter(const Platform& p_in, const std::string& name) {
   Platform& p = const_cast<Platform&>(p_in);
   const HardwareSpec& h = p.hardware;
-  if (name == "compute_efficiency") return h.compute_efficiency;
-  if (name == "memory_efficiency") return h.memory_efficiency;
-  if (name == "interconnect_efficiency") return h.interconnect_efficiency;
-  if (name == "kernel_floor_s") return h.kernel_floor_s;
-  if (name == "comm_latency_s") return h.comm_latency_s;
-  if (name == "overlap_exponent") return h.overlap_exponent;
-  if (name == "step_overhead_s") return p.engine.step_overhead_s;
-  if (name == "request_overhead_s") return p.engine.host_work_for(p.engine_version).request_s;
-  if (name == "sampling_s_per_row") return p.engine.sampling_s_per_row;
-  if (name == "sampling_saturation_rows") return p.engine.sampling_saturation_rows;
-  if (name == "tree_step_s") return p.engine.tree_cost.per_step_s;
-  if (name == "tree_level_s") return p.engine.tree_cost.per_level_s;
-  if (name == "tree_node_s") return p.engine.tree_cost.per_node_s;
-  if (name == "kernel_launch_s") return p.engine.kernel_launch_s;
+  const std::string version = scope_version(name);
+  const std::string base = split_scope(name).first;
+  const HostWork& range = p_in.engine.host_work_for(version);
+  if (base == "compute_efficiency") return h.compute_efficiency;
+  if (base == "memory_efficiency") return h.memory_efficiency;
+  if (base == "interconnect_efficiency") return h.interconnect_efficiency;
+  if (base == "kernel_floor_s") return h.kernel_floor_s;
+  if (base == "comm_latency_s") return h.comm_latency_s;
+  if (base == "overlap_exponent") return h.overlap_exponent;
+  // Unscoped: the engine's own terms (request_s has none: the current release's range).
+  if (base == "step_overhead_s") return version.empty() ? p.engine.step_overhead_s : p.engine.step_overhead(version);
+  if (base == "request_overhead_s") return range.request_s;
+  if (base == "sampling_s_per_row")
+    return !version.empty() && range.sampling_s_per_row >= 0 ? range.sampling_s_per_row : p.engine.sampling_s_per_row;
+  if (base == "sampling_saturation_rows")
+    return !version.empty() && range.sampling_saturation_rows >= 0 ? range.sampling_saturation_rows
+                                                                    : p.engine.sampling_saturation_rows;
+  if (base == "tree_step_s") return p.engine.tree_cost.per_step_s;
+  if (base == "tree_level_s") return p.engine.tree_cost.per_level_s;
+  if (base == "tree_node_s") return p.engine.tree_cost.per_node_s;
+  if (base == "kernel_launch_s") return p.engine.kernel_launch_s;
   std::string method;
-  if (method_map(p.engine, name, &method)) {
-    return name.rfind("draft", 0) == 0 ? p_in.engine.draft_step_overhead(method) : p_in.engine.spec_step_overhead(method);
+  if (method_map(p.engine, base, &method)) {
+    const bool draft = base.rfind("draft", 0) == 0;
+    if (version.empty()) return method_term(draft ? p.engine.draft_step_overhead_s : p.engine.spec_step_overhead_s, method);
+    return draft ? p_in.engine.draft_step_overhead(method, version) : p_in.engine.spec_step_overhead(method, version);
   }
   throw Error("unknown calibration parameter '" + name +
               "'; expected (hardware) compute_efficiency, memory_efficiency, interconnect_efficiency, kernel_floor_s, "
               "comm_latency_s, overlap_exponent or (engine) step_overhead_s, request_overhead_s, kernel_launch_s, "
               "sampling_s_per_row, "
               "sampling_saturation_rows, tree_step_s, tree_level_s, tree_node_s, "
-              "draft_step_overhead_s.<method>, spec_step_overhead_s.<method>");
+              "draft_step_overhead_s.<method>, spec_step_overhead_s.<method> (a host term of one release: "
+              "<name>@<engine version>)");
 }
 
 void set_parameter(Platform& p, const std::string& name, double value) {
   get_parameter(p, name);  // validates the name
   HardwareSpec& h = p.hardware;
-  if (name == "compute_efficiency") h.compute_efficiency = value;
-  else if (name == "memory_efficiency") h.memory_efficiency = value;
-  else if (name == "interconnect_efficiency") h.interconnect_efficiency = value;
-  else if (name == "kernel_floor_s") h.kernel_floor_s = value;
-  else if (name == "comm_latency_s") h.comm_latency_s = value;
-  else if (name == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
-  else if (name == "step_overhead_s") p.engine.step_overhead_s = value;
-  else if (name == "request_overhead_s") p.engine.host_work_for(p.engine_version).request_s = value;
-  else if (name == "sampling_s_per_row") p.engine.sampling_s_per_row = value;
-  else if (name == "sampling_saturation_rows") p.engine.sampling_saturation_rows = value;
-  else if (name == "tree_step_s") p.engine.tree_cost.per_step_s = value;
-  else if (name == "tree_level_s") p.engine.tree_cost.per_level_s = value;
-  else if (name == "tree_node_s") p.engine.tree_cost.per_node_s = value;
-  else if (name == "kernel_launch_s") p.engine.kernel_launch_s = value;
+  const std::string version = scope_version(name);
+  const std::string base = split_scope(name).first;
+  HostWork& range = p.engine.host_work_for(version);
+  if (base == "compute_efficiency") h.compute_efficiency = value;
+  else if (base == "memory_efficiency") h.memory_efficiency = value;
+  else if (base == "interconnect_efficiency") h.interconnect_efficiency = value;
+  else if (base == "kernel_floor_s") h.kernel_floor_s = value;
+  else if (base == "comm_latency_s") h.comm_latency_s = value;
+  else if (base == "overlap_exponent") h.overlap_exponent = std::clamp(value, 1.0, 64.0);
+  else if (base == "step_overhead_s") (version.empty() ? p.engine.step_overhead_s : range.step_s) = value;
+  else if (base == "request_overhead_s") range.request_s = value;
+  else if (base == "sampling_s_per_row") (version.empty() ? p.engine.sampling_s_per_row : range.sampling_s_per_row) = value;
+  else if (base == "sampling_saturation_rows")
+    (version.empty() ? p.engine.sampling_saturation_rows : range.sampling_saturation_rows) = value;
+  else if (base == "tree_step_s") p.engine.tree_cost.per_step_s = value;
+  else if (base == "tree_level_s") p.engine.tree_cost.per_level_s = value;
+  else if (base == "tree_node_s") p.engine.tree_cost.per_node_s = value;
+  else if (base == "kernel_launch_s") p.engine.kernel_launch_s = value;
   else {
     std::string method;
-    (*method_map(p.engine, name, &method))[method] = value;
+    std::map<std::string, double>* engine_map = method_map(p.engine, base, &method);
+    if (!version.empty()) engine_map = base.rfind("draft", 0) == 0 ? &range.draft_step_s : &range.spec_step_s;
+    (*engine_map)[method] = value;
   }
 }
 
@@ -426,20 +498,12 @@ CalibrationResult calibrate(const CalibrationSet& set, const Platform& start, st
   if (params.empty()) params = set.fit.empty() ? default_fit_parameters(set, start.engine) : set.fit;
   params = expand_fit_groups(params, set, start.engine);
   Platform p0 = start;
-  // The per-request host work is a term of one release range: the rows' (they must share one).
-  if (std::find(params.begin(), params.end(), "request_overhead_s") != params.end()) {
-    if (!one_host_work_range(set, start.engine))
-      throw Error("calibration of " + set.source + ": request_overhead_s is a term of one release range of engine " +
-                  start.engine.name + " (its host_work), but the rows' engine_version fall in several; fit the "
-                  "releases' rows separately");
-    p0.engine_version = set.rows.front().scenario.engine_version;
-  }
   // Overheads that start at zero get a small positive start so the log transform can move them.
   std::vector<double> x0;
   for (const auto& p : params) {
     double v = get_parameter(p0, p);
     // No saturation (0) starts from a point beyond the rows most sets hold, nearly linear there.
-    if (p == "sampling_saturation_rows" && v <= 0) v = kSaturationStartRows;
+    if (split_scope(p).first == "sampling_saturation_rows" && v <= 0) v = kSaturationStartRows;
     if (!transform_for(p).logistic && transform_for(p).offset == 0 && v <= 0) v = 1e-6;
     // An efficiency at (or near) 1, as a freshly measured spec has, sits where the logistic is
     // flat: the search could not move it. Start such terms at 0.9 instead.

@@ -33,9 +33,6 @@ struct MeasuredConfig {
 struct Platform {
   HardwareSpec hardware;
   EngineSpec engine;
-  // The engine release whose host-work range "request_overhead_s" reads and sets (empty: the
-  // current release's); calibrate() takes it from the set's rows.
-  std::string engine_version;
 };
 
 struct CalibrationSet {
@@ -50,7 +47,11 @@ struct CalibrationSet {
 // "kernel_floor_s", "comm_latency_s", "overlap_exponent". Engine: "step_overhead_s", "request_overhead_s",
 // "kernel_launch_s", "sampling_s_per_row", "sampling_saturation_rows", "tree_step_s", "tree_level_s",
 // "tree_node_s", "draft_step_overhead_s.<method>",
-// "spec_step_overhead_s.<method>".
+// "spec_step_overhead_s.<method>". The host terms of a release (step, request, sampling, draft and
+// spec step overheads) take a scope, "<name>@<engine version>": the term of the engine's host_work
+// range holding that version, which prices that range's releases alone; unscoped, the engine's own
+// (its fallback for every release without a term of its own; request_overhead_s: the current
+// release's). The defaults scope every host term to the rows' releases (release_scopes).
 std::vector<std::string> default_fit_parameters(const CalibrationSet& set, const EngineSpec& engine = {});
 bool is_engine_parameter(const std::string& name);
 // "engine" and "hardware" in a parameter list stand for the defaults of that side (so a second set

@@ -18,12 +18,14 @@ constexpr double kMaxHostSeconds = 1.0;
 // A saturation point beyond any batch × draft rows the simulator takes (batch and tree limits).
 constexpr double kMaxSaturationRows = 1e7;
 
+}  // namespace
+
 // A method's own term; else, for the EAGLE family, its nearest sibling's; else "default"; else 0.
 // The engines modelled run EAGLE-1, EAGLE-3 and P-EAGLE through one drafting loop (vLLM's EAGLE
 // proposer drafts P-EAGLE as a parallel-drafting EAGLE-3 head), so a term measured for one is the
 // best estimate for another: a method absent from calibration must not become free. The term is
 // per drafter forward (or per iteration), so P-EAGLE, one forward per step, pays it once.
-double lookup_method(const std::map<std::string, double>& m, const std::string& method) {
+double method_term(const std::map<std::string, double>& m, const std::string& method) {
   auto it = m.find(method);
   if (it != m.end()) return it->second;
   for (const std::string& sibling : cost_siblings(method)) {
@@ -33,6 +35,8 @@ double lookup_method(const std::map<std::string, double>& m, const std::string& 
   it = m.find("default");
   return it == m.end() ? 0.0 : it->second;
 }
+
+namespace {
 
 template <class T>
 const T* lookup_entry(const std::map<std::string, T>& m, const std::string& method) {
@@ -139,11 +143,28 @@ HostWork parse_host_work_range(const nlohmann::json& v, const std::string& where
     h.step_s = get_number_or(v, "step_s", 0.0, where);
     require_in_range(h.step_s, "step_s", where, 0.0, kMaxHostSeconds, true, "s");
   }
+  h.draft_step_s = parse_method_map(v, "draft_step_s", where);
+  h.spec_step_s = parse_method_map(v, "spec_step_s", where);
+  if (has_field(v, "sampling_s_per_row")) {
+    h.sampling_s_per_row = get_number_or(v, "sampling_s_per_row", 0.0, where);
+    require_in_range(h.sampling_s_per_row, "sampling_s_per_row", where, 0.0, kMaxHostSeconds, true, "s");
+  }
+  if (has_field(v, "sampling_saturation_rows")) {
+    h.sampling_saturation_rows = get_number_or(v, "sampling_saturation_rows", 0.0, where);
+    require_in_range(h.sampling_saturation_rows, "sampling_saturation_rows", where, 1.0, kMaxSaturationRows, true,
+                     "rows (0: the per-row time never saturates)");
+  }
   if (!has_field(v, "source") || !v.at("source").is_string() || v.at("source").get<std::string>().empty())
     throw Error(where + ": field 'source' is missing (where the behaviour and the figures come from: a release note, "
                 "PR, code or measurement)");
   h.source = v.at("source").get<std::string>();
   return h;
+}
+
+// The fields of one host_work range (a range in `versions` adds from and until).
+std::vector<std::string> range_fields() {
+  return {"sequential", "speculative", "request_s", "step_s", "draft_step_s", "spec_step_s", "sampling_s_per_row",
+          "sampling_saturation_rows", "source"};
 }
 
 // host_work: {"current": {sequential, speculative, request_s, step_s?, source},
@@ -157,7 +178,7 @@ void parse_host_work(const nlohmann::json& j, const std::string& source, EngineS
   const auto& c = j.at("current");
   if (!c.is_object())
     throw Error(where + ": field 'current' must be an object {sequential, speculative, request_s, step_s, source}");
-  check_known_fields(c, {"sequential", "speculative", "request_s", "step_s", "source"}, where + " current");
+  check_known_fields(c, range_fields(), where + " current");
   e.host_work = parse_host_work_range(c, where + " current");
   if (!has_field(j, "versions")) return;
   const auto& v = j.at("versions");
@@ -167,7 +188,9 @@ void parse_host_work(const nlohmann::json& j, const std::string& source, EngineS
     const std::string w = where + " versions[" + std::to_string(i) + "]";
     const auto& r = v[i];
     if (!r.is_object()) throw Error(w + ": must be an object {from, until, sequential, speculative, request_s, source}");
-    check_known_fields(r, {"from", "until", "sequential", "speculative", "request_s", "step_s", "source"}, w);
+    std::vector<std::string> fields = range_fields();
+    fields.insert(fields.end(), {"from", "until"});
+    check_known_fields(r, fields, w);
     HostWorkEra era;
     era.from = get_string_or(r, "from", "", w);
     era.until = get_string_or(r, "until", "", w);
@@ -245,10 +268,13 @@ LookupCost EngineSpec::lookup_cost(const std::string& method) const {
   return c ? *c : LookupCost{};
 }
 
-double EngineSpec::sampling_seconds(double rows) const {
+double EngineSpec::sampling_seconds(double rows, const std::string& version) const {
   if (rows <= 0) return 0;
-  const double linear = sampling_s_per_row * rows;
-  return sampling_saturation_rows > 0 ? linear / (1.0 + rows / sampling_saturation_rows) : linear;
+  const HostWork& h = host_work_for(version);
+  const double per_row = h.sampling_s_per_row >= 0 ? h.sampling_s_per_row : sampling_s_per_row;
+  const double saturation = h.sampling_saturation_rows >= 0 ? h.sampling_saturation_rows : sampling_saturation_rows;
+  const double linear = per_row * rows;
+  return saturation > 0 ? linear / (1.0 + rows / saturation) : linear;
 }
 
 const HostWork& EngineSpec::host_work_for(const std::string& version) const {
@@ -265,15 +291,21 @@ HostWork& EngineSpec::host_work_for(const std::string& version) {
 }
 
 double EngineSpec::host_seconds(const std::string& version, int batch) const {
-  const HostWork& h = host_work_for(version);
-  return (h.step_s >= 0 ? h.step_s : step_overhead_s) + h.request_s * std::max(batch, 0);
+  return step_overhead(version) + host_work_for(version).request_s * std::max(batch, 0);
 }
 
-double EngineSpec::draft_step_overhead(const std::string& method) const {
-  return lookup_method(draft_step_overhead_s, method);
+double EngineSpec::step_overhead(const std::string& version) const {
+  const HostWork& h = host_work_for(version);
+  return h.step_s >= 0 ? h.step_s : step_overhead_s;
 }
-double EngineSpec::spec_step_overhead(const std::string& method) const {
-  return lookup_method(spec_step_overhead_s, method);
+
+double EngineSpec::draft_step_overhead(const std::string& method, const std::string& version) const {
+  const double* own = lookup_entry(host_work_for(version).draft_step_s, method);
+  return own ? *own : method_term(draft_step_overhead_s, method);
+}
+double EngineSpec::spec_step_overhead(const std::string& method, const std::string& version) const {
+  const double* own = lookup_entry(host_work_for(version).spec_step_s, method);
+  return own ? *own : method_term(spec_step_overhead_s, method);
 }
 
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source) {
@@ -384,6 +416,10 @@ nlohmann::json engine_spec_to_json(const EngineSpec& e, const nlohmann::json& so
       nlohmann::json r = {{"sequential", w.sequential}, {"speculative", w.speculative}, {"request_s", w.request_s},
                           {"source", w.source}};
       if (w.step_s >= 0) r["step_s"] = w.step_s;
+      if (!w.draft_step_s.empty()) r["draft_step_s"] = w.draft_step_s;
+      if (!w.spec_step_s.empty()) r["spec_step_s"] = w.spec_step_s;
+      if (w.sampling_s_per_row >= 0) r["sampling_s_per_row"] = w.sampling_s_per_row;
+      if (w.sampling_saturation_rows >= 0) r["sampling_saturation_rows"] = w.sampling_saturation_rows;
       return r;
     };
     nlohmann::json h;

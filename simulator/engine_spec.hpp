@@ -58,6 +58,11 @@ struct HostWork {
   bool speculative = false;  // hidden in speculative decoding
   double request_s = 0;      // seconds per running request and step
   double step_s = -1;        // seconds per step; < 0: the engine's overhead.step_s
+  // The range's own speculative and sampling terms, where a calibration fitted them to rows of these
+  // releases (a release's drafting loop and sampler change as its scheduler does): by method as the
+  // engine's overhead maps (a method absent here takes the engine's), and < 0: the engine's.
+  std::map<std::string, double> draft_step_s, spec_step_s;
+  double sampling_s_per_row = -1, sampling_saturation_rows = -1;
   std::string source;        // where the range's behaviour and figures come from
   bool operator==(const HostWork&) const = default;
 };
@@ -91,8 +96,10 @@ struct EngineSpec {
   // vectorised pass, so the host time of R rows is sampling_s_per_row · R / (1 + R / this) — linear
   // for few rows, tending to sampling_s_per_row · this for many. 0: no saturation (linear).
   double sampling_saturation_rows = 0;
-  // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences).
-  double sampling_seconds(double rows) const;
+  // Host time of sampling and acceptance for `rows` verified rows in one step (all sequences) on
+  // release `version` (its range's terms where it has its own, else the engine's; "": the current
+  // release, as everywhere a version is taken).
+  double sampling_seconds(double rows, const std::string& version = "") const;
   // The per-step host work by release (the spec's host_work): the current release's (`host_work`,
   // used when no version is named; without host_work in the spec none per request and nothing
   // hidden) and, by version range, older releases' (`host_work_eras`; a version in no range behaves
@@ -103,6 +110,8 @@ struct EngineSpec {
   HostWork& host_work_for(const std::string& version);
   // The step's host work for `batch` running requests on `version`: step_s + request_s · batch.
   double host_seconds(const std::string& version, int batch) const;
+  // The host term per target forward on `version`: its range's step_s, else overhead.step_s.
+  double step_overhead(const std::string& version = "") const;
   // Draft-free methods' host lookup per step, by method ("default" for the rest; a method without
   // its own term takes its registry cost siblings' first, as the per-method overheads do).
   std::map<std::string, LookupCost> lookup;
@@ -132,14 +141,20 @@ struct EngineSpec {
   // decoding; a separate forward also pays its own step overhead (simulator/batching.hpp).
   bool interleaves_prefill = true;
 
-  double draft_step_overhead(const std::string& method) const;
-  double spec_step_overhead(const std::string& method) const;
+  // Per drafter forward and per speculative iteration of `method` on release `version` (its range's
+  // term where the range has one for the method or a sibling, else the engine's).
+  double draft_step_overhead(const std::string& method, const std::string& version = "") const;
+  double spec_step_overhead(const std::string& method, const std::string& version = "") const;
   // The lookup term of `method` (zero when the engine gives none).
   LookupCost lookup_cost(const std::string& method) const;
   // Smallest time of one operator from launching it (0 with CUDA graphs).
   double launch_floor_s() const { return cuda_graphs ? 0.0 : kernels_per_operator * kernel_launch_s; }
   bool runs(Method m) const { return m == Method::sequential || methods.empty() || methods.count(m) > 0; }
 };
+
+// A per-method term of `m`: the method's own; else, for the EAGLE family, its nearest sibling's;
+// else "default"; else 0.
+double method_term(const std::map<std::string, double>& m, const std::string& method);
 
 EngineSpec parse_engine_spec(const nlohmann::json& j, const std::string& source);
 // An engine's (or the shared defaults') overhead.tree object; throws naming `where` and the field.

@@ -165,7 +165,7 @@ PolicyStepCosts policy_step_costs(const Scenario& s, const std::vector<double>& 
   c.draft_s.assign(static_cast<std::size_t>(c.max_depth) + 1, 0.0);
   c.verify_s.assign(static_cast<std::size_t>(c.max_depth) + 1, c.plain_s);
   c.draft_forwards.assign(static_cast<std::size_t>(c.max_depth) + 1, 0);
-  const double per_forward = s.engine.draft_step_overhead(method_name(s.plan.method));
+  const double per_forward = s.engine.draft_step_overhead(method_name(s.plan.method), s.engine_version);
   for (int g = 1; g <= c.max_depth; ++g) {
     Scenario sk = s;
     sk.plan.k = g;

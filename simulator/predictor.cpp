@@ -317,7 +317,7 @@ static void charge_host_work(Accumulator& acc, const Scenario& s, bool speculati
   const bool hidden = speculative ? h.speculative : h.sequential;
   const int batch = s.workload.batch;
   if (!hidden) {
-    acc.overhead("step_overhead", "overhead", 1, h.step_s >= 0 ? h.step_s : s.engine.step_overhead_s);
+    acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead(s.engine_version));
     acc.overhead("request_overhead", "overhead", batch, h.request_s);
     return;
   }
@@ -355,7 +355,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   }
   acc.step.verify_tokens = verify_tokens;
   const double rows = double(s.workload.batch) * verify_tokens;  // per-row host time, saturating with rows
-  acc.overhead("sampling", "overhead", rows, rows > 0 ? s.engine.sampling_seconds(rows) / rows : 0.0);
+  acc.overhead("sampling", "overhead", rows, rows > 0 ? s.engine.sampling_seconds(rows, s.engine_version) / rows : 0.0);
   if (m == Method::sequential) {
     charge_host_work(acc, s, false);
     return acc.step;
@@ -367,7 +367,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     const double t = s.engine.lookup_cost(mname).seconds(s.workload.batch, context, tokens_per_step);
     acc.overhead("draft_lookup", "overhead", 1, t);
     acc.step.lookup_s = t > 0 ? t : 0;
-    acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
+    acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname, s.engine_version));
     charge_host_work(acc, s, true);
     return acc.step;
   }
@@ -410,7 +410,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     }
   }
   acc.step.draft_forwards = int(level_tokens.size());
-  acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, s.engine.draft_step_overhead(mname));
+  acc.overhead("draft_step_overhead", "overhead", acc.step.draft_forwards, s.engine.draft_step_overhead(mname, s.engine_version));
   if (plan.tree) {
     // What the tree adds beyond a chain of its depth: per level the top-k over cumulative scores;
     // a dynamic tree also reranks and rebuilds its mask and indices every step.
@@ -418,7 +418,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
     acc.overhead("tree_levels", "overhead", acc.step.draft_forwards, s.engine.tree_cost.per_level_s);
     if (dynamic) acc.overhead("tree_build", "overhead", 1, s.engine.tree_cost.seconds(0, plan.tree->size(), true));
   }
-  acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname));
+  acc.overhead("spec_step_overhead", "overhead", 1, s.engine.spec_step_overhead(mname, s.engine_version));
   charge_host_work(acc, s, true);
   return acc.step;
 }
@@ -443,7 +443,7 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
   p.logit_rows = 1;
   p.prefill = true;
   acc.add(model_forward_ops(s.target, p, "prefill"), &acc.step.verify_s);
-  acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead_s);
+  acc.overhead("step_overhead", "overhead", 1, s.engine.step_overhead(s.engine_version));
   if (s.plan.method != Method::sequential && s.drafter && !s.drafter->draft_free) {
     const Drafter& d = *s.drafter;
     if (d.method == Method::draft_model) {

@@ -2,8 +2,9 @@
 // scheduling, metadata, output processing) and whether an overlap scheduler hides it behind the
 // device's forward: hidden work costs nothing while it is shorter than the device's step and its
 // excess beyond; work not hidden is paid in full; the engine's release (engine_version) selects
-// both; the spec fields are checked; calibration fits the per-request term of the rows' release
-// where plain and speculative rows at several batch sizes tell it from the per-row term.
+// both; the spec fields are checked; calibration fits the host terms of the rows' release (the
+// per-request term where plain and speculative rows at several batch sizes tell it from the per-row
+// term), which then price that release alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,13 +30,22 @@ Scenario base_scenario(bool speculative) {
 
 double step_s(const Scenario& s) { return decode_step_cost(s, 200, 2.5).total_s(); }
 
+HostWork host_work(bool sequential, bool speculative, double request_s) {
+  HostWork h;
+  h.sequential = sequential;
+  h.speculative = speculative;
+  h.request_s = request_s;
+  h.source = "test";
+  return h;
+}
+
 TEST(HostWork, HiddenWhileShorterThanTheDeviceStepAndExposedBeyond) {
   for (bool speculative : {false, true}) {
     const std::string kind = speculative ? "speculative" : "plain";
     Scenario s = base_scenario(speculative);
     const double device = step_s(s);
     ASSERT_GT(device, 1e-3) << kind << ": the device's step of an 8B model at batch 8 is milliseconds";
-    s.engine.host_work = {true, true, 0, -1, "test"};
+    s.engine.host_work = host_work(true, true, 0);
     // Host work at 0.5 and 0.99 of the device's step: hidden, the step is the device's alone.
     for (double share : {0.5, 0.99}) {
       s.engine.step_overhead_s = share * device;
@@ -65,14 +75,14 @@ TEST(HostWork, NonOverlappingStepsPayTheHostWorkInFull) {
     const double device = step_s(s);
     s.engine.step_overhead_s = 0.4e-3;
     // Overlapped in the other kind of decoding only: this one pays 0.4 + 8 × 0.05 ms in full.
-    s.engine.host_work = {speculative, !speculative, 0.05e-3, -1, "test"};
+    s.engine.host_work = host_work(speculative, !speculative, 0.05e-3);
     EXPECT_NEAR(step_s(s), device + 0.8e-3, 1e-12) << kind << " decoding without overlap pays all its host work";
   }
   // The case the model is for: a release that overlaps plain decoding but not speculative decoding
   // (SGLang 0.4 to 2025, vLLM V0's output processor) hides the baseline's host work and not the
   // speculative step's, so the speedup falls as the per-request work grows with the batch.
   Scenario spec = base_scenario(true);
-  spec.engine.host_work = {true, false, 0.05e-3, -1, "test"};
+  spec.engine.host_work = host_work(true, false, 0.05e-3);
   Scenario both = spec;
   both.engine.host_work.speculative = true;
   double last = 1e9;
@@ -99,7 +109,10 @@ TEST(HostWork, TheEngineVersionSelectsTheBehaviour) {
   const EngineSpec e = parse_engine_spec(engine_json(kEras), "x.json");
   const struct {
     const char* version;
-    HostWork want;
+    struct {
+      bool sequential, speculative;
+      double request_s;
+    } want;
   } cases[] = {{"", {true, true, 1e-6}},         {"0.3.9", {false, false, 1e-4}}, {"v0.4.0", {true, false, 1e-4}},
                {"0.4.4", {true, false, 1e-4}},   {"0.5.4.9", {true, false, 1e-4}}, {"0.5.5", {true, true, 1e-6}},
                {"0.10.0", {true, true, 1e-6}},   {"0.4", {true, false, 1e-4}},     {"1", {true, true, 1e-6}}};
@@ -181,6 +194,21 @@ TEST(HostWork, BadSpecFieldsAreRefusedByName) {
        "versions[1]: its versions overlap those of versions[0]"},
       {"unknown field",
        R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "since": "2025"}})", "unknown field 'since'"},
+      {"range draft_step_s not seconds",
+       R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "draft_step_s": "fast"}})",
+       "field 'draft_step_s' must be a number of seconds or an object"},
+      {"range spec_step_s of an unknown method",
+       R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "spec_step_s": {"hydra": 0.001}}})",
+       "unknown method 'hydra'"},
+      {"range spec_step_s too large",
+       R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "spec_step_s": {"eagle3": 5}}})",
+       "spec_step_s.eagle3"},
+      {"range sampling_saturation_rows below one row",
+       R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "sampling_saturation_rows": 0.5}})",
+       "sampling_saturation_rows"},
+      {"range negative sampling_s_per_row",
+       R"({"current": {"sequential": true, "speculative": true, "request_s": 0, "source": "s", "sampling_s_per_row": -1e-6}})",
+       "sampling_s_per_row"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of([&] { parse_engine_spec(engine_json(c.host_work), "x.json"); });
@@ -272,10 +300,10 @@ TEST(HostWork, CalibrationRecoversThePerRequestTermOfTheRowsRelease) {
     row.measured_step_s = predicted_step_s(row, truth);
   }
   const auto defaults = default_fit_parameters(set, start.engine);
-  EXPECT_NE(std::find(defaults.begin(), defaults.end(), "request_overhead_s"), defaults.end())
-      << "plain and speculative rows at five batch sizes: fitted by default";
+  EXPECT_NE(std::find(defaults.begin(), defaults.end(), "request_overhead_s@0.4.4"), defaults.end())
+      << "plain and speculative rows at five batch sizes: fitted by default, as a term of the rows' release";
   ASSERT_NE(start.engine.host_work_for("0.4.4").request_s, 0.06e-3) << "the search must have somewhere to go";
-  const CalibrationResult r = calibrate(set, start, {"request_overhead_s"});
+  const CalibrationResult r = calibrate(set, start, {"request_overhead_s@0.4.4"});
   EXPECT_LT(r.max_abs_error, 0.005);
   EXPECT_NEAR(r.engine.host_work_for("0.4.4").request_s, 0.06e-3, 0.006e-3);
   EXPECT_EQ(r.engine.host_work, start.engine.host_work) << "the current release's range is not the rows'";
@@ -285,13 +313,108 @@ TEST(HostWork, CalibrationRecoversThePerRequestTermOfTheRowsRelease) {
                                   [](const MeasuredConfig& m) { return m.scenario.plan.method != Method::sequential; }),
                    plain.rows.end());
   const auto few = default_fit_parameters(plain, start.engine);
-  EXPECT_EQ(std::find(few.begin(), few.end(), "request_overhead_s"), few.end());
-  // Rows of two ranges have no one per-request term: not a default, and refused when asked for.
+  for (const auto& p : few) EXPECT_EQ(p.find("request_overhead_s"), std::string::npos) << p;
+  // A row naming no release belongs to the engine's own terms (and the current release's range):
+  // it neither joins the 0.4.4 terms nor, alone at one batch size, gets a per-request term.
   CalibrationSet mixed = set;
   mixed.rows[0].scenario.engine_version = "";
   const auto mixed_defaults = default_fit_parameters(mixed, start.engine);
+  EXPECT_NE(std::find(mixed_defaults.begin(), mixed_defaults.end(), "step_overhead_s"), mixed_defaults.end());
+  EXPECT_NE(std::find(mixed_defaults.begin(), mixed_defaults.end(), "step_overhead_s@0.4.4"), mixed_defaults.end());
+  EXPECT_NE(std::find(mixed_defaults.begin(), mixed_defaults.end(), "request_overhead_s@0.4.4"), mixed_defaults.end());
   EXPECT_EQ(std::find(mixed_defaults.begin(), mixed_defaults.end(), "request_overhead_s"), mixed_defaults.end());
-  EXPECT_NE(error_of([&] { calibrate(mixed, start, {"request_overhead_s"}); }).find("fall in several"), std::string::npos);
+  // A mixture-of-experts target's step grows with the batch through the experts it covers: its rows
+  // cannot tell a per-request or per-row host term from that, so they fit neither by default.
+  CalibrationSet moe = set;
+  for (auto& row : moe.rows) row.scenario.target = lib.model("qwen3-30b-a3b");
+  ASSERT_TRUE(moe.rows.front().scenario.target.is_moe());
+  for (const auto& p : default_fit_parameters(moe, start.engine)) {
+    EXPECT_EQ(p.find("request_overhead_s"), std::string::npos) << p;
+    EXPECT_EQ(p.find("sampling_"), std::string::npos) << p;
+  }
+  const auto dense_defaults = default_fit_parameters(set, start.engine);
+  EXPECT_NE(std::find(dense_defaults.begin(), dense_defaults.end(), "sampling_s_per_row@0.4.4"), dense_defaults.end())
+      << "the same rows with a dense target do";
+}
+
+// A calibration's host terms belong to the release its rows ran: fitted to vLLM rows of the V1
+// engine before async scheduling (v0.8 to v0.14), they price those releases and leave every other
+// release (and the engine's own terms, every range's fallback) exactly as the spec had them.
+TEST(HostWork, FittedHostTermsPriceOnlyTheirRelease) {
+  SpecLibrary lib;
+  const Platform start{lib.hardware("h100-sxm"), lib.engine("vllm")};
+  ASSERT_NE(&start.engine.host_work_for("0.9.0"), &start.engine.host_work_for("0.14.0"))
+      << "the bundled vllm spec must keep 0.9.0 and 0.14.0 in different ranges for this test";
+  Platform truth = start;
+  HostWork& v09 = truth.engine.host_work_for("0.9.0");
+  v09.step_s = 0.7e-3;
+  v09.draft_step_s["eagle3"] = 0.7e-3;
+  v09.spec_step_s["eagle3"] = 1.1e-3;
+  nlohmann::json j = {{"hardware", "h100-sxm"},
+                      {"engine", "vllm"},
+                      {"defaults", {{"model", "llama-3.1-8b"}, {"prompt_len", 128}, {"output_len", 256}, {"engine_version", "0.9.0"}}},
+                      {"rows", nlohmann::json::array()}};
+  j["rows"].push_back({{"method", "sequential"}, {"step_ms", 1.0}});
+  for (int k : {1, 2, 3, 5, 7})
+    j["rows"].push_back({{"method", "eagle3"}, {"drafter", "eagle3-llama3.1-8b"}, {"k", k},
+                         {"acceptance_length", 1.0 + 0.5 * k}, {"step_ms", 1.0}});
+  CalibrationSet set = parse_calibration_json(j, "synthetic rows", lib);
+  for (auto& row : set.rows) row.measured_step_s = predicted_step_s(row, truth);
+  const std::vector<std::string> params = {"step_overhead_s@0.9.0", "draft_step_overhead_s.eagle3@0.9.0",
+                                           "spec_step_overhead_s.eagle3@0.9.0"};
+  const auto defaults = default_fit_parameters(set, start.engine);
+  for (const auto& p : params) EXPECT_NE(std::find(defaults.begin(), defaults.end(), p), defaults.end()) << p;
+  for (const auto& p : defaults) EXPECT_NE(p, "step_overhead_s") << "no row names no release: no engine-wide term";
+  const CalibrationResult r = calibrate(set, start, params);
+  EXPECT_LT(r.max_abs_error, 0.01);
+  EXPECT_NEAR(r.engine.draft_step_overhead("eagle3", "0.9.0"), 0.7e-3, 0.1e-3);
+  EXPECT_NEAR(r.engine.spec_step_overhead("eagle3", "0.9.0"), 1.1e-3, 0.3e-3);
+  EXPECT_NEAR(r.engine.draft_step_overhead("eagle", "0.9.0"), r.engine.draft_step_overhead("eagle3", "0.9.0"), 0)
+      << "a sibling without its own term takes the fitted one in that release";
+  // Elsewhere nothing moved: the engine's own terms, the 2026 release's, and every prediction on it.
+  EXPECT_EQ(r.engine.step_overhead_s, start.engine.step_overhead_s);
+  EXPECT_EQ(r.engine.draft_step_overhead_s, start.engine.draft_step_overhead_s);
+  EXPECT_EQ(r.engine.spec_step_overhead_s, start.engine.spec_step_overhead_s);
+  for (const char* other : {"0.14.0", "0.7.0", ""}) {
+    EXPECT_EQ(r.engine.draft_step_overhead("eagle3", other), start.engine.draft_step_overhead("eagle3", other)) << other;
+    Scenario a = test::scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 5, 0.7);
+    a.engine_version = other;
+    Scenario b = a;
+    a.engine = start.engine;
+    b.engine = r.engine;
+    EXPECT_EQ(decode_step_cost(a, 200, 3.0).total_s(), decode_step_cost(b, 200, 3.0).total_s())
+        << "release '" << other << "' is priced as before the fit";
+  }
+  // The fitted spec keeps the release's terms through its JSON, and prices 0.9.0 with them.
+  const EngineSpec back = parse_engine_spec(engine_spec_to_json(r.engine), "round trip");
+  EXPECT_EQ(back.host_work_eras, r.engine.host_work_eras);
+  EXPECT_EQ(back.host_work, r.engine.host_work);
+  EXPECT_EQ(back.step_overhead("0.9.0"), r.engine.step_overhead("0.9.0"));
+}
+
+TEST(HostWork, ReleaseScopedParameterNamesAreChecked) {
+  SpecLibrary lib;
+  Platform p{lib.hardware("h100-sxm"), lib.engine("vllm")};
+  const struct {
+    const char* name;
+    const char* message;
+  } cases[] = {
+      {"kernel_floor_s@0.9.0", "'kernel_floor_s' is not a term of a release"},
+      {"tree_step_s@0.9.0", "'tree_step_s' is not a term of a release"},
+      {"step_overhead_s@", "no engine version after '@'"},
+      {"step_overhead_s@0.9.x", "'0.9.x' is not a dotted version number"},
+      {"draft_step_overhead_s.hydra@0.9.0", "unknown method 'hydra'"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_of([&] { set_parameter(p, c.name, 1e-3); });
+    EXPECT_NE(e.find(c.message), std::string::npos) << c.name << ": " << e;
+  }
+  // A scoped name reads the engine's term until the release has its own, then its own.
+  EXPECT_EQ(get_parameter(p, "sampling_s_per_row@0.9.0"), p.engine.sampling_s_per_row);
+  set_parameter(p, "sampling_s_per_row@0.9.0", 2e-5);
+  EXPECT_EQ(get_parameter(p, "sampling_s_per_row@0.9.0"), 2e-5);
+  EXPECT_EQ(get_parameter(p, "sampling_s_per_row@0.14.0"), p.engine.sampling_s_per_row);
+  EXPECT_EQ(p.engine.sampling_seconds(10, "0.9.0"), 2e-4);
 }
 
 }  // namespace
