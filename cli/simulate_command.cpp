@@ -96,6 +96,7 @@ ScenarioOptions scenario_options(const po::variables_map& vm, int batch) {
     if (vm.count(name)) into = vm[name].as<std::string>();
   };
   text("engine", o.engine);
+  text("engine-version", o.engine_version);
   text("drafter", o.drafter);
   text("method", o.method);
   text("dtype", o.dtype);
@@ -181,8 +182,13 @@ void print_breakdown(std::ostream& out, const Prediction& p) {
         << std::setw(7) << fmt(100 * r.total / total, 1) << "%  " << r.bound << "\n";
 }
 
+// The engine and, where one is named, its release ("sglang 0.4.4").
+std::string engine_text(const Scenario& s) {
+  return s.engine_version.empty() ? s.engine.name : s.engine.name + " " + s.engine_version;
+}
+
 void print_prediction(std::ostream& out, const Scenario& s, const Prediction& p, const std::string& measured_note = "") {
-  out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (" << layout_text(s.workload) << ", batch "
+  out << "target " << s.target.name << " on " << s.hardware.name << " with " << engine_text(s) << " (" << layout_text(s.workload) << ", batch "
       << s.workload.batch << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
   const bool lookup = p.method != Method::sequential && draft_free(p.method);
   out << "method " << method_name(p.method);
@@ -387,6 +393,7 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   if (vm.count("ep")) o.scenario.ep = parse_int(vm["ep"].as<std::string>(), "ep");
   if (vm.count("dtype")) o.dtype = vm["dtype"].as<std::string>();
   if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
+  if (vm.count("engine-version")) o.engine_version = vm["engine-version"].as<std::string>();
   o.any_target = vm.count("any-target") > 0;
   const SweepSpec spec = sweep_spec_from_options(o, kCommandLineSpelling);
   const std::string out_path = vm["sweep"].as<std::string>();
@@ -437,7 +444,7 @@ int policy_mode(const po::variables_map& vm, const ScenarioOptions& o, const Sce
     return 0;
   }
   auto header = [&]() {
-    io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << s.engine.name << " (" << layout_text(s.workload)
+    io.out << "target " << s.target.name << " on " << s.hardware.name << " with " << engine_text(s) << " (" << layout_text(s.workload)
            << ", batch ";
     for (std::size_t i = 0; i < batches.size(); ++i) io.out << (i ? "," : "") << batches[i];
     io.out << ", prompt " << s.workload.prompt_len << ", output " << s.workload.output_len << ")\n";
@@ -529,6 +536,7 @@ int run_simulate(const std::vector<std::string>& args, CommandIO& io) {
     ("model", po::value<std::string>(), "target model: spec name (e.g. llama-3.1-8b) or a config.json path; sweep: list")
     ("hardware", po::value<std::string>(), "hardware spec name (e.g. h100-sxm) or path; sweep: list")
     ("engine", po::value<std::string>(), "engine spec name (vllm, sglang, tensorrt-llm, hf-eager, transformers-neuronx, specdec-cpu, ideal) or path; default: vllm on GPUs, transformers-neuronx on Neuron, specdec-cpu on CPUs")
+    ("engine-version", po::value<std::string>(), "the engine's release, a dotted version (e.g. 0.4.4): selects its host-work range and the host terms a calibration fitted to that release; default: the current release")
     ("drafter", po::value<std::string>(), "drafter spec name or path (its method is used); omit for sequential; sweep: list, 'none' = sequential; capacity planning: a list compares their methods")
     ("method", po::value<std::string>(), "sequential | draft | eagle | eagle3 | peagle | mtp | medusa (must match the drafter) | the draft-free ngram, prompt-lookup, ngram-tree, suffix, suffix-tree (no --drafter; NAME,key=value sets a parameter, e.g. ngram-tree,nodes=16)")
     ("category", po::value<std::string>(), "draft-free methods: take the acceptance of this prompt category from the method's drafter spec (simulator/specs/drafters/<method>.json or --drafter FILE); MTP and Medusa drafters: a published acceptance their spec holds (--list shows them)")

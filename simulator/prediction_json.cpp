@@ -59,6 +59,7 @@ nlohmann::json scenario_json(const Scenario& s) {
   }
   if (s.drafter && method == Method::mtp) j["mtp_modules"] = s.drafter->num_modules;
   if (s.drafter && method == Method::medusa) j["medusa_heads"] = s.drafter->num_heads;
+  if (!s.engine_version.empty()) j["engine_version"] = s.engine_version;  // the release priced
   return j;
 }
 

@@ -113,6 +113,10 @@ BuiltScenario build_scenario(const ScenarioOptions& o, const SpecLibrary& specs,
   s.target = specs.model(o.model);
   s.hardware = specs.hardware(o.hardware);
   s.engine = specs.engine_for(o.engine.value_or(""), s.hardware);
+  if (o.engine_version) {
+    parse_engine_version(*o.engine_version, sp("engine-version"));
+    s.engine_version = *o.engine_version;
+  }
   check_input_limit(sp("batch"), "the batch size", o.batch, kMaxSimulatedBatch);
   s.workload.batch = o.batch;
   // Capacity planning searches lists of TPs and layouts (every power of two of the instance by

@@ -51,6 +51,9 @@ struct CapacityOptions {
 struct ScenarioOptions {
   std::string model, hardware;                        // spec names or JSON paths
   std::optional<std::string> engine, drafter, method, dtype;
+  // The engine's release (a dotted version): selects its host_work range and that range's fitted
+  // host terms; unset: the current release.
+  std::optional<std::string> engine_version;
   int batch = 1, tp = 1, prompt_len = 512, output_len = 256;
   int dp_attention = 1, ep = 1;                       // the layout over tp's devices (simulator/parallelism.hpp);
                                                       // capacity planning searches capacity's lists instead

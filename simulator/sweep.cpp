@@ -115,6 +115,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
               s.target = model;
               s.hardware = hw;
               s.engine = engines[hi];
+              s.engine_version = spec.engine_version;
               s.workload = {batch, prompt, output, tp, spec.dtype};
               if (tp > hw.devices_per_instance) {
                 skip(sum, "tp " + std::to_string(tp) + " exceeds the " + std::to_string(hw.devices_per_instance) +

@@ -27,6 +27,7 @@ struct SweepSpec {
   AcceptancePtr acceptance;            // one fixed acceptance model instead of alphas
   std::string dtype;                   // empty = each model's
   std::string engine;                  // engine name/path for every hardware; empty = each kind's default
+  std::string engine_version;          // the engines' release (host_work range); empty = the current
   // A head (EAGLE, P-EAGLE, MTP, Medusa) whose spec names its target is paired with that model only,
   // unless any_target: a head trained on one model's hidden states says nothing about another's.
   // Draft LMs pair with any model of their vocabulary.

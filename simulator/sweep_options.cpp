@@ -51,6 +51,10 @@ SweepSpec sweep_spec_from_options(const SweepOptions& o, const OptionSpelling& s
   spec.acceptance = acceptance_from_options(s, sp);
   if (o.dtype) spec.dtype = normalize_dtype(*o.dtype, sp("dtype"));
   if (o.engine) spec.engine = *o.engine;
+  if (o.engine_version) {
+    parse_engine_version(*o.engine_version, sp("engine-version"));
+    spec.engine_version = *o.engine_version;
+  }
   spec.any_target = o.any_target;
   return spec;
 }

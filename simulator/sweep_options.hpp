@@ -19,7 +19,7 @@ struct SweepOptions {
   std::vector<int> ks = {kDefaultDraftLength};
   std::vector<int> batches = {1}, tps = {1}, prompt_lens = {512}, output_lens = {256};
   std::vector<double> alphas = {0.8};               // i.i.d. acceptance rates, unless `scenario` gives a model
-  std::optional<std::string> engine, dtype;
+  std::optional<std::string> engine, engine_version, dtype;
   bool any_target = false;                          // pair every drafter with every model
   // The options of one scenario a sweep takes too: its acceptance model (one of alpha ... trace, in
   // place of `alphas`). A single `alpha`, a measured `al`, a tree and the searches are refused (a

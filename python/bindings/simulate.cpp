@@ -67,6 +67,7 @@ const Keyword kKeywords[] = {
   // simulate_policy's one required keyword (its default "": none).
   {"policy", "str", {nullptr, nullptr, "", nullptr}, [](const py::handle& x, const std::string& n, Options& o) { o.policy.policy = text(x, n); }},
   {"engine", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.engine = text(x, n); }},
+  {"engine_version", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.engine_version = text(x, n); }},
   // plan_capacity also takes a list of drafters: their methods compared (read before the keywords).
   {"drafter", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.drafter = text(x, n); }},
   {"method", "str", {"None", "None", "None", "None"}, [](const py::handle& x, const std::string& n, Options& o) { o.method = text(x, n); }},
@@ -221,7 +222,9 @@ py::object recommend_policy(const std::string& model, const std::string& hardwar
 const char* const kSimulateDoc = R"(
 Predicts TTFT, TPOT, throughput and speedup of one decoding configuration, as `specdec simulate --json`
 does, and returns the same dict. The keywords are the command line's options with '_' for '-':
-model, hardware, engine, drafter: spec names or JSON paths (`specdec simulate --list`); method: as --method
+model, hardware, engine, drafter: spec names or JSON paths (`specdec simulate --list`); engine_version: the
+engine's release (e.g. '0.4.4': its host-work range and the host terms fitted to it; default the current);
+method: as --method
 (default: the drafter's, else sequential); category: a drafter spec's published acceptance by name (with no
 acceptance model given, the spec's default category is used, as on the command line); k = K.
 The acceptance model, at most one: alpha (i.i.d.), acceptance (per-position conditional rates a1, a2, ...),

@@ -27,6 +27,7 @@ const std::vector<KeywordDoc> kSweepKeywords = {
     {"prompt_len", "list | int", "512"},
     {"output_len", "list | int", "256"},
     {"engine", "str", "None"},
+    {"engine_version", "str", "None"},
     {"dtype", "str", "None"},
     {"any_target", "bool", "False"},
     {"acceptance", "list", "None"},
@@ -56,6 +57,7 @@ py::object simulate_sweep(const py::object& model, const py::object& hardware, c
   if (auto x = given("prompt_len")) o.prompt_lens = integer_list(*x, "prompt_len");
   if (auto x = given("output_len")) o.output_lens = integer_list(*x, "output_len");
   if (auto x = given("engine")) o.engine = text(*x, "engine");
+  if (auto x = given("engine_version")) o.engine_version = text(*x, "engine_version");
   if (auto x = given("dtype")) o.dtype = text(*x, "dtype");
   if (auto x = given("any_target")) o.any_target = truth(*x);
   ScenarioOptions& a = o.scenario;
@@ -90,7 +92,7 @@ a list (drafter 'none': sequential decoding; default none); k, batch, tp, prompt
 a list; alphas: i.i.d. acceptance rates, a number or a list, unless one acceptance model is given instead
 (acceptance, acceptance_table, acceptance_by_depth, synthetic_al, tree_acceptance or trace, as in
 specdec.simulate). A head whose spec names its target is priced on that model only unless any_target=True.
-engine, dtype: for every combination; specs_dirs: extra spec directories.
+engine, engine_version, dtype: for every combination; specs_dirs: extra spec directories.
 Returns {'columns': the CSV's columns in order, 'rows': one dict per predicted combination with those
 columns (k, batch, tp and the lengths ints, fits_memory a bool; sequential rows once, k = 0, alpha = 0),
 'scenarios': the number predicted, 'skipped': the number of invalid combinations, 'skip_reasons': the

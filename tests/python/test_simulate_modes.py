@@ -115,6 +115,21 @@ def test_simulate_sweep_csv_to_stdout_and_defaults():
     assert row["speedup"] == pytest.approx(float(lines[1][got["columns"].index("speedup")]), rel=1e-8)
 
 
+def test_simulate_sweep_prices_the_engine_release_named():
+    # SGLang 0.4.4 pays its host work in full under EAGLE where the current release hides it.
+    kw = dict(drafter="eagle3-llama3.1-8b", k=3, batch=32, engine="sglang")
+    old = specdec.simulate_sweep("llama-3.1-8b", "h100-sxm", engine_version="0.4.4", **kw)
+    now = specdec.simulate_sweep("llama-3.1-8b", "h100-sxm", **kw)
+    lines = csv_rows(cli("--sweep", "-", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                         "eagle3-llama3.1-8b", "--k", "3", "--batch", "32", "--engine", "sglang",
+                         "--engine-version", "0.4.4").stdout)
+    speedup = old["columns"].index("speedup")
+    assert old["rows"][0]["speedup"] == pytest.approx(float(lines[1][speedup]), rel=1e-8)
+    assert old["rows"][0]["speedup"] < now["rows"][0]["speedup"]
+    with pytest.raises(specdec.Error, match=r"engine_version: engine version '0.4.x' is not a dotted version number"):
+        specdec.simulate_sweep("llama-3.1-8b", "h100-sxm", engine_version="0.4.x", **kw)
+
+
 def test_simulate_sweep_errors_name_the_keyword(tmp_path):
     base = ("llama-3.1-8b", "h100-sxm")
     assert "k: K is 100, more than specdec supports" in error_of(specdec.simulate_sweep, *base, k=[2, 100])

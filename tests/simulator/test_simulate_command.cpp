@@ -552,6 +552,37 @@ TEST(SimulateCommand, Engines) {
             std::string::npos);
 }
 
+// --engine-version prices a release: SGLang 0.4.4 (no overlap scheduler under EAGLE) pays its host
+// work per speculative step in full where the current release hides it; the release is shown and
+// checked.
+TEST(SimulateCommand, EngineVersionPricesThatRelease) {
+  const std::vector<std::string> base = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
+                                         "eagle3-llama3.1-8b", "--alpha", "0.8", "--k", "3", "--batch", "32",
+                                         "--engine", "sglang"};
+  auto json = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back("--json");
+    const CommandRun r = simulate(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto current = json({}), old = json({"--engine-version", "0.4.4"});
+  EXPECT_FALSE(current["scenario"].contains("engine_version")) << "none named: the current release, as before";
+  EXPECT_EQ(old["scenario"]["engine_version"], "0.4.4");
+  EXPECT_GT(old["prediction"]["tpot_ms"].get<double>(), current["prediction"]["tpot_ms"].get<double>())
+      << "0.4.4 does not hide its host work behind EAGLE's steps";
+  EXPECT_LT(old["prediction"]["speedup"].get<double>(), current["prediction"]["speedup"].get<double>());
+  std::vector<std::string> table = base;
+  table.insert(table.end(), {"--engine-version", "v0.4.4"});
+  const CommandRun t = simulate(table);
+  EXPECT_NE(t.out.find("with sglang v0.4.4 ("), std::string::npos) << t.out;
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--engine-version", "0.4.x"});
+  const std::string e = sim::test::error_of([&] { simulate(bad); });
+  EXPECT_NE(e.find("--engine-version: engine version '0.4.x' is not a dotted version number"), std::string::npos) << e;
+}
+
 // --batching: static and continuous batches with ragged acceptance, in the table and in JSON.
 TEST(SimulateCommand, Batching) {
   const std::vector<std::string> base = {"--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--drafter",
