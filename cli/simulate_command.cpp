@@ -389,8 +389,8 @@ int run_sweep_mode(const po::variables_map& vm, const SpecLibrary& specs, Comman
   if (vm.count("dynamic-tree")) o.scenario.dynamic_tree = parse_int_list(vm["dynamic-tree"].as<std::string>(), "dynamic-tree", kMaxDraftNodes + 1);
   if (vm.count("best-k")) o.scenario.best_k = best_k_list(vm["best-k"].as<std::string>());
   if (vm.count("best-tree")) o.scenario.best_tree = best_tree_grid(vm["best-tree"].as<std::string>());
-  if (vm.count("dp-attention")) o.scenario.dp_attention = parse_int(vm["dp-attention"].as<std::string>(), "dp-attention");
-  if (vm.count("ep")) o.scenario.ep = parse_int(vm["ep"].as<std::string>(), "ep");
+  if (vm.count("dp-attention")) o.dp_attentions = parse_int_list(vm["dp-attention"].as<std::string>(), "dp-attention", kMaxTensorParallel);
+  if (vm.count("ep")) o.eps = parse_int_list(vm["ep"].as<std::string>(), "ep", kMaxTensorParallel);
   if (vm.count("dtype")) o.dtype = vm["dtype"].as<std::string>();
   if (vm.count("engine")) o.engine = vm["engine"].as<std::string>();
   if (vm.count("engine-version")) o.engine_version = vm["engine-version"].as<std::string>();

@@ -11,6 +11,7 @@
 #include "reference/core/error.hpp"
 #include "reference/core/input_limits.hpp"
 #include "reference/drafting/draft_limits.hpp"
+#include "simulator/parallelism.hpp"
 #include "reference/io/atomic_file.hpp"
 
 namespace specdec::sim {
@@ -107,19 +108,30 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
           skip(sum, e.what());
         }
       }
+      // Every (TP, layout, batch, prompt length, output length), flattened into one loop body.
       for (int tp : spec.tps)
-        for (int batch : spec.batches)
-          for (int prompt : spec.prompt_lens)
-            for (int output : spec.output_lens) {
+        for (int dp : spec.dp_attentions)
+          for (int ep : spec.eps)
+            for (int batch : spec.batches)
+              for (int prompt : spec.prompt_lens)
+                for (int output : spec.output_lens) {
               Scenario s;
               s.target = model;
               s.hardware = hw;
               s.engine = engines[hi];
               s.engine_version = spec.engine_version;
               s.workload = {batch, prompt, output, tp, spec.dtype};
+              s.workload.dp_attention = dp;
+              s.workload.ep = ep;
               if (tp > hw.devices_per_instance) {
                 skip(sum, "tp " + std::to_string(tp) + " exceeds the " + std::to_string(hw.devices_per_instance) +
                               " devices of one " + hw.name + " instance");
+                continue;
+              }
+              try {
+                validate_parallelism(parallelism_of(s.workload), model, sp);
+              } catch (const Error& e) {
+                skip(sum, e.what());
                 continue;
               }
               for (size_t di = 0; di < drafters.size(); ++di) {
@@ -134,6 +146,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
                     row.drafter = drafter_names[di];
                     row.batch = batch;
                     row.tp = tp;
+                    row.dp_attention = dp;
+                    row.ep = ep;
                     row.prompt_len = prompt;
                     row.output_len = output;
                     s.drafter = drafters[di];
@@ -160,7 +174,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const st
 }
 
 std::vector<std::string> sweep_columns() {
-  return {"hardware", "engine", "model", "drafter", "method", "k", "batch", "tp", "prompt_len", "output_len", "alpha",
+  return {"hardware", "engine", "model", "drafter", "method", "k", "batch", "tp", "dp_attention", "ep", "prompt_len", "output_len",
+          "alpha",
           "tokens_per_step", "tpot_ms", "ttft_ms", "throughput_tokens_per_s", "speedup", "sequential_tpot_ms",
           "draft_ms", "verify_ms", "overhead_ms", "fits_memory"};
 }
@@ -169,7 +184,8 @@ namespace {
 
 std::vector<double> numeric_values(const SweepRow& r) {
   const Prediction& p = r.prediction;
-  return {double(r.k), double(r.batch), double(r.tp), double(r.prompt_len), double(r.output_len), r.alpha,
+  return {double(r.k), double(r.batch), double(r.tp), double(r.dp_attention), double(r.ep), double(r.prompt_len),
+          double(r.output_len), r.alpha,
           p.tokens_per_step, p.tpot_s * 1e3, p.ttft_s * 1e3, p.throughput_tokens_per_s, p.speedup,
           p.sequential_tpot_s * 1e3, p.step.draft_s * 1e3, p.step.verify_s * 1e3, p.step.overhead_s * 1e3,
           p.fits_memory ? 1.0 : 0.0};
@@ -184,7 +200,7 @@ nlohmann::json sweep_row_json(const SweepRow& r) {
   for (size_t c = 0; c < v.size(); ++c) {
     const std::string& name = cols[c + 5];
     if (name == "fits_memory") j[name] = v[c] != 0;
-    else if (c < 5) j[name] = static_cast<int>(v[c]);  // k, batch, tp, prompt_len, output_len
+    else if (c < 7) j[name] = static_cast<int>(v[c]);  // k, batch, tp, dp_attention, ep, prompt_len, output_len
     else j[name] = v[c];
   }
   return j;
@@ -223,7 +239,8 @@ void write_sweep_pivot(std::ostream& out, const std::vector<SweepRow>& rows, siz
     std::ostringstream title;
     title << r.hardware << " / " << r.engine << ", " << r.model << ", " << r.drafter << " (" << r.method << ")";
     if (r.alpha > 0) title << ", alpha " << r.alpha;
-    title << ", TP " << r.tp << ", prompt " << r.prompt_len << ", output " << r.output_len;
+    title << ", " << describe_parallelism({r.tp, r.dp_attention, r.ep}) << ", prompt " << r.prompt_len << ", output "
+          << r.output_len;
     auto [it, added] = index.emplace(title.str(), blocks.size());
     if (added) blocks.push_back({title.str(), r.moe, {}, {}});
     Block& b = blocks[it->second];

@@ -1,6 +1,6 @@
 #pragma once
-// Sweeps: the Cartesian product of hardware (with its engine) × model × drafter × K × batch × TP × acceptance ×
-// prompt/output lengths, predicted and written as CSV or HDF5 (one 1-D dataset per column).
+// Sweeps: the Cartesian product of hardware (with its engine) × model × drafter × K × batch × TP × layout
+// (attention DP × EP) × acceptance × prompt/output lengths, predicted and written as CSV or HDF5 (one 1-D dataset per column).
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -21,6 +21,9 @@ struct SweepSpec {
   std::vector<int> ks = {1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<int> batches = {1};
   std::vector<int> tps = {1};
+  // The layouts over each TP's devices (simulator/parallelism.hpp): a combination the engines do not
+  // run (D not dividing the TP, EP neither 1 nor the TP, EP on a dense target) is skipped with its reason.
+  std::vector<int> dp_attentions = {1}, eps = {1};
   std::vector<int> prompt_lens = {512};
   std::vector<int> output_lens = {256};
   std::vector<double> alphas = {0.8};  // i.i.d. acceptance; ignored when `acceptance` is set
@@ -36,7 +39,7 @@ struct SweepSpec {
 
 struct SweepRow {
   std::string hardware, engine, model, drafter, method;
-  int k = 0, batch = 1, tp = 1, prompt_len = 0, output_len = 0;
+  int k = 0, batch = 1, tp = 1, dp_attention = 1, ep = 1, prompt_len = 0, output_len = 0;
   double alpha = 0;  // NaN-free: 0 when a fixed acceptance model was used
   bool moe = false;  // the target routes to experts (the pivot explains where that moves the speedup)
   Prediction prediction;
@@ -49,14 +52,14 @@ struct SweepSummary {
 };
 
 // Calls `emit` for each predicted row (in a fixed nesting order). Sequential rows are emitted once
-// per (hardware, model, batch, tp, lengths), with k = 0 and alpha = 0. Skip reasons name options as
+// per (hardware, model, batch, tp, layout, lengths), with k = 0 and alpha = 0. Skip reasons name options as
 // `spelling` writes them.
 SweepSummary run_sweep(const SweepSpec& spec, const SpecLibrary& specs, const std::function<void(const SweepRow&)>& emit,
                        const OptionSpelling& spelling = kCommandLineSpelling);
 
 // The columns of a row, in the files' order: five strings, then numbers.
 std::vector<std::string> sweep_columns();
-// One row as an object with the files' columns and values (k, batch, tp and the lengths integers,
+// One row as an object with the files' columns and values (k, batch, tp, the layout and the lengths integers,
 // fits_memory a boolean).
 nlohmann::json sweep_row_json(const SweepRow& row);
 // {"columns": sweep_columns(), "rows": [sweep_row_json...], "scenarios", "skipped", "skip_reasons"}.
@@ -68,8 +71,8 @@ void check_sweep_output(const std::filesystem::path& path, const std::string& op
 void write_sweep(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
 void write_sweep_hdf5(const std::filesystem::path& path, const std::vector<SweepRow>& rows);
-// The speculative rows as readable tables: one block per (hardware, engine, model, drafter, TP,
-// lengths, α), K down and batch across, each cell the speedup over sequential decoding (the best
+// The speculative rows as readable tables: one block per (hardware, engine, model, drafter, TP and
+// layout, lengths, α), K down and batch across, each cell the speedup over sequential decoding (the best
 // K of each batch marked), sequential TPOT on the block's first line. At most `max_blocks` blocks
 // (the rest counted); a block of a MoE target whose speedup grows with batch says why.
 void write_sweep_pivot(std::ostream& out, const std::vector<SweepRow>& rows, size_t max_blocks = 24);

@@ -33,10 +33,6 @@ SweepSpec sweep_spec_from_options(const SweepOptions& o, const OptionSpelling& s
                                       std::pair{"dynamic-tree", s.dynamic_tree.has_value()}})
     if (given)
       throw Error(sp(option) + " is not available in " + sp("sweep") + " mode (it sweeps chains over " + sp("k") + ")");
-  for (const auto& [option, given] : {std::pair{"dp-attention", s.dp_attention != 1}, std::pair{"ep", s.ep != 1}})
-    if (given)
-      throw Error(sp(option) + " is not available in " + sp("sweep") + " mode (it sweeps tensor-parallel degrees, " + sp("tp") +
-                  ")");
   SweepSpec spec;
   spec.models = o.models;
   spec.hardware = o.hardware;
@@ -45,6 +41,8 @@ SweepSpec sweep_spec_from_options(const SweepOptions& o, const OptionSpelling& s
   for (const int k : spec.ks) check_draft_limit(sp("k"), "K", k, kMaxDraftDepth);
   spec.batches = bounded(o.batches, sp("batch"), "the batch size", kMaxSimulatedBatch);
   spec.tps = bounded(o.tps, sp("tp"), "the tensor-parallel degree", kMaxTensorParallel);
+  spec.dp_attentions = bounded(o.dp_attentions, sp("dp-attention"), "the attention data-parallel degree", kMaxTensorParallel);
+  spec.eps = bounded(o.eps, sp("ep"), "the expert-parallel degree", kMaxTensorParallel);
   spec.prompt_lens = bounded(o.prompt_lens, sp("prompt-len"), "the prompt length", kMaxPositions);
   spec.output_lens = bounded(o.output_lens, sp("output-len"), "the output length", kMaxPositions);
   spec.alphas = nonempty(o.alphas, sp("alphas"));

@@ -18,6 +18,7 @@ struct SweepOptions {
   std::vector<std::string> drafters = {"none"};     // "none": sequential decoding
   std::vector<int> ks = {kDefaultDraftLength};
   std::vector<int> batches = {1}, tps = {1}, prompt_lens = {512}, output_lens = {256};
+  std::vector<int> dp_attentions = {1}, eps = {1};   // the layouts over each TP's devices
   std::vector<double> alphas = {0.8};               // i.i.d. acceptance rates, unless `scenario` gives a model
   std::optional<std::string> engine, engine_version, dtype;
   bool any_target = false;                          // pair every drafter with every model

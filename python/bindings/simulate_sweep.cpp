@@ -24,6 +24,8 @@ const std::vector<KeywordDoc> kSweepKeywords = {
     {"alphas", "list | float", "[0.8]"},
     {"batch", "list | int", "1"},
     {"tp", "list | int", "1"},
+    {"dp_attention", "list | int", "1"},
+    {"ep", "list | int", "1"},
     {"prompt_len", "list | int", "512"},
     {"output_len", "list | int", "256"},
     {"engine", "str", "None"},
@@ -54,6 +56,8 @@ py::object simulate_sweep(const py::object& model, const py::object& hardware, c
   if (auto x = given("alphas")) o.alphas = numbers(*x, "alphas");
   if (auto x = given("batch")) o.batches = integer_list(*x, "batch");
   if (auto x = given("tp")) o.tps = integer_list(*x, "tp");
+  if (auto x = given("dp_attention")) o.dp_attentions = integer_list(*x, "dp_attention");
+  if (auto x = given("ep")) o.eps = integer_list(*x, "ep");
   if (auto x = given("prompt_len")) o.prompt_lens = integer_list(*x, "prompt_len");
   if (auto x = given("output_len")) o.output_lens = integer_list(*x, "output_len");
   if (auto x = given("engine")) o.engine = text(*x, "engine");
@@ -86,10 +90,11 @@ py::object simulate_sweep(const py::object& model, const py::object& hardware, c
 }
 
 const char* const kSweepDoc = R"(
-Predicts every combination of hardware x model x drafter x K x acceptance x batch x TP x prompt and output
-length, as `specdec simulate --sweep OUT` does. model, hardware, drafter: spec names or paths, each a name or
-a list (drafter 'none': sequential decoding; default none); k, batch, tp, prompt_len, output_len: an int or
-a list; alphas: i.i.d. acceptance rates, a number or a list, unless one acceptance model is given instead
+Predicts every combination of hardware x model x drafter x K x acceptance x batch x TP x layout x prompt and
+output length, as `specdec simulate --sweep OUT` does. model, hardware, drafter: spec names or paths, each a
+name or a list (drafter 'none': sequential decoding; default none); k, batch, tp, prompt_len, output_len: an
+int or a list; dp_attention, ep: the layouts over each TP's devices, each an int or a list (as --dp-attention
+and --ep; combinations the engines do not run are skipped with their reason); alphas: i.i.d. acceptance rates, a number or a list, unless one acceptance model is given instead
 (acceptance, acceptance_table, acceptance_by_depth, synthetic_al, tree_acceptance or trace, as in
 specdec.simulate). A head whose spec names its target is priced on that model only unless any_target=True.
 engine, engine_version, dtype: for every combination; specs_dirs: extra spec directories.

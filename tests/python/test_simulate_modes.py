@@ -115,6 +115,18 @@ def test_simulate_sweep_csv_to_stdout_and_defaults():
     assert row["speedup"] == pytest.approx(float(lines[1][got["columns"].index("speedup")]), rel=1e-8)
 
 
+def test_simulate_sweep_layouts_equal_the_command_line():
+    # Attention DP x EP over each TP's devices: rows of their own, skipped where the engines do not run them.
+    got = specdec.simulate_sweep("deepseek-v3", "h200", tp=8, dp_attention=[1, 8, 3], ep=[1, 8], batch=16)
+    lines = csv_rows(cli("--sweep", "-", "--model", "deepseek-v3", "--hardware", "h200", "--tp", "8",
+                         "--dp-attention", "1,8,3", "--ep", "1,8", "--batch", "16").stdout)
+    assert lines[0] == got["columns"] and len(lines) - 1 == len(got["rows"]) == 4
+    assert [(r["dp_attention"], r["ep"]) for r in got["rows"]] == [(1, 1), (1, 8), (8, 1), (8, 8)]
+    assert got["skipped"] == 2 and any("does not divide" in r for r in got["skip_reasons"])
+    tpot = got["columns"].index("tpot_ms")
+    assert [r["tpot_ms"] for r in got["rows"]] == pytest.approx([float(l[tpot]) for l in lines[1:]], rel=1e-8)
+
+
 def test_simulate_sweep_prices_the_engine_release_named():
     # SGLang 0.4.4 pays its host work in full under EAGLE where the current release hides it.
     kw = dict(drafter="eagle3-llama3.1-8b", k=3, batch=32, engine="sglang")

@@ -122,6 +122,50 @@ TEST(Sweep, CsvAndHdf5) {
   EXPECT_EQ(files, 2);
 }
 
+// Layouts: each TP's attention DP x EP combinations are rows of their own (and columns of the files),
+// each equal to the one prediction of that layout; what the engines do not run is skipped with its
+// reason; the pivot names the layout.
+TEST(Sweep, LayoutsAreSweptAndInvalidOnesSkipped) {
+  SweepSpec s;
+  s.hardware = {"h200"};
+  s.models = {"deepseek-v3", "llama-3.1-70b"};
+  s.drafters = {"none"};
+  s.tps = {8};
+  s.dp_attentions = {1, 8, 3};
+  s.eps = {1, 8};
+  s.batches = {16};
+  std::vector<SweepRow> rows;
+  const SweepSummary sum = run_sweep(s, SpecLibrary(), [&](const SweepRow& r) { rows.push_back(r); });
+  // DeepSeek-V3: D in {1, 8} x P in {1, 8}; D = 3 does not divide 8. Llama-3.1-70B (dense): D in {1, 8}
+  // with P = 1; EP on a dense model and D = 3 are skipped.
+  ASSERT_EQ(rows.size(), 6u) << sum.skipped;
+  EXPECT_EQ(sum.skipped, 6u);
+  bool said_divides = false, said_dense = false;
+  for (const auto& r : sum.skip_reasons) {
+    said_divides = said_divides || r.find("does not divide") != std::string::npos;
+    said_dense = said_dense || r.find("dense") != std::string::npos;
+  }
+  EXPECT_TRUE(said_divides && said_dense) << ::testing::PrintToString(sum.skip_reasons);
+  for (const SweepRow& r : rows) {
+    Scenario one = test::scenario(r.model, "h200", "", 1, 0);
+    one.workload.batch = 16;
+    one.workload.tp = 8;
+    one.workload.prompt_len = r.prompt_len;
+    one.workload.output_len = r.output_len;
+    one.workload.dp_attention = r.dp_attention;
+    one.workload.ep = r.ep;
+    EXPECT_EQ(r.prediction.tpot_s, predict(one, false).tpot_s) << r.model << " D " << r.dp_attention << " P " << r.ep;
+    const nlohmann::json j = sweep_row_json(r);
+    EXPECT_EQ(j["dp_attention"], r.dp_attention);
+    EXPECT_EQ(j["ep"], r.ep);
+  }
+  // The layouts differ in cost: DP 8 x EP 8 is not priced as plain TP 8.
+  EXPECT_NE(rows[0].prediction.tpot_s, rows[3].prediction.tpot_s);
+  std::ostringstream csv;
+  write_sweep_csv(csv, rows);
+  EXPECT_NE(csv.str().find(",k,batch,tp,dp_attention,ep,prompt_len,"), std::string::npos) << csv.str().substr(0, 200);
+}
+
 // The pivot: one table per configuration, K down and batch across, cells the rows' speedups, the
 // best K of each batch starred; a MoE target whose speedup grows with batch is explained.
 TEST(Sweep, PivotTablesShowEveryRowsSpeedup) {
