@@ -20,7 +20,7 @@ namespace specdec::sim {
 namespace {
 
 const std::vector<std::string> kRowFields = {"label", "source", "model",   "drafter", "method", "k",
-                                             "batch", "prompt_len", "output_len", "context", "tp",
+                                             "batch", "prompt_len", "output_len", "context", "tp", "dp_attention", "ep",
                                              "dtype", "acceptance_length", "step_ms", "tpot_ms", "quote",
                                              "tree", "dynamic_tree", "match_rate", "engine_version"};
 

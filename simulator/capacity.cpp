@@ -398,10 +398,15 @@ std::vector<Parallelism> capacity_layouts(const std::vector<int>& tps, const Mod
       if (tp % d != 0) continue;
       if (dp_attention ? listed(dp_attention, d) : (moe || d == 1)) ds.push_back(d);
     }
-    for (const int p : tp == 1 ? std::vector<int>{1} : std::vector<int>{1, tp})
-      if (ep ? listed(ep, p) : (moe || p == 1)) ps.push_back(p);
+    // By default EP 1 and EP = TP; a list given may name EP ranks of several devices (1 < P < TP),
+    // which run with tensor-parallel attention only (simulator/parallelism.hpp).
+    for (int p = 1; p <= tp; ++p) {
+      if (tp % p != 0) continue;
+      if (ep ? listed(ep, p) : (moe && p == tp) || p == 1) ps.push_back(p);
+    }
     for (const int d : ds)
-      for (const int p : ps) out.push_back(Parallelism{tp, d, p});
+      for (const int p : ps)
+        if (d == 1 || p == 1 || p == tp) out.push_back(Parallelism{tp, d, p});
   }
   return out;
 }

@@ -191,8 +191,9 @@ CapacitySearch search_capacity_trees(const Scenario& s, const CapacityRequest& r
 // The layouts a search plans at each TP of `tps`, in order (TP, then attention DP, then EP, plain
 // TP first): attention DP D over the divisors of the TP and EP P in {1, TP} — on a
 // mixture-of-experts target every such layout, on a dense one plain TP alone — restricted to the
-// Ds of `dp_attention` and the Ps of `ep` when given (a D that does not divide a TP, or a P that is
-// neither 1 nor the TP, has no layout at that TP; a TP left with none is not searched). Whether a
+// Ds of `dp_attention` and the Ps of `ep` when given; a P of `ep` between 1 and the TP that divides
+// it (EP ranks of several devices) is planned with D = 1 only (a D or P that does not divide a TP
+// has no layout at that TP; a TP left with none is not searched). Whether a
 // layout can run (P dividing the experts, EP on a dense model, attention TP splitting the heads) is
 // the planning's to say (validate_scenario), kept with the configuration as its reason.
 std::vector<Parallelism> capacity_layouts(const std::vector<int>& tps, const ModelShape& target,

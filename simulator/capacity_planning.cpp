@@ -125,16 +125,16 @@ std::vector<Parallelism> capacity_search_layouts(const CapacityOptions& c, const
       if (v < 1) throw Error(sp(option, std::to_string(v)) + ": the " + what + " must be >= 1 (1: none)");
       if (std::none_of(tps.begin(), tps.end(), [&](int tp) { return fits(v, tp); }))
         throw Error(sp(option, std::to_string(v)) + " fits none of the tensor-parallel degrees searched (" + sp("tp", tp_text) +
-                    "): " + (std::string(option) == "ep" ? "EP is 1 or the replica's devices, its TP"
+                    "): " + (std::string(option) == "ep" ? "EP must divide the replica's devices, its TP"
                                                          : "attention DP must divide the replica's devices, its TP"));
     }
   };
   check(c.dp_attention, "dp-attention", "attention data-parallel degree", [](int d, int tp) { return tp % d == 0; });
-  check(c.ep, "ep", "expert-parallel degree", [](int p, int tp) { return p == 1 || p == tp; });
+  check(c.ep, "ep", "expert-parallel degree", [](int p, int tp) { return tp % p == 0; });
   const std::vector<Parallelism> layouts = capacity_layouts(tps, target, c.dp_attention, c.ep);
   if (layouts.empty())
     throw Error(sp("dp-attention") + " and " + sp("ep") + " leave no layout at any tensor-parallel degree searched (" +
-                sp("tp", tp_text) + "): EP other than 1 is searched only at the TP equal to it");
+                sp("tp", tp_text) + "): EP must divide the TP, and under data-parallel attention equal it");
   return layouts;
 }
 

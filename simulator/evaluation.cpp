@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kRowFields = {
     "label",    "model",      "drafter",    "method", "k",     "tree",     "dynamic_tree",
-    "batch",    "prompt_len", "output_len", "tp",     "dtype", "hardware", "engine", "engine_version",
+    "batch",    "prompt_len", "output_len", "tp",     "dp_attention", "ep", "dtype", "hardware", "engine", "engine_version",
     "acceptance_length", "speedup", "throughput", "baseline_throughput", "versus", "quote", "missing_spec", "match_rate"};
 
 // The speculative configuration of `r` into `s`, whose target, hardware, engine and workload are

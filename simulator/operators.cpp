@@ -96,11 +96,12 @@ void append_parallel_experts(std::vector<Operator>& ops, const ModelShape& m, do
     ops.push_back(collective_of("moe.reduce_scatter.dp", rows_all * H * a * (N - 1.0) / N, phase, layers));
     return;
   }
-  // Expert parallelism: each device holds E / N whole experts and computes the token-expert rows
-  // routed to them; the busiest device (simulator/parallelism.hpp) sets the step.
+  // Expert parallelism: each EP rank holds E / P whole experts, column-split over its N / P devices
+  // (one device each at P = N), and computes the token-expert rows routed to them; the busiest rank
+  // (simulator/parallelism.hpp) sets the step.
   const ExpertRankLoad load =
       busiest_expert_rank(E, k, full.ep, full.batch, full.tokens, m.expert_locality, m.expert_load_cv);
-  const double Ie = m.expert_intermediate_size;
+  const double Ie = ceil_div(m.expert_intermediate_size, N / full.ep);
   const bool dispatch = full.dp > 1;  // without DP attention every device already holds every token
   const double Ta = group.tp;
   const double sent = std::ceil(rows_group / Ta);  // a group's tokens, split over its devices [approximate]

@@ -41,7 +41,7 @@ struct ForwardParams {
   double context = 0;
   int tp = 1;              // devices of the replica (simulator/parallelism.hpp: N)
   int dp = 1;              // attention data-parallel groups (D); each runs ⌈batch / D⌉ sequences at TP tp / D
-  int ep = 1;              // expert-parallel degree (1 or tp)
+  int ep = 1;              // expert-parallel degree (dividing tp; 1 or tp under dp > 1)
   double logit_rows = 1;
   WeightBytes weights;      // bytes per weight element, by class
   double act_bytes = 2;     // bytes per activation element

@@ -23,10 +23,14 @@ void validate_parallelism(const Parallelism& par, const ModelShape& target, cons
     throw Error(ep + ": model '" + target.name +
                 "' is dense (no routed experts), so there is nothing to place by expert parallelism; give " +
                 sp("ep", "1"));
-  if (par.ep != 1 && par.ep != par.ranks)
-    throw Error(ep + " must be 1 or the replica's " + n + " devices (" + sp("tp", n) +
-                "): the engines' expert parallelism spans every device of the replica (vLLM's EP size is DP x TP, "
-                "SGLang's --ep-size is its --tp)");
+  if (par.ranks % par.ep != 0)
+    throw Error(ep + " does not divide the replica's " + n + " devices (" + sp("tp", n) +
+                "): the experts are split into EP ranks of N / EP devices each, which column-split their experts");
+  if (par.dp_attention > 1 && par.ep != 1 && par.ep != par.ranks)
+    throw Error(ep + " with " + dp + " must be 1 or the replica's " + n + " devices (" + sp("tp", n) +
+                "): under data-parallel attention the engines' expert parallelism spans every device (vLLM's EP size "
+                "is DP x TP; SGLang's DeepEP dispatch takes --ep-size = --tp); EP ranks of several devices are run "
+                "with tensor-parallel attention (" + sp("dp-attention", "1") + ")");
   if (par.ep > 1 && target.num_experts % par.ep != 0)
     throw Error(ep + " does not divide the " + std::to_string(target.num_experts) + " routed experts of model '" +
                 target.name + "': each device holds E / EP whole experts");
@@ -36,7 +40,8 @@ std::string describe_parallelism(const Parallelism& par) {
   if (par.plain()) return "TP " + std::to_string(par.ranks);
   std::string s = std::to_string(par.ranks) + " devices: attention DP " + std::to_string(par.dp_attention) + " x TP " +
                   std::to_string(par.attention_tp()) + ", experts ";
-  return s + (par.ep > 1 ? "EP " + std::to_string(par.ep) : "TP " + std::to_string(par.ranks));
+  if (par.ep == 1) return s + "TP " + std::to_string(par.ranks);
+  return s + "EP " + std::to_string(par.ep) + (par.expert_tp() > 1 ? " x TP " + std::to_string(par.expert_tp()) : "");
 }
 
 int sequences_per_attention_group(int batch, int dp_attention) {

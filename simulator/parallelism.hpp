@@ -10,10 +10,17 @@
 //                    KV cache. SGLang --enable-dp-attention --dp D (attention TP = tp / dp: its
 //                    docs/advanced_features/dp_dpa_smg_guide), vLLM --data-parallel-size D with
 //                    --tensor-parallel-size Ta (docs serving/data_parallel_deployment).
-//   EP P             each device holds E / P whole routed experts; P = N (vLLM's EP size is
-//                    DP × TP, docs serving/expert_parallel_deployment; SGLang's --ep-size is its
-//                    --tp). Without EP the routed experts are column-split over all N devices
-//                    (vLLM: "expert layers form a (DP × TP) sized tensor parallel group").
+//   EP P             the routed experts are split into P ranks of E / P whole experts, each rank's
+//                    experts column-split over its Te = N / P devices (expert TP). P = N: each
+//                    device holds E / P whole experts (vLLM's EP size is DP × TP, docs
+//                    serving/expert_parallel_deployment; SGLang's DeepEP --ep-size is its --tp).
+//                    1 < P < N with tensor-parallel attention (D = 1): TensorRT-LLM's
+//                    moe_expert_parallel_size × moe_tensor_parallel_size = tp_size, SGLang's
+//                    --ep-size below --tp (moe TP = tp / ep); every device holds every token after
+//                    attention, so no dispatch: the layer's all-reduce sums the ranks' partial
+//                    outputs as under plain TP. Without EP the routed experts are column-split over
+//                    all N devices (vLLM: "expert layers form a (DP × TP) sized tensor parallel
+//                    group").
 // D = P = 1 is plain tensor parallelism, priced exactly as before these terms existed.
 #include <string>
 
@@ -25,18 +32,20 @@ namespace specdec::sim {
 struct Parallelism {
   int ranks = 1;         // N: devices of one replica (--tp)
   int dp_attention = 1;  // D: attention data-parallel groups
-  int ep = 1;            // P: expert-parallel degree (1 or N)
+  int ep = 1;            // P: expert-parallel degree (dividing N; 1 or N under DP attention)
   int attention_tp() const { return ranks / dp_attention; }  // Ta
+  int expert_tp() const { return ranks / ep; }               // Te: devices of one EP rank
   bool plain() const { return dp_attention == 1 && ep == 1; }
 };
 
 // Throws specdec::Error (naming options as `spelling` writes them) unless the layout is one the
-// engines run: D and P at least 1, D dividing N, P either 1 or N, P dividing the target's routed
-// experts, EP only on a mixture-of-experts target.
+// engines run: D and P at least 1, D and P dividing N, P either 1 or N under DP attention, P
+// dividing the target's routed experts, EP only on a mixture-of-experts target.
 void validate_parallelism(const Parallelism& par, const ModelShape& target,
                           const OptionSpelling& spelling = kCommandLineSpelling);
 
-// "TP 8" for plain tensor parallelism; "8 devices: attention DP 8 x TP 1, experts EP 8" otherwise.
+// "TP 8" for plain tensor parallelism; "8 devices: attention DP 8 x TP 1, experts EP 8" or
+// "8 devices: attention DP 1 x TP 8, experts EP 2 x TP 4" otherwise.
 std::string describe_parallelism(const Parallelism& par);
 
 // Sequences of one attention group: ⌈batch / D⌉, the busiest group (the slowest sets the step).

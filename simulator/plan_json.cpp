@@ -30,6 +30,9 @@ Workload parse_measured_workload(const nlohmann::json& r, const std::string& whe
   w.prompt_len = get_int_in(r, "prompt_len", 128, 1, int(kMaxPositions), where);
   w.output_len = get_int_in(r, "output_len", 256, 1, int(kMaxPositions), where);
   w.tp = get_int_in(r, "tp", 1, 1, kMaxTensorParallel, where);
+  // The layout over the tp devices (simulator/parallelism.hpp; checked with the scenario).
+  w.dp_attention = get_int_in(r, "dp_attention", 1, 1, kMaxTensorParallel, where);
+  w.ep = get_int_in(r, "ep", 1, 1, kMaxTensorParallel, where);
   w.dtype = has_field(r, "dtype") ? normalize_dtype(get_string(r, "dtype", where), where) : "";
   return w;
 }

@@ -13,7 +13,7 @@
 namespace specdec::sim {
 
 // The workload of a measured row: "batch" (1), "prompt_len" (128), "output_len" (256), "tp" (1),
-// "dtype" (the model's).
+// its layout "dp_attention" (1) and "ep" (1), "dtype" (the model's).
 Workload parse_measured_workload(const nlohmann::json& r, const std::string& where);
 
 // Sets s.plan, s.drafter, s.match_rate and s.measured_tokens_per_step from `r` (a draft-free

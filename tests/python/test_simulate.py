@@ -200,7 +200,7 @@ def test_plan_capacity_searches_layouts():
     assert (plain["capacity"]["dp_attention"], plain["capacity"]["ep"], plain["capacity"]["devices"]) == (1, 1, 48)
     assert "dp_attention=3 fits none of the tensor-parallel degrees searched (tp=8)" in error_of(
         specdec.plan_capacity, **MOE, dp_attention=[1, 3])
-    assert "ep=4 fits none" in error_of(specdec.plan_capacity, **MOE, ep=4)
+    assert "ep=3 fits none" in error_of(specdec.plan_capacity, **MOE, ep=3)
     assert "dp_attention: list | int = None" in specdec.plan_capacity.__doc__.splitlines()[0]
     assert "ep: list | int = None" in specdec.plan_capacity.__doc__.splitlines()[0]
 

@@ -191,6 +191,12 @@ TEST(CapacityLayouts, EachTpSearchesTheLayoutsItAllows) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(same_layout(some[i], expected[i])) << layouts_text(some);
   // Asked for, DP attention is searched on a dense model too (per-group replicas in lock-step).
   EXPECT_EQ(capacity_layouts({2}, dense, std::vector<int>{1, 2}, std::nullopt).size(), 2u);
+  // EP ranks of several devices (P = 2, 4 at TP 8) are planned with tensor-parallel attention only;
+  // at TP 4, P = 4 is EP = TP (every D), P = 2 a rank of two devices (D = 1).
+  const std::vector<Parallelism> ranks = capacity_layouts({4, 8}, moe, std::vector<int>{1, 4}, std::vector<int>{2, 4});
+  const std::vector<Parallelism> want = {{4, 1, 2}, {4, 1, 4}, {4, 4, 4}, {8, 1, 2}, {8, 1, 4}};
+  ASSERT_EQ(ranks.size(), want.size()) << layouts_text(ranks);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_layout(ranks[i], want[i])) << layouts_text(ranks);
 }
 
 // DeepSeek-V3 with MTP under a reasoning load (prompts of 1024 tokens, outputs of 4096): plain TP 8
@@ -294,9 +300,9 @@ TEST(CapacityLayouts, RestrictionsAreHonoured) {
             std::string::npos)
       << refused(bad, kKeywordSpelling);
   bad = deepseek_question();
-  bad.capacity->ep = std::vector<int>{4};
-  EXPECT_NE(refused(bad).find("--ep 4 fits none of the tensor-parallel degrees searched (--tp 8): EP is 1 or the replica's "
-                              "devices"),
+  bad.capacity->ep = std::vector<int>{3};
+  EXPECT_NE(refused(bad).find("--ep 3 fits none of the tensor-parallel degrees searched (--tp 8): EP must divide the "
+                              "replica's devices"),
             std::string::npos)
       << refused(bad);
   bad.capacity->ep = std::vector<int>{0};

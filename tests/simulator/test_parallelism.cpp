@@ -271,6 +271,55 @@ TEST(Parallelism, EpWeightBytesPerDevice) {
   EXPECT_NEAR(ex->weight_bytes, 32 * expert, 1e-6 * expert) << "deepseek-v3 EP 8, batch 4096";
 }
 
+// EP ranks of several devices (TensorRT-LLM's MoE TP x EP, SGLang's --ep-size below --tp): each of
+// the P ranks holds E / P experts column-split over N / P devices. The routed weights per device are
+// every layout's E x 1/N; at a batch that touches every expert a device reads its rank's E / P
+// experts' 1/(N/P) columns, the same bytes as plain TP and as EP = N; at batch 1 (8 of 256 experts
+// touched) under uniform routing every layout reads one expert's worth per device. No token is dispatched: attention is tensor-parallel, every device holds every
+// token, and the layer's all-reduce sums the ranks' outputs as under plain TP.
+TEST(Parallelism, EpRanksOfSeveralDevicesSplitTheirExpertsColumns) {
+  SpecLibrary lib;
+  const ModelShape m = lib.model("deepseek-v3");
+  const WeightBytes w = weight_bytes_of(m, m.dtype);
+  const double expert = 3.0 * m.hidden_size * m.expert_intermediate_size * w[WeightClass::routed_experts];
+  auto experts_op = [&](int ep, int batch) {
+    ForwardParams p;
+    p.tp = 8;
+    p.ep = ep;
+    p.batch = batch;
+    p.weights = w;
+    const auto ops = layer_ops(m, p);
+    for (const char* collective : {"moe.dispatch", "moe.combine", "moe.all_gather.dp"})
+      EXPECT_EQ(find_op(ops, collective), nullptr) << collective << " at EP " << ep;
+    EXPECT_NE(find_op(ops, "all_reduce.mlp"), nullptr) << "EP " << ep << ": the ranks' partial outputs summed";
+    const Operator* ex = find_op(ops, "moe.experts");
+    EXPECT_TRUE(ex) << "EP " << ep;
+    return ex ? *ex : Operator{};
+  };
+  const Operator plain = experts_op(1, 4096), ep2 = experts_op(2, 4096), ep4 = experts_op(4, 4096), ep8 = experts_op(8, 4096);
+  for (const Operator& op : {ep2, ep4, ep8})
+    EXPECT_NEAR(op.weight_bytes, 32 * expert, 1e-6 * expert) << "every expert touched: E / N experts' worth per device";
+  EXPECT_NEAR(plain.weight_bytes, 32 * expert, 1e-6 * expert);
+  // Batch 1 under uniform routing: every rank expects k / P of the token's experts, so each layout
+  // reads one expert's worth per device (the model prices expected loads, not the maximum of a draw).
+  const Operator one_plain = experts_op(1, 1), one_ep2 = experts_op(2, 1), one_ep8 = experts_op(8, 1);
+  EXPECT_NEAR(one_ep2.weight_bytes, one_plain.weight_bytes, 1e-9 * expert);
+  EXPECT_NEAR(one_ep8.weight_bytes, one_plain.weight_bytes, 1e-9 * expert);
+  EXPECT_NEAR(one_ep2.flops, one_plain.flops, 1e-9 * one_plain.flops);
+  EXPECT_EQ(one_ep2.gemm_depth, m.hidden_size);
+  // A rank of four devices: its 4 touched experts' quarter columns, as wide as EP 8's one whole expert.
+  EXPECT_NEAR(one_ep2.gemm_cols, 4 * 2.0 * m.expert_intermediate_size / 4, 1e-9 * one_ep8.gemm_cols);
+  // The weights a device stores do not depend on the split of the experts.
+  ScenarioOptions o = opts("deepseek-v3", "h200", 8, 1);
+  const double stored = predict_options(o).weight_bytes_per_device;
+  for (int ep : {2, 4, 8}) {
+    o.ep = ep;
+    EXPECT_NEAR(predict_options(o).weight_bytes_per_device, stored, 1e-9 * stored) << "EP " << ep;
+  }
+  o.ep = 2;
+  EXPECT_NE(predict_options(o).tpot_s, predict_options(opts("deepseek-v3", "h200", 8, 1)).tpot_s);
+}
+
 // The MTP module runs under the target's layout: its MoE layer's experts are dispatched too.
 TEST(Parallelism, MtpModuleUnderTheLayout) {
   ScenarioOptions o = with_drafter(opts("deepseek-v3", "h200", 8, 16), "mtp-deepseek-v3", 1, 0.85);
@@ -304,8 +353,14 @@ TEST(Parallelism, RefusalsNameTheProblem) {
   o.dp_attention = 1;
   o.ep = 0;
   EXPECT_NE(refused(o).find("--ep 0: the expert-parallel degree must be >= 1"), std::string::npos) << refused(o);
+  o.ep = 3;
+  EXPECT_NE(refused(o).find("--ep 3 does not divide the replica's 8 devices (--tp 8)"), std::string::npos) << refused(o);
   o.ep = 4;
-  EXPECT_NE(refused(o).find("--ep 4 must be 1 or the replica's 8 devices"), std::string::npos) << refused(o);
+  EXPECT_EQ(refused(o), "") << "EP 4 x expert TP 2 under tensor-parallel attention";
+  o.dp_attention = 2;
+  EXPECT_NE(refused(o).find("--ep 4 with --dp-attention 2 must be 1 or the replica's 8 devices"), std::string::npos)
+      << refused(o);
+  o.dp_attention = 1;
   ScenarioOptions dense = opts("llama-3.1-8b", "h100-sxm", 2, 1);
   dense.ep = 2;
   EXPECT_NE(refused(dense).find("model 'llama-3.1-8b' is dense"), std::string::npos) << refused(dense);
@@ -333,6 +388,7 @@ TEST(Parallelism, DescribesTheLayout) {
   EXPECT_EQ(describe_parallelism(Parallelism{8, 1, 1}), "TP 8");
   EXPECT_EQ(describe_parallelism(Parallelism{8, 8, 8}), "8 devices: attention DP 8 x TP 1, experts EP 8");
   EXPECT_EQ(describe_parallelism(Parallelism{8, 2, 1}), "8 devices: attention DP 2 x TP 4, experts TP 8");
+  EXPECT_EQ(describe_parallelism(Parallelism{8, 1, 2}), "8 devices: attention DP 1 x TP 8, experts EP 2 x TP 4");
   EXPECT_EQ(sequences_per_attention_group(5, 2), 3);
   EXPECT_EQ(sequences_per_attention_group(1, 8), 1);
   EXPECT_EQ(sequences_per_attention_group(64, 8), 8);
