@@ -238,7 +238,7 @@ best_k: search K for the lowest TPOT (a list of Ks; N: 1..N; True: 1..8) -> 'bes
 best_tree: search EAGLE-2 trees (total_tokens, depths, top_ks), each an int or a list -> 'best_tree',
 'by_tree', 'skipped'; batching: 'static' or 'continuous' -> 'batching'.
 batch, tp, prompt_len, output_len, dtype: the workload; dp_attention, ep: the layout over tp's devices
-(data-parallel attention groups, expert-parallel degree 1 or tp; as --dp-attention and --ep); breakdown=True adds the per-operator costs;
+(data-parallel attention groups, expert-parallel degree dividing tp; as --dp-attention and --ep); breakdown=True adds the per-operator costs;
 specs_dirs: extra spec directories. Errors name the keyword.)";
 
 const char* const kPlanCapacityDoc = R"(
