@@ -90,8 +90,7 @@ double prefill_per_step(const Scenario& s, double tokens_per_step) {
 }  // namespace
 
 double prefill_seconds_per_prompt(const Scenario& s) {
-  const StepCost p = prefill_cost(s);
-  return s.engine.interleaves_prefill ? p.draft_s + p.verify_s : p.total_s();
+  return s.engine.interleaves_prefill ? interleaved_prefill_s(s) : prefill_cost(s).total_s();
 }
 
 StepUnderLoad step_under_load(double decode_step_s, double prefill_s, double prompts_per_s, int prompt_len) {

@@ -61,8 +61,9 @@ BatchingPrediction predict_batching(const Scenario& s, Batching mode);
 // The time one prompt's prefill (the target's and, for a method with a drafter model, the drafter's
 // forward over the prompt) adds to the decode steps of the requests already running. An engine that
 // interleaves prefill (EngineSpec::interleaves_prefill) chunks the prompt's rows into the steps'
-// target forwards: the forwards' own time, no step overhead of its own. One that does not runs it as
-// a forward of its own between two steps, which stalls every running sequence for the whole forward
+// target forwards: what the rows add to the step's forward (interleaved_prefill_s: the weights are
+// already read for the decode rows), no step overhead of its own. One that does not runs it as a
+// forward of its own between two steps, which stalls every running sequence for the whole forward
 // and its step overhead.
 double prefill_seconds_per_prompt(const Scenario& s);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -327,6 +328,29 @@ static void charge_host_work(Accumulator& acc, const Scenario& s, bool speculati
 
 // One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
 // the scenario).
+// The target's forward in one decoding step of `plan` (`base` at the step's context): one token per
+// sequence (sequential) or the whole draft (verification). A draft-free step drafts only when the
+// history matches (a share match_rate of the steps): 1 + h·nodes per sequence. Sets the tokens each
+// sequence verifies.
+static std::vector<Operator> target_step_ops(const Scenario& s, const DraftPlan& plan, const ForwardParams& base,
+                                             double* verify_tokens) {
+  const Method m = plan.method;
+  *verify_tokens = 1;
+  if (draft_free(m)) *verify_tokens = 1.0 + s.match_rate * draft_free_nodes(m, plan.k, plan.nodes);
+  else if (m != Method::sequential) *verify_tokens = plan.tree ? plan.tree->size() + 1.0 : plan.k + 1.0;
+  ForwardParams p = base;
+  p.tokens = *verify_tokens;
+  if (plan.tree && s.engine.flatten_trees) {
+    // One sequence per root-to-leaf path, padded to the deepest: shared prefixes are recomputed
+    // and every path reads the context again.
+    p.batch = base.batch * plan.tree->num_leaves();
+    p.tokens = plan.tree->max_depth() + 1.0;
+    *verify_tokens = plan.tree->num_leaves() * p.tokens;
+  }
+  p.logit_rows = p.tokens;
+  return model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify");
+}
+
 static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double context, double tokens_per_step,
                           bool keep_ops = true) {
   Accumulator acc(s, keep_ops);
@@ -338,21 +362,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   // drafts only when the history matches (a share match_rate of the steps): 1 + h·nodes per sequence.
   double verify_tokens = 1;
   const bool lookup = draft_free(m);
-  if (lookup) verify_tokens = 1.0 + s.match_rate * draft_free_nodes(m, plan.k, plan.nodes);
-  else if (m != Method::sequential) verify_tokens = plan.tree ? plan.tree->size() + 1.0 : plan.k + 1.0;
-  {
-    ForwardParams p = base;
-    p.tokens = verify_tokens;
-    if (plan.tree && s.engine.flatten_trees) {
-      // One sequence per root-to-leaf path, padded to the deepest: shared prefixes are recomputed
-      // and every path reads the context again.
-      p.batch = base.batch * plan.tree->num_leaves();
-      p.tokens = plan.tree->max_depth() + 1.0;
-      verify_tokens = plan.tree->num_leaves() * p.tokens;
-    }
-    p.logit_rows = p.tokens;
-    acc.add(model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify"), &acc.step.verify_s);
-  }
+  acc.add(target_step_ops(s, plan, base, &verify_tokens), &acc.step.verify_s);
   acc.step.verify_tokens = verify_tokens;
   const double rows = double(s.workload.batch) * verify_tokens;  // per-row host time, saturating with rows
   acc.overhead("sampling", "overhead", rows, rows > 0 ? s.engine.sampling_seconds(rows, s.engine_version) / rows : 0.0);
@@ -467,6 +477,53 @@ static StepCost prefill_step(const Scenario& s, bool keep_ops) {
 }
 
 StepCost prefill_cost(const Scenario& s) { return prefill_step(s, true); }
+
+std::vector<Operator> with_prompt_rows(std::vector<Operator> step, const std::vector<Operator>& prompt) {
+  std::vector<bool> merged(step.size(), false);
+  const size_t own = step.size();
+  for (const Operator& q : prompt) {
+    size_t i = 0;
+    while (i < own && (merged[i] || std::strcmp(step[i].name, q.name) != 0 || step[i].count != q.count)) ++i;
+    if (i == own) {
+      step.push_back(q);  // no kernel of the step computes it (another form: its own kernel)
+      continue;
+    }
+    merged[i] = true;
+    Operator& m = step[i];
+    // One kernel over both row sets: the work and the activations add, the weights are read once
+    // (the larger set: a prompt's rows touch every expert a decode batch does and more).
+    const double weights = std::max(m.weight_bytes, q.weight_bytes);
+    if (weights > 0) m.gemm_rows = (m.gemm_rows * m.weight_bytes + q.gemm_rows * q.weight_bytes) / weights;
+    m.bytes += q.bytes - std::min(m.weight_bytes, q.weight_bytes);
+    m.weight_bytes = weights;
+    m.flops += q.flops;
+    m.kv_bytes += q.kv_bytes;
+    m.comm_bytes += q.comm_bytes;
+    m.gemm_cols = std::max(m.gemm_cols, q.gemm_cols);
+    m.gemm_depth = std::max(m.gemm_depth, q.gemm_depth);
+    m.kernels = std::max(m.kernels, q.kernels);
+  }
+  return step;
+}
+
+double interleaved_prefill_s(const Scenario& s) {
+  const double context = s.workload.prompt_len + 0.5 * s.workload.output_len;  // as predict() decodes at
+  ForwardParams base = base_params(s);
+  base.context = context;
+  double verify_tokens = 1;
+  const std::vector<Operator> step = target_step_ops(s, s.plan, base, &verify_tokens);
+  ForwardParams p = base_params(s);
+  p.batch = 1;
+  p.tokens = s.workload.prompt_len;
+  p.logit_rows = 1;
+  p.prefill = true;
+  Accumulator alone(s, false), with(s, false);
+  alone.add(step, &alone.step.verify_s);
+  with.add(with_prompt_rows(step, model_forward_ops(s.target, p, "prefill")), &with.step.verify_s);
+  // The drafter's pass over the prompt keeps its own forward (the heads' and draft models' kernels
+  // are not the target's).
+  return std::max(0.0, with.step.verify_s - alone.step.verify_s) + prefill_step(s, false).draft_s;
+}
 
 void set_dynamic_tree(DraftPlan& plan, const AcceptanceModel& acc, int total_tokens, int depth, int top_k) {
   plan.tree = best_tree(acc, total_tokens, depth, top_k);  // throws on a bad value

@@ -122,6 +122,17 @@ int acceptance_depth(const DraftPlan& plan);
 StepCost decode_step_cost(const Scenario& s, double context, double tokens_per_step);
 // Prefill of one prompt (target and, for speculative methods, the drafter).
 StepCost prefill_cost(const Scenario& s);
+// What one prompt's prefill adds to a decode step of the scenario when its rows run inside the
+// step's target forward (chunked prefill, EngineSpec::interleaves_prefill): the step's target
+// forward with the prompt's rows minus without them — each matrix product's weights are read once
+// for both row sets, so a memory-bound step carries a prompt's rows for their compute alone — plus
+// the drafter's pass over the prompt as a forward of its own. The step is the scenario's batch at
+// the mean decoding context.
+double interleaved_prefill_s(const Scenario& s);
+// The operators of `step` with `prompt`'s rows run in the same kernels: an operator of `prompt`
+// whose name and count match one of `step` is merged into it (FLOPs, activations, KV and collective
+// bytes add; weights are read once; the products' rows add), any other is appended.
+std::vector<Operator> with_prompt_rows(std::vector<Operator> step, const std::vector<Operator>& prompt);
 
 // Bytes of the routed experts of `layers` MoE layers of `m` (all of them, at `w`'s routed-expert
 // width); 0 for a dense model.

@@ -98,7 +98,8 @@ nlohmann::json without_layout_fields(nlohmann::json j) {
 // and the hash (FNV-1a of the compact JSON, keys sorted) covers every configuration's every number,
 // without the fields the layouts added. They were first recorded from the planner without layouts
 // and matched it bit for bit; re-recorded since from this planner where the cost model changed on
-// purpose (per-kernel floors; the engines' host work hidden by release), so that a change of the
+// purpose (per-kernel floors; the engines' host work hidden by release; a prompt's rows priced inside
+// the decode step's forward where the engine interleaves prefill), so that a change of the
 // search itself, which must not touch a dense plan, shows here.
 TEST(CapacityLayouts, ADenseModelsPlanIsUnchangedBitForBit) {
   ScenarioOptions quick = capacity_options("llama-3.1-70b", "h200", 20, 30);
@@ -128,13 +129,13 @@ TEST(CapacityLayouts, ADenseModelsPlanIsUnchangedBitForBit) {
   };
   const std::vector<Case> cases = {
       {"quick start: llama-3.1-70b EAGLE-3 on h200", quick,
-       {2, 3, 32, 10, 0x1.23b18dc2ffa35p+4, 0x1.32ad95b8fa12ap+3, 0x1.3258e55991f40p-1, 0x1.12bd555555555p+2},
-       {4, 0, 64, 12, 0x1.9b90823d31a98p+4, 0x1.bec49e115e452p+3, 0x1.62e9b2dc5d07fp-1, 0x1.49affffffffffp+2}, 32, 4,
-       16573269781678962822ull},
+       {2, 3, 32, 10, 0x1.11f2b890ad570p+4, 0x1.32ad95b8fa12ap+3, 0x1.202d08fd14b85p-1, 0x1.12bd555555555p+2},
+       {4, 0, 64, 12, 0x1.82b2602dca379p+4, 0x1.bec49e115e452p+3, 0x1.4db143e049064p-1, 0x1.49affffffffffp+2}, 32, 4,
+       11540959838847622815ull},
       {"sequential llama-3.1-8b on h100-sxm with a TTFT target and a price", sequential,
-       {1, 0, 8, 1, 0x1.9fbd7e2820c9fp+2, 0x1.90c898a21c997p+2, 0x1.41c86e7c3812cp-1, 0x1.cef684bda12f7p-1},
-       {1, 0, 8, 1, 0x1.9fbd7e2820c9fp+2, 0x1.90c898a21c997p+2, 0x1.41c86e7c3812cp-1, 0x1.cef684bda12f7p-1}, 0, 4,
-       10465719774871243732ull},
+       {1, 0, 8, 1, 0x1.9b9799d6a95a9p+2, 0x1.90c898a21c997p+2, 0x1.3e98e60c802ffp-1, 0x1.cef684bda12f7p-1},
+       {1, 0, 8, 1, 0x1.9b9799d6a95a9p+2, 0x1.90c898a21c997p+2, 0x1.3e98e60c802ffp-1, 0x1.cef684bda12f7p-1}, 0, 4,
+       16369464009273100905ull},
       {"EAGLE-2 trees of vicuna-7b on a100 with sglang", trees,
        {1, 4, 16, 1, 0x1.07d829dc54001p+3, 0x1.af1ea071efc45p+2, 0x1.5793b2a549ac8p-1, 0x1.1c838e38e38e4p+0},
        {1, 0, 32, 1, 0x1.3e80219669188p+4, 0x1.067be7eec2f5cp+4, 0x1.9a7ea28613ceap-1, 0x1.1c838e38e38e4p+0}, 16, 2,
@@ -217,7 +218,7 @@ TEST(CapacityLayouts, DpAttentionIsFoundAndCheaperForDeepSeekV3WithMtp) {
   EXPECT_EQ(best.plan.devices, 24);
   EXPECT_LE(best.plan.load.tpot_s, 0.05);
   EXPECT_EQ(dp.search.sequential->dp_attention, 8) << "the sequential baseline is searched over the same layouts";
-  EXPECT_EQ(dp.search.sequential->plan.devices, 40);
+  EXPECT_EQ(dp.search.sequential->plan.devices, 32);
 
   ScenarioOptions plain_options = deepseek_question();
   plain_options.capacity->dp_attention = std::vector<int>{1};
@@ -227,7 +228,7 @@ TEST(CapacityLayouts, DpAttentionIsFoundAndCheaperForDeepSeekV3WithMtp) {
   EXPECT_EQ(plain.search.best->plan.devices, 48) << "plain TP 8: six replicas of batch 128";
   EXPECT_EQ(plain.search.best->plan.batch, 128);
   EXPECT_EQ(plain.search.best->k, 6);
-  EXPECT_EQ(plain.search.sequential->plan.devices, 112);
+  EXPECT_EQ(plain.search.sequential->plan.devices, 104);
 
   // Why, by hand: a token's MLA cache is one latent of kv_lora_rank plus a RoPE key of
   // qk_rope_head_dim per layer, BF16; a sequence holds prompt + output tokens. Plain TP keeps every
@@ -256,13 +257,15 @@ TEST(CapacityLayouts, DpAttentionIsFoundAndCheaperForDeepSeekV3WithMtp) {
   // of its group's TP 1, not an eighth of them.
   EXPECT_GT(dp512->prediction.weight_bytes_per_device, tp128->prediction.weight_bytes_per_device + 10e9);
 
-  // A tight TPOT target: small batches, where reading the weights dominates; plain attention TP wins.
+  // A tight TPOT target: small batches, where reading the weights dominates; plain attention TP wins
+  // (at 9 ms every layout but DP 8 takes two replicas of batch 32, and attention TP 8 the shortest
+  // step; at 10 ms one replica of DP 4 x EP 8 at batch 64 just meets it, 9.97 ms).
   ScenarioOptions tight = deepseek_question();
   tight.capacity->capacity_rate = 1;
-  tight.capacity->tpot_target_ms = 10;
+  tight.capacity->tpot_target_ms = 9;
   const CapacityPlanning t = plan_of(tight);
   ASSERT_TRUE(t.search.best);
-  EXPECT_EQ(t.search.best->dp_attention, 1) << "TPOT <= 10 ms: " << t.search.best->plan.batch;
+  EXPECT_EQ(t.search.best->dp_attention, 1) << "TPOT <= 9 ms: " << t.search.best->plan.batch;
   EXPECT_EQ(t.search.best->plan.devices, 16);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simulator/capacity.hpp"
+#include "simulator/operators.hpp"
 #include "test_util.hpp"
 
 namespace specdec::sim {
@@ -45,11 +46,14 @@ TEST(CapacityPrefill, TpotUnderLoadIsTheFixedPointOfItsOwnPrefill) {
   const CapacityRequest req = load(20, 0.03);
   const CapacityPlan plan = plan_capacity(s, req);
   ASSERT_TRUE(plan.feasible);
-  const double c = prefill_seconds_per_prompt(s);
-  ASSERT_GT(c, 0.1) << "a 1024-token prompt of a 70B model on two H200s: over 100 ms";
+  ASSERT_GT(prefill_seconds_per_prompt(s), 0.1) << "a 1024-token prompt of a 70B model on two H200s: over 100 ms";
   for (const auto& o : plan.options) {
     if (!o.prediction.fits_memory) continue;
-    EXPECT_EQ(o.prefill_s_per_prompt, c) << "batch " << o.batch << ": a prompt costs the same whatever the batch";
+    Scenario at = s;
+    at.workload.batch = o.batch;
+    const double c = o.prefill_s_per_prompt;
+    EXPECT_EQ(c, prefill_seconds_per_prompt(at)) << "batch " << o.batch << ": a prompt joins that batch's steps";
+    EXPECT_LE(c, prefill_cost(at).draft_s + prefill_cost(at).verify_s) << "batch " << o.batch << ": at most its own forward";
     const double d = o.prediction.step.total_s();
     // More replicas, less load on each: fewer prompt rows per step, a shorter step.
     double prev_tokens = 1e300, prev_tpot = 1e300;
@@ -83,7 +87,7 @@ TEST(CapacityPrefill, TpotUnderLoadIsTheFixedPointOfItsOwnPrefill) {
       EXPECT_EQ(over.broken, std::vector<ReplicaLimit>{ReplicaLimit::prefill_capacity}) << "batch " << o.batch << ", " << n << " replicas";
     }
   }
-  EXPECT_GT(plan.replicas, 20 * c) << "no plan has replicas that cannot keep up";
+  EXPECT_GT(plan.replicas, 20 * plan.load.step.prefill_s_per_prompt) << "no plan has replicas that cannot keep up";
   EXPECT_LE(plan.load.tpot_s, req.tpot_target_s);
   EXPECT_NEAR(plan.load.tpot_s * plan.prediction.tokens_per_step, plan.load.step.step_s, 1e-15);
   // A bad replica count is an error.
@@ -93,7 +97,7 @@ TEST(CapacityPrefill, TpotUnderLoadIsTheFixedPointOfItsOwnPrefill) {
         << bad;
 }
 
-// One TP-4 replica cannot prefill 20 prompts/s of 1024 tokens (71 ms each: 1.4 s of every second),
+// One TP-4 replica cannot prefill 20 prompts/s of 1024 tokens (67 ms each in its steps: 1.35 s of every second),
 // the answer the planner gave before it priced prompts; TP-4 plans now take three replicas.
 TEST(CapacityPrefill, OneTp4ReplicaCannotKeepUpWithTheQuickStartsPrompts) {
   const Scenario s = seventy_b(4, 3);
@@ -101,10 +105,10 @@ TEST(CapacityPrefill, OneTp4ReplicaCannotKeepUpWithTheQuickStartsPrompts) {
   const CapacityPlan plan = plan_capacity(s, req);
   ASSERT_TRUE(plan.feasible);
   const CapacityOption& o = option_at(plan, 64);
-  EXPECT_NEAR(o.prefill_s_per_prompt, 0.071, 0.002);
+  EXPECT_NEAR(o.prefill_s_per_prompt, 0.067, 0.002);
   const ReplicaCheck one = check_replicas(o, s, req, 1);
   EXPECT_FALSE(one.load.step.keeps_up);
-  EXPECT_NEAR(one.load.step.prefill_share, 1.42, 0.03);
+  EXPECT_NEAR(one.load.step.prefill_share, 1.35, 0.03);
   EXPECT_EQ(one.broken, std::vector<ReplicaLimit>{ReplicaLimit::prefill_capacity});
   EXPECT_TRUE(o.prediction.tpot_s <= req.tpot_target_s && o.prediction.fits_memory)
       << "alone, batch 64 meets the target: only the load rules one replica out";
@@ -230,8 +234,55 @@ TEST(CapacityPrefill, APlanInfeasibleOnlyBecauseOfPrefillSaysSo) {
   EXPECT_NE(searched.find("because of the prompts' prefill"), std::string::npos) << searched;
 }
 
+// Chunked prefill: a prompt's rows join the decode step's target forward, whose products read their
+// weights once for both row sets. A short prompt in a memory-bound step costs its rows' compute (and
+// the head's own pass over it), far less than a forward of its own; a long prompt, compute-bound
+// anyway, nearly its own forward; never more. The merge adds the work and the activations and keeps
+// one weight read per product.
+TEST(CapacityPrefill, AnInterleavedPromptPaysItsRowsNotTheWeightsAgain) {
+  for (const int batch : {1, 8, 32, 128}) {
+    for (const int prompt : {32, 128, 1024, 4096}) {
+      Scenario s = test::scenario("llama-3.1-8b", "h100-sxm", "eagle3-llama3.1-8b", 3, 0.8);
+      s.workload.batch = batch;
+      s.workload.prompt_len = prompt;
+      s.workload.output_len = 256;
+      ASSERT_TRUE(s.engine.interleaves_prefill) << s.engine.name;
+      const StepCost own = prefill_cost(s);
+      const double in_step = interleaved_prefill_s(s);
+      const std::string at = "batch " + std::to_string(batch) + ", prompt " + std::to_string(prompt);
+      EXPECT_LE(in_step, own.draft_s + own.verify_s * (1 + 1e-12)) << at << ": never more than a forward of its own";
+      EXPECT_GT(in_step, own.draft_s) << at << ": the rows' compute is paid";
+      if (prompt == 128) EXPECT_LT(in_step, 0.6 * (own.draft_s + own.verify_s)) << at << ": the weights are not read again";
+      if (prompt == 4096) EXPECT_GT(in_step, 0.9 * (own.draft_s + own.verify_s)) << at << ": compute-bound, nearly its own";
+    }
+  }
+  // The merge, on a step's operators: each product's weights once, the rest added.
+  Scenario s = test::scenario("llama-3.1-8b", "h100-sxm", "", 1, 0);
+  ForwardParams p;
+  p.batch = 16;
+  p.weights = weight_bytes_of(s.target, s.target.dtype);
+  const std::vector<Operator> step = model_forward_ops(s.target, p, "decode");
+  ForwardParams q = p;
+  q.batch = 1;
+  q.tokens = 512;
+  q.prefill = true;
+  const std::vector<Operator> prompt = model_forward_ops(s.target, q, "prefill");
+  const std::vector<Operator> both = with_prompt_rows(step, prompt);
+  ASSERT_EQ(both.size(), step.size()) << "every operator of the prompt's forward has its kernel in the step";
+  for (size_t i = 0; i < step.size(); ++i) {
+    SCOPED_TRACE(step[i].name);
+    EXPECT_EQ(both[i].flops, step[i].flops + prompt[i].flops);
+    EXPECT_EQ(both[i].weight_bytes, std::max(step[i].weight_bytes, prompt[i].weight_bytes));
+    EXPECT_EQ(both[i].bytes, step[i].bytes + prompt[i].bytes - std::min(step[i].weight_bytes, prompt[i].weight_bytes));
+    if (step[i].gemm_rows > 0 && step[i].weight_bytes == prompt[i].weight_bytes)
+      EXPECT_EQ(both[i].gemm_rows, step[i].gemm_rows + prompt[i].gemm_rows);
+  }
+  EXPECT_EQ(with_prompt_rows(step, {}).size(), step.size());
+}
+
 // Where the engine prefills between steps (SGLang) each prompt stalls the running sequences for its
-// forward and its step overhead too: a longer TPOT at the same load, never fewer devices.
+// whole forward (the weights read again) and its step overhead: a longer TPOT at the same load, never
+// fewer devices.
 TEST(CapacityPrefill, AnEngineThatDoesNotInterleavePaysTheStall) {
   const Scenario in = seventy_b(2, 3);
   Scenario apart = in;
@@ -242,7 +293,10 @@ TEST(CapacityPrefill, AnEngineThatDoesNotInterleavePaysTheStall) {
   EXPECT_GE(b.devices, a.devices);
   const CapacityOption& oa = option_at(a, 32);
   const CapacityOption& ob = option_at(b, 32);
-  EXPECT_NEAR(ob.prefill_s_per_prompt - oa.prefill_s_per_prompt, in.engine.step_overhead_s, 1e-12);
+  Scenario at = apart;
+  at.workload.batch = 32;
+  EXPECT_EQ(ob.prefill_s_per_prompt, prefill_cost(at).total_s()) << "a forward of its own and its step overhead";
+  EXPECT_GT(ob.prefill_s_per_prompt - oa.prefill_s_per_prompt, in.engine.step_overhead_s);
   EXPECT_EQ(ob.prediction.tpot_s, oa.prediction.tpot_s) << "the decode step itself is the same";
   for (const int n : {5, 6, 10}) {
     const ReplicaCheck x = check_replicas(oa, in, req, n), y = check_replicas(ob, apart, req, n);

@@ -94,10 +94,10 @@ TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
   req.max_utilization = 0.999;
   const CapacityPlan alone = plan_capacity(s, req);
   ASSERT_TRUE(alone.feasible);
-  ASSERT_EQ(alone.replicas, 5) << "five TP-2 replicas at batch 32 carry 20 requests/s at rho 0.90 (their prompts take 48% of each)";
+  ASSERT_EQ(alone.replicas, 5) << "five TP-2 replicas at batch 32 carry 20 requests/s at rho 0.83 (their prompts take 44% of each)";
   ASSERT_EQ(alone.batch, 32);
-  EXPECT_GT(alone.load.queue.utilization, 0.85);
-  EXPECT_GT(alone.load.ttft_with_wait_s, 0.3) << "its mean wait is hundreds of milliseconds: " << alone.load.queue.mean_wait_s;
+  EXPECT_GT(alone.load.queue.utilization, 0.8);
+  EXPECT_GT(alone.load.ttft_with_wait_s, 0.25) << "its mean wait is over a hundred milliseconds: " << alone.load.queue.mean_wait_s;
 
   for (const double percentile : {0.0, 99.0}) {
     CapacityRequest target = req;
@@ -107,7 +107,8 @@ TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
     ASSERT_TRUE(plan.feasible) << "percentile " << percentile;
     const double checked = percentile > 0 ? plan.load.ttft_at_percentile_s : plan.load.ttft_with_wait_s;
     EXPECT_LE(checked, 0.2) << "percentile " << percentile;
-    EXPECT_GT(plan.replicas, alone.replicas) << "percentile " << percentile << ": the wait needs more replicas";
+    EXPECT_GT(double(plan.replicas) * plan.batch, double(alone.replicas) * alone.batch)
+        << "percentile " << percentile << ": the wait needs more slots (replicas x batch)";
     for (const auto& o : plan.options) {
       if (!o.feasible || o.replicas == 1) continue;
       const std::optional<QueueEstimate> fewer = queue_at(o, s, target, o.replicas - 1);
