@@ -115,13 +115,13 @@ static std::vector<std::string> release_scopes(const CalibrationSet& set, const 
   std::map<const HostWork*, std::string> first;
   for (const auto& r : set.rows) {
     const std::string& v = r.scenario.engine_version;
-    if (v.empty()) {
-      scopes.push_back("");
-      continue;
-    }
-    const HostWork* range = &engine.host_work_for(v);
-    scopes.push_back(first.emplace(range, v).first->second);
+    scopes.push_back(v.empty() ? "" : first.emplace(&engine.host_work_for(v), v).first->second);
   }
+  // A row naming no version runs the current release, whose range's own terms (where rows of a
+  // named current release fit them) would shadow the engine's: it joins that scope then.
+  if (const auto current = first.find(&engine.host_work); current != first.end())
+    for (auto& scope : scopes)
+      if (scope.empty()) scope = current->second;
   return scopes;
 }
 

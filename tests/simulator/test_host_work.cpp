@@ -392,6 +392,31 @@ TEST(HostWork, FittedHostTermsPriceOnlyTheirRelease) {
   EXPECT_EQ(back.step_overhead("0.9.0"), r.engine.step_overhead("0.9.0"));
 }
 
+// Rows naming no release run the current one: in a set whose other rows name a current release, they
+// fit that range's terms with them (the range's own terms would shadow the engine's for them).
+TEST(HostWork, UnversionedRowsJoinANamedCurrentRelease) {
+  SpecLibrary lib;
+  const EngineSpec vllm = lib.engine("vllm");
+  ASSERT_EQ(&vllm.host_work_for("0.14.0"), &vllm.host_work) << "0.14.0 is the current range of the bundled vllm spec";
+  nlohmann::json j = {{"hardware", "h100-sxm"},
+                      {"engine", "vllm"},
+                      {"defaults", {{"model", "llama-3.1-8b"}}},
+                      {"rows", nlohmann::json::array()}};
+  j["rows"].push_back({{"method", "sequential"}, {"step_ms", 7.0}, {"engine_version", "0.14.0"}});
+  j["rows"].push_back({{"method", "eagle3"}, {"drafter", "eagle3-llama3.1-8b"}, {"k", 3}, {"acceptance_length", 2.5},
+                       {"step_ms", 9.0}});
+  const CalibrationSet set = parse_calibration_json(j, "synthetic rows", lib);
+  const auto p = default_fit_parameters(set, vllm);
+  for (const char* want : {"step_overhead_s@0.14.0", "draft_step_overhead_s.eagle3@0.14.0", "spec_step_overhead_s.eagle3@0.14.0"})
+    EXPECT_NE(std::find(p.begin(), p.end(), want), p.end()) << want;
+  for (const auto& name : p) EXPECT_NE(name, "step_overhead_s") << "no engine-wide term the rows could not move";
+  // Without a named current release they fit the engine's own terms, as before scopes existed.
+  CalibrationSet unnamed = set;
+  unnamed.rows[0].scenario.engine_version = "";
+  const auto q = default_fit_parameters(unnamed, vllm);
+  EXPECT_NE(std::find(q.begin(), q.end(), "step_overhead_s"), q.end());
+}
+
 TEST(HostWork, ReleaseScopedParameterNamesAreChecked) {
   SpecLibrary lib;
   Platform p{lib.hardware("h100-sxm"), lib.engine("vllm")};
