@@ -106,10 +106,10 @@ Transform transform_for(const std::string& name) {
 
 }  // namespace
 
-// The release scope of a row: "" where it names no engine version (it fits the engine's own host
-// terms, overhead.*), else the version of the first row of the set in the same host_work range of
-// `engine` (it fits that range's terms: a release's scheduler, drafting loop and sampler are its
-// own, and a term fitted to one release must not price another).
+// The release scope of a row: the version of the first row of the set in the same host_work range
+// of `engine` (it fits that range's terms: a release's scheduler, drafting loop and sampler are its
+// own, and a term fitted to one release must not price another); for a row naming no version, ""
+// (it fits the engine's own host terms, overhead.*) unless the set names a current release.
 static std::vector<std::string> release_scopes(const CalibrationSet& set, const EngineSpec& engine) {
   std::vector<std::string> scopes;
   std::map<const HostWork*, std::string> first;
