@@ -326,8 +326,6 @@ static void charge_host_work(Accumulator& acc, const Scenario& s, bool speculati
   acc.overhead("host_exposed", "overhead", 1, exposed);  // nothing when the device's step is longer
 }
 
-// One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
-// the scenario).
 // The target's forward in one decoding step of `plan` (`base` at the step's context): one token per
 // sequence (sequential) or the whole draft (verification). A draft-free step drafts only when the
 // history matches (a share match_rate of the steps): 1 + h·nodes per sequence. Sets the tokens each
@@ -351,6 +349,8 @@ static std::vector<Operator> target_step_ops(const Scenario& s, const DraftPlan&
   return model_forward_ops(s.target, p, m == Method::sequential ? "decode" : "verify");
 }
 
+// One step of `plan` (the scenario's own, or sequential decoding for the baseline without copying
+// the scenario).
 static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double context, double tokens_per_step,
                           bool keep_ops = true) {
   Accumulator acc(s, keep_ops);
@@ -358,8 +358,7 @@ static StepCost step_cost(const Scenario& s, const DraftPlan& plan, double conte
   base.context = context;
   const Method m = plan.method;
 
-  // Target forward: one token (sequential) or the whole draft (verification). A draft-free step
-  // drafts only when the history matches (a share match_rate of the steps): 1 + h·nodes per sequence.
+  // Target forward: one token (sequential) or the whole draft (verification).
   double verify_tokens = 1;
   const bool lookup = draft_free(m);
   acc.add(target_step_ops(s, plan, base, &verify_tokens), &acc.step.verify_s);
