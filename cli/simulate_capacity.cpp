@@ -154,12 +154,19 @@ void print_capacity_plan(const CapacityPlanning& plan, const Scenario& s, std::o
       const ReplicaQueue& q = c->plan.load;
       out << "  " << std::left << std::setw(22) << name << std::right << std::setw(7) << fixed(q.queue.utilization, 3) << std::setw(9)
           << fixed(q.queue.p_wait, 3) << std::setw(10) << fixed(q.queue.mean_wait_s * 1e3, 1) << std::setw(11)
-          << fixed(q.wait_at_percentile_s * 1e3, 1) << std::setw(10) << fixed(c->plan.prediction.ttft_s * 1e3, 1) << std::setw(12)
+          << fixed(q.wait_at_percentile_s * 1e3, 1) << std::setw(10) << fixed(q.ttft_s * 1e3, 1) << std::setw(12)
           << fixed(q.ttft_with_wait_s * 1e3, 1) << std::setw(11) << fixed(q.ttft_at_percentile_s * 1e3, 1) << std::setw(7)
           << fixed(q.queue.service_scv, 2) << "\n";
     };
     if (speculative) queue_row("cheapest: " + method_title(s.plan.method), r.best);
     queue_row(speculative ? "sequential decoding" : "cheapest: sequential", r.sequential);
+    std::string alone;
+    for (const auto& [name, c] : {std::pair{"cheapest", &r.best}, std::pair{"sequential", &r.sequential}})
+      if (*c && (speculative || std::string(name) == "sequential"))
+        alone += (alone.empty() ? "" : ", ") + fixed((*c)->plan.prediction.ttft_s * 1e3, 1) + " ms (" + name + ")";
+    out << "  (TTFT ms: under the load, once a slot is free: half the step in progress, then "
+        << (s.engine.interleaves_prefill ? "the step that carries the prompt's rows" : "the prompt's prefill before the next step")
+        << ";\n   a prompt alone on an idle replica: " << alone << ")\n";
 
     out << "\n  TPOT under load per replica (ms; the TPOT target is checked at the full batch;\n   " << s.engine.name
         << (s.engine.interleaves_prefill ? " interleaves each prompt's prefill into the decode steps"

@@ -62,7 +62,10 @@ bool meets_ttft_target(const ReplicaQueue& r, const CapacityRequest& req) {
 // the decode time of one request without prompts, i.e. ac·λ² − (a + d + Bc)·λ + B = 0, whose smaller
 // root (the one below 1/c) is written so that c = 0 gives B / (a + d) and nothing cancels.
 double rate_at_full_utilization(const CapacityOption& o, const Scenario& s) {
-  const double a = o.prediction.ttft_s, d = s.workload.output_len * o.prediction.tpot_s, c = o.prefill_s_per_prompt;
+  // S(λ) = c + E / (1 − λc): TTFT's own prefill, and what stretches with the step (the steps before
+  // the first token, the decode), E at the decode step D.
+  const double c = o.prefill_s_per_prompt, D = o.prediction.step.total_s();
+  const double a = c, d = ttft_under_load(o, s, D) - c + s.workload.output_len * o.prediction.tpot_s;
   const double B = o.batch, b = a + d + B * c;
   return 2 * B / (b + std::sqrt(b * b - 4 * a * c * B));
 }
@@ -73,7 +76,8 @@ double rate_at_full_utilization(const CapacityOption& o, const Scenario& s) {
 // lower bound, then bisection, finds the first that meets them all.
 long long fewest_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, long long most,
                           std::vector<ReplicaLimit>& broken_at_most) {
-  const double service_s = o.prediction.ttft_s + s.workload.output_len * o.prediction.tpot_s;
+  // TTFT and TPOT at no load: a request's service only grows with the load.
+  const double service_s = ttft_under_load(o, s, o.prediction.step.total_s()) + s.workload.output_len * o.prediction.tpot_s;
   // Lower bounds, in double: a load far beyond any plan must not wrap an integer. Utilisation with the
   // step alone (the prompts only lengthen it; the relative nudge keeps a load that is a whole number
   // of replicas by exact arithmetic from taking one more by rounding), and a prefill share below 1:
@@ -202,16 +206,17 @@ CapacityPlan plan_batches(const Scenario& base, const CapacityRequest& req) {
     o.prediction = predict(s);
     o.prefill_s_per_prompt = prefill_seconds_per_prompt(s);
     o.requests_per_s_per_replica = rate_at_full_utilization(o, s);
-    // The latency of one request alone, without other prompts; the prompts' prefill and the queue's
-    // wait are added by the replicas below.
+    // The latencies without other prompts (TTFT beside a full batch's decode steps); the prompts'
+    // prefill and the queue's wait are added by the replicas below.
+    const double ttft_idle = ttft_under_load(o, s, o.prediction.step.total_s());
     const bool meets_alone = o.prediction.fits_memory && o.prediction.tpot_s <= req.tpot_target_s &&
-                             (req.ttft_target_s == 0 || o.prediction.ttft_s <= req.ttft_target_s);
+                             (req.ttft_target_s == 0 || ttft_idle <= req.ttft_target_s);
     if (meets_alone) {
       std::vector<ReplicaLimit> broken_at_most;
       const long long replicas = fewest_replicas(o, s, req, most_replicas, broken_at_most);
       // None within the bound: the load needs more devices, unless no number of replicas can help
       // (the mean wait is never 0, so a TTFT exactly at the target leaves no room for it).
-      const bool no_room = req.ttft_target_s > 0 && req.ttft_percentile == 0 && o.prediction.ttft_s >= req.ttft_target_s;
+      const bool no_room = req.ttft_target_s > 0 && req.ttft_percentile == 0 && ttft_idle >= req.ttft_target_s;
       if (replicas == 0) {
         if (!no_room) {
           too_many = true;
@@ -328,6 +333,11 @@ std::string replica_limit_name(ReplicaLimit l) {
   return "?";
 }
 
+double ttft_under_load(const CapacityOption& o, const Scenario& s, double step_s) {
+  const double residual = 0.5 * step_s;
+  return s.engine.interleaves_prefill ? residual + step_s + o.prefill_s_per_prompt : residual + o.prefill_s_per_prompt;
+}
+
 ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const CapacityRequest& req, double replicas) {
   if (!(replicas >= 1 && std::isfinite(replicas)))
     throw Error("capacity planning: the number of replicas must be a finite number >= 1, got " + format_double(replicas));
@@ -342,14 +352,15 @@ ReplicaCheck check_replicas(const CapacityOption& o, const Scenario& s, const Ca
   r.tpot_s = r.step.step_s / o.prediction.tokens_per_step;
   if (r.tpot_s > req.tpot_target_s) c.broken.push_back(ReplicaLimit::tpot_target);
   const double decode_s = s.workload.output_len * r.tpot_s;
-  const double service_s = o.prediction.ttft_s + decode_s;
+  r.ttft_s = ttft_under_load(o, s, r.step.step_s);
+  const double service_s = r.ttft_s + decode_s;
   // Only the output length varies: Var(S) = (cv · output_len · TPOT)², so C_s² = (cv · decode / S)².
   const double scv = std::pow(req.output_len_cv * decode_s / service_s, 2);
   r.queue = estimate_queue(lambda, replica_arrival_scv(req.arrival_cv * req.arrival_cv, replicas), service_s, o.batch, scv);
   r.percentile = reported_percentile(req);
   r.wait_at_percentile_s = wait_at_percentile_s(r.queue, r.percentile);
-  r.ttft_with_wait_s = o.prediction.ttft_s + r.queue.mean_wait_s;
-  r.ttft_at_percentile_s = o.prediction.ttft_s + r.wait_at_percentile_s;
+  r.ttft_with_wait_s = r.ttft_s + r.queue.mean_wait_s;
+  r.ttft_at_percentile_s = r.ttft_s + r.wait_at_percentile_s;
   // The relative slack matches the lower bound's nudge in fewest_replicas: a load that is a whole
   // number of replicas at the cap by exact arithmetic is within it.
   if (!(r.queue.utilization <= req.max_utilization * (1 + 1e-12))) c.broken.push_back(ReplicaLimit::max_utilization);

@@ -19,8 +19,10 @@
 // full batch, prefill included). The replicas are the fewest that keep the replica up with its
 // prompts, TPOT within the target, utilisation ρ = a / batch at or below max_utilization (always < 1:
 // at ρ >= 1 the queue grows without bound) and, with a TTFT target, TTFT plus the queueing wait
-// (mean, or the wait at ttft_percentile) within it. Assumed: Poisson arrivals; TTFT one prompt's
-// prefill alone (not lengthened by the decode rows it shares a step with); TPOT at the full batch,
+// (mean, or the wait at ttft_percentile) within it. TTFT under load (ttft_under_load): half the step
+// in progress when the request takes its slot, then its prefill — inside the next step, which carries
+// its rows (T + c), or as a forward of its own at the next step boundary (c). Assumed: Poisson
+// arrivals; a prompt prefilled in one step (no chunk budget splits it); TPOT at the full batch,
 // conservative while slots are idle; service time varying only through the output length (C_s² = 0
 // for the workload's one output_len).
 #include <optional>
@@ -69,6 +71,7 @@ struct ReplicaQueue {
   QueueEstimate queue;             // service time S, C_s², utilisation, P(wait), mean wait
   double percentile = 99;          // of the wait below (reported_percentile)
   double wait_at_percentile_s = 0;
+  double ttft_s = 0;               // TTFT under load, once the request has a slot (ttft_under_load)
   double ttft_with_wait_s = 0;     // TTFT + mean wait
   double ttft_at_percentile_s = 0; // TTFT + wait at the percentile
 };
@@ -89,13 +92,22 @@ struct CapacityOption {
   Prediction prediction;                  // the decode step alone (no prompts): TPOT, TTFT, memory
   double prefill_s_per_prompt = 0;        // c: what one prompt's prefill adds to the steps (prefill_seconds_per_prompt)
   // The most requests/s one replica serves at ρ = 1, its prompts' prefill included: the root of
-  // λ·(TTFT + output_len · TPOT(λ)) = batch with TPOT(λ) = TPOT / (1 − λ·c).
+  // λ·(TTFT(λ) + output_len · TPOT(λ)) = batch with TPOT(λ) = TPOT / (1 − λ·c) and TTFT(λ) as
+  // ttft_under_load at the step D / (1 − λ·c).
   double requests_per_s_per_replica = 0;
   bool feasible = false;                  // meets the latency targets and fits in memory
   int replicas = 0;                       // when feasible: the fewest that meet the targets
   ReplicaQueue load;                      // when feasible: at those replicas
   std::vector<ReplicaLimit> replicas_set_by;  // when feasible: what one replica fewer would break
 };
+
+// The mean TTFT of a request that has its slot, on a replica whose steps last `step_s` (T): half the
+// step in progress when it arrives (the mean residual of steps of one length under Poisson
+// arrivals), then its prompt's prefill: where the engine interleaves prefill, the whole next step,
+// which carries the prompt's rows besides everything else (T + c); where it does not, a forward of
+// its own (c, its step overhead included) at the next step boundary. At no load T is the decode
+// step alone; the prediction's TTFT (one prompt on an idle replica) is the forward alone.
+double ttft_under_load(const CapacityOption& o, const Scenario& s, double step_s);
 
 struct CapacityPlan {
   bool feasible = false;

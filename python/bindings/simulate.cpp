@@ -262,7 +262,8 @@ The other keywords are specdec.simulate's. Returns the command line's dict: 'sce
 (at the first TP), 'capacity', 'capacity_sequential' (each with its TPOT under load: 'tpot_ms' at the full
 batch, 'tpot_at_mean_occupancy_ms', 'mean_occupancy', 'decode_tpot_ms', 'step_ms', 'decode_step_ms',
 'prefill_ms_per_prompt', 'prefill_share', 'prompts_per_step', 'prefill_tokens_per_step',
-'replicas_set_by'; and its queue: 'utilization', 'p_wait', 'queue_wait_ms', 'ttft_with_wait_ms',
+'replicas_set_by'; and its queue: 'utilization', 'p_wait', 'queue_wait_ms', 'ttft_ms' (under the load: half a
+step, then the step or forward that prefills the prompt), 'ttft_alone_ms', 'ttft_with_wait_ms',
 'percentile', 'queue_wait_at_percentile_ms', 'ttft_at_percentile_ms', 'service_s', 'service_scv', 'arrival_scv'),
 'capacity_search' (with 'layouts', 'configurations' and 'batches_priced', the search's cost,
 'max_utilization', 'output_len_cv', 'arrival_cv', 'ttft_checked_at', 'tpot_checked_at', 'prefill'; every configuration

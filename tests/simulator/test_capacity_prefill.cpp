@@ -302,6 +302,11 @@ TEST(CapacityPrefill, AnEngineThatDoesNotInterleavePaysTheStall) {
     const ReplicaCheck x = check_replicas(oa, in, req, n), y = check_replicas(ob, apart, req, n);
     EXPECT_GT(y.load.tpot_s, x.load.tpot_s) << n << " replicas";
     EXPECT_GT(y.load.step.prefill_share, x.load.step.prefill_share) << n << " replicas";
+    // TTFT: half the step in progress, then the prompt's own forward before the next step (apart), or
+    // the whole next step, which carries the prompt's rows (interleaved).
+    EXPECT_DOUBLE_EQ(y.load.ttft_s, 0.5 * y.load.step.step_s + ob.prefill_s_per_prompt) << n << " replicas";
+    EXPECT_DOUBLE_EQ(x.load.ttft_s, 1.5 * x.load.step.step_s + oa.prefill_s_per_prompt) << n << " replicas";
+    EXPECT_DOUBLE_EQ(x.load.ttft_with_wait_s, x.load.ttft_s + x.load.queue.mean_wait_s) << n << " replicas";
   }
 }
 

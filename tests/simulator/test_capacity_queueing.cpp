@@ -32,6 +32,13 @@ CapacityRequest twenty_per_s() {
   return req;
 }
 
+// TTFT under load by hand: half the step in progress, then the step carrying the prompt's rows (the
+// engines here interleave prefill).
+double ttft_by_hand(const CapacityOption& o, const Scenario& s, double step_s) {
+  EXPECT_TRUE(s.engine.interleaves_prefill) << s.engine.name;
+  return 0.5 * step_s + step_s + o.prefill_s_per_prompt;
+}
+
 // One replica's queue at batch o.batch when `replicas` share the load, built here from its parts:
 // TPOT with the replica's prompts' prefill (step_under_load), the service time, the queue. None when
 // the replica cannot keep up with its prompts.
@@ -40,7 +47,7 @@ std::optional<QueueEstimate> queue_at(const CapacityOption& o, const Scenario& s
   const StepUnderLoad step = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, rate, s.workload.prompt_len);
   if (!step.keeps_up) return std::nullopt;
   const double decode = s.workload.output_len * step.step_s / o.prediction.tokens_per_step;
-  const double service = o.prediction.ttft_s + decode;
+  const double service = ttft_by_hand(o, s, step.step_s) + decode;
   return estimate_queue(rate, replica_arrival_scv(req.arrival_cv * req.arrival_cv, replicas), service, o.batch,
                         std::pow(req.output_len_cv * decode / service, 2));
 }
@@ -116,7 +123,8 @@ TEST(CapacityQueueing, ATtftTargetHoldsTheQueueingWait) {
       const double wait = percentile > 0 ? wait_at_percentile_s(*fewer, percentile) : fewer->mean_wait_s;
       const double tpot = step_under_load(o.prediction.step.total_s(), o.prefill_s_per_prompt, 20.0 / (o.replicas - 1), 1024).step_s /
                           o.prediction.tokens_per_step;
-      EXPECT_TRUE(fewer->utilization > target.max_utilization || o.prediction.ttft_s + wait > 0.2 || tpot > target.tpot_target_s)
+      const double ttft = ttft_by_hand(o, s, tpot * o.prediction.tokens_per_step);
+      EXPECT_TRUE(fewer->utilization > target.max_utilization || ttft + wait > 0.2 || tpot > target.tpot_target_s)
           << "percentile " << percentile << ", batch " << o.batch << ": " << o.replicas << " replicas, one fewer would do";
     }
   }
@@ -141,7 +149,8 @@ TEST(CapacityQueueing, VariableOutputLengthsWaitLonger) {
   ASSERT_EQ(a.batch, b.batch);
   ASSERT_EQ(a.replicas, b.replicas) << "without a TTFT target the variance changes the wait, not the replicas";
   EXPECT_EQ(a.load.queue.service_scv, 0.0) << "the workload's one output length: deterministic service";
-  const double decode = 256 * b.load.tpot_s, service = b.prediction.ttft_s + decode;
+  const double decode = 256 * b.load.tpot_s, service = b.load.ttft_s + decode;
+  EXPECT_DOUBLE_EQ(b.load.ttft_s, 1.5 * b.load.step.step_s + b.load.step.prefill_s_per_prompt);
   EXPECT_NEAR(b.load.queue.service_scv, std::pow(decode / service, 2), 1e-12) << "only the decode part varies";
   EXPECT_NEAR(b.load.queue.mean_wait_s / a.load.queue.mean_wait_s, (1 + b.load.queue.service_scv) / 2 / 0.5, 1e-9);
   EXPECT_GT(b.load.wait_at_percentile_s, a.load.wait_at_percentile_s);
